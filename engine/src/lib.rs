@@ -1,0 +1,5 @@
+//! The `tdd` engine: everything that decides progress from observed facts.
+//!
+//! The engine knows nothing of agents, prompts or forges. It owns the
+//! configuration (`tdd.toml`), the append-only ledger, the observation of
+//! test suites and the phase gates computed from them.

@@ -1,0 +1,3 @@
+//! The `tdd` command-line tool.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Detached, supervised leaf processes.

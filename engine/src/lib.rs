@@ -3,3 +3,5 @@
 //! The engine knows nothing of agents, prompts or forges. It owns the
 //! configuration (`tdd.toml`), the append-only ledger, the observation of
 //! test suites and the phase gates computed from them.
+
+pub mod config;

@@ -5,3 +5,5 @@
 //! test suites and the phase gates computed from them.
 
 pub mod config;
+pub mod git;
+pub mod ledger;

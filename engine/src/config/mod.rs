@@ -5,6 +5,7 @@
 //! unknown key, the nearest valid one. The `[project.*]` and `[artifact.*]`
 //! tables written for tdd-cli load unchanged.
 
+pub mod detect;
 mod diagnostic;
 mod schema;
 

@@ -72,7 +72,10 @@ fn ledger_home(
         return Err(LedgerError::NoHome);
     };
     if !path.is_absolute() {
-        return Err(LedgerError::RelativeHome { path, variable: source });
+        return Err(LedgerError::RelativeHome {
+            path,
+            variable: source,
+        });
     }
     Ok((path, source))
 }

@@ -44,6 +44,8 @@ enum Command {
     Config(commands::config::ConfigCommand),
     #[command(subcommand)]
     Ledger(commands::ledger::LedgerCommand),
+    #[command(subcommand)]
+    Plan(commands::plan::PlanCommand),
 }
 
 impl Command {
@@ -54,6 +56,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Config(c) => c.name(),
             Command::Ledger(c) => c.name(),
+            Command::Plan(c) => c.name(),
         }
     }
 }
@@ -98,6 +101,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Doctor(args) => commands::doctor::cmd_doctor(&ctx, args),
         Command::Config(cmd) => commands::config::cmd_config(&ctx, cmd),
         Command::Ledger(cmd) => commands::ledger::cmd_ledger(&ctx, cmd),
+        Command::Plan(cmd) => commands::plan::cmd_plan(&ctx, cmd),
     };
     out.finish(name, result)
 }

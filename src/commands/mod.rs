@@ -4,3 +4,4 @@ pub mod config;
 pub mod doctor;
 pub mod init;
 pub mod ledger;
+pub mod plan;

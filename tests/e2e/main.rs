@@ -5,4 +5,5 @@ mod config;
 mod doctor;
 mod init;
 mod ledger;
+mod plan;
 mod support;

@@ -87,12 +87,13 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 pub(crate) fn read_events(
     conn: &Connection,
     run_id: Option<&str>,
+    kind: Option<&str>,
     path: &Path,
 ) -> Result<Vec<Event>, LedgerError> {
     let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
-               WHERE (?1 IS NULL OR run_id = ?1) ORDER BY id";
+               WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR kind = ?2) ORDER BY id";
     let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
-    let rows = stmt.query_map([run_id], row).map_err(sql_err(path))?;
+    let rows = stmt.query_map([run_id, kind], row).map_err(sql_err(path))?;
     let mut events = Vec::new();
     for r in rows {
         let (id, run_id, kind, payload, at, prev_hash, hash) = r.map_err(sql_err(path))?;

@@ -217,7 +217,16 @@ impl Ledger {
 
     /// Every event, oldest first, optionally only those of one run.
     pub fn events(&self, run_id: Option<&str>) -> Result<Vec<Event>, LedgerError> {
-        chain::read_events(&self.conn, run_id, &self.path)
+        chain::read_events(&self.conn, run_id, None, &self.path)
+    }
+
+    /// Events of one kind, oldest first, optionally only those of one run.
+    pub fn events_of_kind(
+        &self,
+        run_id: Option<&str>,
+        kind: &str,
+    ) -> Result<Vec<Event>, LedgerError> {
+        chain::read_events(&self.conn, run_id, Some(kind), &self.path)
     }
 
     /// The number of events.

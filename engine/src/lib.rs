@@ -5,3 +5,4 @@
 //! test suites and the phase gates computed from them.
 
 pub mod config;
+pub mod observe;

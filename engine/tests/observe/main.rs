@@ -6,4 +6,5 @@
 //! with what to install; `.ci/run` installs them all.
 
 mod common;
+mod js;
 mod pytest;

@@ -3,6 +3,7 @@
 mod cargo;
 mod go;
 mod jest;
+mod js;
 mod junit_command;
 mod mocha;
 mod node_test;

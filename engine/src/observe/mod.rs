@@ -21,6 +21,7 @@ mod clip;
 mod command;
 mod error;
 mod exec;
+mod gostream;
 mod jsonreport;
 mod junit;
 mod model;

@@ -6,5 +6,6 @@
 //! with what to install; `.ci/run` installs them all.
 
 mod common;
+mod go;
 mod js;
 mod pytest;

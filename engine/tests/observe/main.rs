@@ -8,4 +8,5 @@
 mod common;
 mod go;
 mod js;
+mod node;
 mod pytest;

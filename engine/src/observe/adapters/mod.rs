@@ -101,3 +101,55 @@ pub(crate) fn regex_escape(text: &str) -> String {
     }
     out
 }
+
+/// Files under `root` matching any of `globs` (relative, `/`-separated),
+/// skipping `node_modules` and hidden directories, in sorted order.
+pub(crate) fn discover(root: &Path, globs: &[&str]) -> Vec<String> {
+    let mut builder = globset::GlobSetBuilder::new();
+    for glob in globs {
+        if let Ok(glob) = globset::Glob::new(glob) {
+            builder.add(glob);
+        }
+    }
+    let Ok(set) = builder.build() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if path.is_dir() {
+                if name != "node_modules" && !name.starts_with('.') {
+                    pending.push(path);
+                }
+            } else if let Ok(relative) = path.strip_prefix(root) {
+                let relative = relative.to_string_lossy().replace('\\', "/");
+                if set.is_match(&relative) {
+                    found.push(relative);
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The project's `test_paths`, or `defaults` when it declares none.
+pub(crate) fn test_globs<'a>(project: &'a Project, defaults: &'a [&'a str]) -> Vec<&'a str> {
+    if project.config.test_paths.is_empty() {
+        defaults.to_vec()
+    } else {
+        project
+            .config
+            .test_paths
+            .iter()
+            .map(String::as_str)
+            .collect()
+    }
+}

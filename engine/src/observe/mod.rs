@@ -17,6 +17,7 @@
 
 mod adapters;
 mod build;
+mod cargo_messages;
 mod clip;
 mod command;
 mod error;

@@ -5,6 +5,7 @@
 //! that does not exist. A runner that is not installed makes its tests fail
 //! with what to install; `.ci/run` installs them all.
 
+mod cargo;
 mod common;
 mod go;
 mod js;

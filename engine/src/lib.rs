@@ -7,4 +7,5 @@
 pub mod config;
 pub mod git;
 pub mod ledger;
+pub mod observe;
 pub mod plan;

@@ -9,3 +9,4 @@ pub mod git;
 pub mod ledger;
 pub mod observe;
 pub mod plan;
+pub mod run;

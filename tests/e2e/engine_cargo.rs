@@ -198,3 +198,19 @@ fn implementation_committed_during_red_is_still_reverted() {
     assert_eq!(value["data"]["to"], "AWAITING_IMPL");
     assert_eq!(value["data"]["reverted"], serde_json::json!(["src/lib.rs"]));
 }
+
+#[test]
+fn a_test_that_passes_without_the_implementation_is_insensitive() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    // A test that fails at RED for a reason the implementation does not change.
+    env.write("tests/sub.rs", "#[test]\nfn subtracts() {\n    assert!(std::env::var(\"CALC_READY\").is_ok());\n}\n");
+    let (exit, red) = advance(&env);
+    assert_eq!(exit, 0, "{red}");
+    // GREEN passes by editing something that is not the implementation of anything tested.
+    env.write("tdd.toml", &format!("{CONFIG}\n[project.app.env]\nCALC_READY = \"1\"\n").replace("[project.app]\nadapter = \"cargo\"\n", "[project.app]\nadapter = \"cargo\"\nenv = { CALC_READY = \"1\" }\n").replace("\n[project.app.env]\nCALC_READY = \"1\"\n", ""));
+    let (exit, green) = advance(&env);
+    assert_eq!(exit, 1, "{green}");
+    assert_eq!(green["error"]["reason"], "insensitive_test");
+    assert_eq!(green["next_action"]["verb"], "rollback_to_red");
+}

@@ -324,6 +324,9 @@ impl Engine {
                 return self.refuse(ledger, ctx, outcome, refusal);
             }
         }
+        if !refactor && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, progress)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
         let (message, to) = if refactor {
             (
                 ctx.planned
@@ -349,6 +352,32 @@ impl Engine {
             &message,
             to,
         )
+    }
+
+    /// Every target must fail with the cycle's implementation reversed (the RED commit).
+    fn sensitivity(&self, ledger: &mut Ledger, ctx: &Ctx<'_>, outcome: &mut AdvanceOutcome, progress: &dyn Progress) -> Result<Option<Refused>, RunError> {
+        for test in &ctx.planned.tests {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event("sensitivity_check", json!({ "target": test }), &format!("sensitivity: running {test} without the implementation..."));
+            let result = super::sensitivity::check_at(&self.work_tree, "HEAD", &project, test, &self.location.dir.join("sensitivity")).map_err(|e| match e {
+                super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
+                super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
+                super::sensitivity::SensitivityError::Temp(source) => RunError::Io { what: "creating a scratch worktree".into(), source },
+            })?;
+            let sensitive = result.sensitive();
+            let status = result.verdict.status;
+            outcome.observations.push(result.observation);
+            if status == crate::observe::TargetStatus::RunnerError {
+                let detail = result.verdict.detail.unwrap_or_default();
+                return Ok(Some(Refused { reason: "runner_error", verb: Verb::ResolveBlocker, detail: format!("the sensitivity run of {test} could not be observed: {detail}") }));
+            }
+            if !sensitive {
+                ledger.append(Some(&ctx.state.run_id), "insensitive_test", &json!({ "n": ctx.planned.n, "target": test }))?;
+                return Ok(Some(Refused { reason: "insensitive_test", verb: Verb::RollbackToRed, detail: format!("{test} still passes with this cycle's implementation reversed: it does not test the change") }));
+            }
+        }
+        Ok(None)
     }
 
     /// Lint and typecheck of the cycle's projects; the first failure refuses the close.

@@ -10,6 +10,7 @@ mod gates;
 mod guard;
 mod locks;
 mod phase;
+mod sensitivity;
 mod snapshot;
 mod start;
 mod state;

@@ -50,6 +50,12 @@ enum Command {
     Run(commands::run::RunCommand),
     Status(commands::status::StatusArgs),
     Advance(commands::advance::AdvanceArgs),
+    #[command(subcommand)]
+    Cycle(commands::cycle::CycleCommand),
+    Note(commands::note::NoteArgs),
+    Annotate(commands::annotate::AnnotateArgs),
+    Blocker(commands::blocker::BlockerArgs),
+    Resume(commands::resume::ResumeArgs),
 }
 
 impl Command {
@@ -64,6 +70,11 @@ impl Command {
             Command::Run(c) => c.name(),
             Command::Status(_) => "status",
             Command::Advance(_) => "advance",
+            Command::Cycle(c) => c.name(),
+            Command::Note(_) => "note",
+            Command::Annotate(_) => "annotate",
+            Command::Blocker(_) => "blocker",
+            Command::Resume(_) => "resume",
         }
     }
 }
@@ -112,6 +123,11 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Run(cmd) => commands::run::cmd_run(&ctx, cmd),
         Command::Status(args) => commands::status::cmd_status(&ctx, args),
         Command::Advance(args) => commands::advance::cmd_advance(&ctx, args),
+        Command::Cycle(cmd) => commands::cycle::cmd_cycle(&ctx, cmd),
+        Command::Note(args) => commands::note::cmd_note(&ctx, args),
+        Command::Annotate(args) => commands::annotate::cmd_annotate(&ctx, args),
+        Command::Blocker(args) => commands::blocker::cmd_blocker(&ctx, args),
+        Command::Resume(args) => commands::resume::cmd_resume(&ctx, args),
     };
     out.finish(name, result)
 }

@@ -246,6 +246,9 @@ impl From<RunError> for CommandError {
             }
             RunError::PlanChanged { .. } => CommandError::refused("plan_changed", message)
                 .hint("register the new plan with `tdd plan register` and start a new run, or restore the registered one"),
+            RunError::Blocked { .. } => CommandError::refused("run_blocked", message)
+                .verb(Verb::Blocked)
+                .hint("a human resolves the blocker, then runs `tdd resume --unblock --note ...`"),
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
     }

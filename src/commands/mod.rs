@@ -1,10 +1,15 @@
 //! One module per subcommand: its `XxxArgs` (the help text) and its `cmd_xxx`.
 
 pub mod advance;
+pub mod annotate;
+pub mod blocker;
 pub mod config;
+pub mod cycle;
 pub mod doctor;
 pub mod init;
 pub mod ledger;
+pub mod note;
 pub mod plan;
+pub mod resume;
 pub mod run;
 pub mod status;

@@ -27,9 +27,28 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     Ok(Outcome::new(data, text).next(next))
 }
 
-fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
+/// The run as data, text and the next action: what every run command reports.
+pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
     let verb = state.verb();
     let total = state.cycles.len();
+    if let Some(blocker) = &state.blocker {
+        let data = json!({ "active": true, "run_id": state.run_id, "blocked": true, "blocker": blocker, "cycles": state.cycles });
+        let text = format!(
+            "run {} is BLOCKED: {}\n",
+            state.run_id,
+            blocker["detail"].as_str().unwrap_or_default()
+        );
+        let detail = "a human resolves the blocker, then runs `tdd resume --unblock --note ...`";
+        return (data, text, NextAction::new(Verb::Blocked, detail));
+    }
+    if state.status == tdd_engine::run::RunStatus::Abandoned {
+        let data = json!({ "active": false, "run_id": state.run_id, "abandoned": true });
+        return (
+            data,
+            format!("run {} was abandoned\n", state.run_id),
+            NextAction::terminal(Verb::Complete, "the run was abandoned"),
+        );
+    }
     let Some(index) = state.current() else {
         let data = json!({ "active": true, "run_id": state.run_id, "complete": true });
         return (

@@ -3,6 +3,7 @@
 mod cli;
 mod config;
 mod doctor;
+mod engine_actions;
 mod engine_cargo;
 mod init;
 mod ledger;

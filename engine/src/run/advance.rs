@@ -100,6 +100,11 @@ impl Engine {
         let _guard = self.lock("advance")?;
         let mut ledger = Ledger::open(&self.location.database)?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        if let Some(blocker) = &state.blocker {
+            return Err(RunError::Blocked {
+                detail: blocker.to_string(),
+            });
+        }
         let Some(index) = state.current() else {
             return Err(RunError::NoActiveRun);
         };
@@ -288,6 +293,18 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
         let refactor = ctx.phase == Phase::AwaitingRefactor;
+        let missing = ctx.state.missing_annotations(ctx.planned.n);
+        if refactor && !missing.is_empty() {
+            let refusal = Refused {
+                reason: "missing_annotations",
+                verb: Verb::AnnotateCycle,
+                detail: format!(
+                    "the plan requires these annotations before the cycle closes: {}",
+                    missing.join(", ")
+                ),
+            };
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
         if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
@@ -355,26 +372,62 @@ impl Engine {
     }
 
     /// Every target must fail with the cycle's implementation reversed (the RED commit).
-    fn sensitivity(&self, ledger: &mut Ledger, ctx: &Ctx<'_>, outcome: &mut AdvanceOutcome, progress: &dyn Progress) -> Result<Option<Refused>, RunError> {
+    fn sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
         for test in &ctx.planned.tests {
             let name = ctx.project_of(test);
             let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
-            progress.event("sensitivity_check", json!({ "target": test }), &format!("sensitivity: running {test} without the implementation..."));
-            let result = super::sensitivity::check_at(&self.work_tree, "HEAD", &project, test, &self.location.dir.join("sensitivity")).map_err(|e| match e {
+            progress.event(
+                "sensitivity_check",
+                json!({ "target": test }),
+                &format!("sensitivity: running {test} without the implementation..."),
+            );
+            let result = super::sensitivity::check_at(
+                &self.work_tree,
+                "HEAD",
+                &project,
+                test,
+                &self.location.dir.join("sensitivity"),
+            )
+            .map_err(|e| match e {
                 super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
                 super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
-                super::sensitivity::SensitivityError::Temp(source) => RunError::Io { what: "creating a scratch worktree".into(), source },
+                super::sensitivity::SensitivityError::Temp(source) => RunError::Io {
+                    what: "creating a scratch worktree".into(),
+                    source,
+                },
             })?;
             let sensitive = result.sensitive();
             let status = result.verdict.status;
             outcome.observations.push(result.observation);
             if status == crate::observe::TargetStatus::RunnerError {
                 let detail = result.verdict.detail.unwrap_or_default();
-                return Ok(Some(Refused { reason: "runner_error", verb: Verb::ResolveBlocker, detail: format!("the sensitivity run of {test} could not be observed: {detail}") }));
+                return Ok(Some(Refused {
+                    reason: "runner_error",
+                    verb: Verb::ResolveBlocker,
+                    detail: format!(
+                        "the sensitivity run of {test} could not be observed: {detail}"
+                    ),
+                }));
             }
             if !sensitive {
-                ledger.append(Some(&ctx.state.run_id), "insensitive_test", &json!({ "n": ctx.planned.n, "target": test }))?;
-                return Ok(Some(Refused { reason: "insensitive_test", verb: Verb::RollbackToRed, detail: format!("{test} still passes with this cycle's implementation reversed: it does not test the change") }));
+                ledger.append(
+                    Some(&ctx.state.run_id),
+                    "insensitive_test",
+                    &json!({ "n": ctx.planned.n, "target": test }),
+                )?;
+                return Ok(Some(Refused {
+                    reason: "insensitive_test",
+                    verb: Verb::RollbackToRed,
+                    detail: format!(
+                        "{test} still passes with this cycle's implementation reversed: it does not test the change"
+                    ),
+                }));
             }
         }
         Ok(None)

@@ -4,6 +4,7 @@
 //! Every decision is an event in the ledger with the observations it rests
 //! on, and the run's state is a projection of those events ([`RunState`]).
 
+mod actions;
 mod advance;
 mod commit;
 mod gates;
@@ -90,6 +91,12 @@ pub enum RunError {
         registered: String,
         /// The blob at HEAD.
         now: String,
+    },
+    /// A blocker is open; only `resume --unblock` moves the run again.
+    #[error("the run is blocked: {detail}")]
+    Blocked {
+        /// The blocker as recorded.
+        detail: String,
     },
     /// An I/O failure on the engine's own files.
     #[error("{what}: {source}")]

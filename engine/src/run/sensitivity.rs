@@ -47,7 +47,10 @@ pub struct SensitivityResult {
 impl SensitivityResult {
     /// Whether the target failed without the implementation, as it must.
     pub fn sensitive(&self) -> bool {
-        !matches!(self.verdict.status, TargetStatus::Passed | TargetStatus::RunnerError)
+        !matches!(
+            self.verdict.status,
+            TargetStatus::Passed | TargetStatus::RunnerError
+        )
     }
 }
 
@@ -75,21 +78,35 @@ pub fn check_at(
     build_cache: &Path,
 ) -> Result<SensitivityResult, SensitivityError> {
     let git = Git::new(work_tree);
-    let dir = tempfile::Builder::new().prefix("tdd-sensitivity-").tempdir().map_err(SensitivityError::Temp)?;
+    let dir = tempfile::Builder::new()
+        .prefix("tdd-sensitivity-")
+        .tempdir()
+        .map_err(SensitivityError::Temp)?;
     let path = dir.path().join("tree");
     let path_text = path.display().to_string();
     git.output(["worktree", "add", "--detach", "--quiet", &path_text, rev])?;
-    let scratch = Scratch { git, path, _dir: dir };
+    let scratch = Scratch {
+        git,
+        path,
+        _dir: dir,
+    };
     let mut config = project.config.clone();
-    if config.adapter == crate::config::AdapterKind::Cargo && !config.env.contains_key("CARGO_TARGET_DIR") {
+    if config.adapter == crate::config::AdapterKind::Cargo
+        && !config.env.contains_key("CARGO_TARGET_DIR")
+    {
         // A build directory of its own: sharing the work tree's would let cargo take the
         // scratch build (newer, same artifact names) as fresh for the real tree. Scratch
         // checkouts always have newer sources than this cache, so it only saves dependencies.
         let target_dir = build_cache.join(&project.name).join("cargo-target");
-        config.env.insert("CARGO_TARGET_DIR".into(), target_dir.display().to_string());
+        config
+            .env
+            .insert("CARGO_TARGET_DIR".into(), target_dir.display().to_string());
     }
     let scratch_project = Project::new(&scratch.path, &project.name, config)?;
     let adapter = adapter_for(scratch_project.config.adapter);
     let (observation, verdict) = observe_target(adapter.as_ref(), &scratch_project, target)?;
-    Ok(SensitivityResult { verdict, observation })
+    Ok(SensitivityResult {
+        verdict,
+        observation,
+    })
 }

@@ -88,6 +88,12 @@ pub struct RunState {
     pub cycles: Vec<CycleState>,
     /// Active, completed or abandoned.
     pub status: RunStatus,
+    /// The open blocker, if a leaf or a person raised one.
+    pub blocker: Option<serde_json::Value>,
+    /// Annotations by cycle number: key to value.
+    pub annotations: BTreeMap<u32, BTreeMap<String, String>>,
+    /// Notes in order.
+    pub notes: Vec<String>,
     /// Events the state was projected from.
     pub events: u64,
 }
@@ -136,6 +142,9 @@ impl RunState {
             baseline: BTreeMap::new(),
             cycles,
             status: RunStatus::Active,
+            blocker: None,
+            annotations: BTreeMap::new(),
+            notes: Vec::new(),
             events: 0,
         };
         for event in events {
@@ -203,11 +212,52 @@ impl RunState {
                 }
             }
             "run_abandoned" => self.status = RunStatus::Abandoned,
+            "blocker_raised" => self.blocker = Some(p.clone()),
+            "blocker_cleared" => {
+                self.blocker = None;
+                for c in &mut self.cycles {
+                    c.refusal = None;
+                }
+            }
+            "note" => self.notes.push(
+                p.get("text")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            "annotation" => {
+                if let (Some(n), Some(key), Some(value)) = (
+                    p.get("n").and_then(|v| v.as_u64()),
+                    p.get("key").and_then(|v| v.as_str()),
+                    p.get("value").and_then(|v| v.as_str()),
+                ) {
+                    self.annotations
+                        .entry(n as u32)
+                        .or_default()
+                        .insert(key.to_string(), value.to_string());
+                    // An annotation is a change the next advance must look at, even on an
+                    // unchanged tree.
+                    if let Some(c) = self.cycles.iter_mut().find(|c| u64::from(c.n) == n) {
+                        c.refusal = None;
+                    }
+                }
+            }
             _ => {}
         }
         if self.status == RunStatus::Active && self.cycles.iter().all(|c| c.phase.is_final()) {
             self.status = RunStatus::Completed;
         }
+    }
+
+    /// Annotation keys the plan requires that cycle `n` does not carry yet.
+    pub fn missing_annotations(&self, n: u32) -> Vec<String> {
+        let have = self.annotations.get(&n);
+        self.plan
+            .annotation_keys
+            .iter()
+            .filter(|k| !have.is_some_and(|h| h.contains_key(*k)))
+            .cloned()
+            .collect()
     }
 
     /// The index of the cycle being worked on: the first that is not closed or skipped.
@@ -217,6 +267,9 @@ impl RunState {
 
     /// The verb for where the run stands: the last refusal's, else the phase's.
     pub fn verb(&self) -> Verb {
+        if self.blocker.is_some() {
+            return Verb::Blocked;
+        }
         match (self.status, self.current()) {
             (RunStatus::Abandoned, _) => Verb::Blocked,
             (_, None) | (RunStatus::Completed, _) => Verb::Complete,

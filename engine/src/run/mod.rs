@@ -176,3 +176,6 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -185,7 +185,9 @@ impl RunState {
                         serde_json::from_value(p.get("refusal").cloned().unwrap_or_default()).ok();
                 }
             }
-            "phase_changed" => {
+            // No transition without an observation: a phase change that carries none is
+            // not a phase change, whoever wrote it.
+            "phase_changed" if p.get("observations").and_then(|o| o.as_array()).is_some_and(|o| !o.is_empty()) => {
                 if let Some(c) = self.cycle_mut(p) {
                     c.attempts += 1;
                     c.refusal = None;
@@ -244,8 +246,9 @@ impl RunState {
             }
             _ => {}
         }
-        if self.status == RunStatus::Active && self.cycles.iter().all(|c| c.phase.is_final()) {
-            self.status = RunStatus::Completed;
+        if self.status != RunStatus::Abandoned {
+            let done = self.cycles.iter().all(|c| c.phase.is_final());
+            self.status = if done { RunStatus::Completed } else { RunStatus::Active };
         }
     }
 

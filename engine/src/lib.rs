@@ -5,4 +5,7 @@
 //! test suites and the phase gates computed from them.
 
 pub mod config;
+pub mod git;
+pub mod ledger;
 pub mod observe;
+pub mod plan;

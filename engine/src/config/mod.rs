@@ -5,6 +5,7 @@
 //! unknown key, the nearest valid one. The `[project.*]` and `[artifact.*]`
 //! tables written for tdd-cli load unchanged.
 
+pub mod detect;
 mod diagnostic;
 mod schema;
 
@@ -20,6 +21,11 @@ pub use schema::LockConfig;
 pub use schema::ProjectConfig;
 pub use schema::ProjectOverride;
 pub use schema::ProviderConfig;
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub fn nearest_key(word: &str, candidates: &[String]) -> Option<String> {
+    diagnostic::nearest(word, candidates.iter().map(String::as_str))
+}
 
 /// The file name of the configuration at a work-tree root.
 pub const CONFIG_FILE: &str = "tdd.toml";

@@ -49,6 +49,7 @@ enum Command {
     #[command(subcommand)]
     Run(commands::run::RunCommand),
     Status(commands::status::StatusArgs),
+    Test(commands::test::TestArgs),
     Advance(commands::advance::AdvanceArgs),
     #[command(subcommand)]
     Cycle(commands::cycle::CycleCommand),
@@ -69,6 +70,7 @@ impl Command {
             Command::Plan(c) => c.name(),
             Command::Run(c) => c.name(),
             Command::Status(_) => "status",
+            Command::Test(_) => "test",
             Command::Advance(_) => "advance",
             Command::Cycle(c) => c.name(),
             Command::Note(_) => "note",
@@ -122,6 +124,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Plan(cmd) => commands::plan::cmd_plan(&ctx, cmd),
         Command::Run(cmd) => commands::run::cmd_run(&ctx, cmd),
         Command::Status(args) => commands::status::cmd_status(&ctx, args),
+        Command::Test(args) => commands::test::cmd_test(&ctx, args),
         Command::Advance(args) => commands::advance::cmd_advance(&ctx, args),
         Command::Cycle(cmd) => commands::cycle::cmd_cycle(&ctx, cmd),
         Command::Note(args) => commands::note::cmd_note(&ctx, args),

@@ -13,3 +13,4 @@ pub mod plan;
 pub mod resume;
 pub mod run;
 pub mod status;
+pub mod test;

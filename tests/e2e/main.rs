@@ -9,3 +9,4 @@ mod init;
 mod ledger;
 mod plan;
 mod support;
+mod test_cmd;

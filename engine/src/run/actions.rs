@@ -121,3 +121,30 @@ impl Engine {
         RunState::project(&events).ok_or(RunError::NoActiveRun)
     }
 }
+
+impl Engine {
+    /// Records a `tdd test` observation against the current cycle of the active run, if any.
+    ///
+    /// Returns the run id it was recorded in. `leaf` names the leaf that asked, when a leaf
+    /// did (its evidence for a verdict).
+    pub fn record_test(
+        &self,
+        payload: serde_json::Value,
+        leaf: Option<&str>,
+    ) -> Result<Option<String>, RunError> {
+        let mut ledger = Ledger::open(&self.location.database)?;
+        let Some(state) = self.active_run(&ledger)? else {
+            return Ok(None);
+        };
+        let (n, phase) = state
+            .current()
+            .map(|i| (state.cycles[i].n, state.cycles[i].phase))
+            .unzip();
+        let mut payload = payload;
+        payload["n"] = json!(n);
+        payload["phase"] = json!(phase);
+        payload["leaf"] = json!(leaf);
+        ledger.append(Some(&state.run_id), "test_observed", &payload)?;
+        Ok(Some(state.run_id))
+    }
+}

@@ -187,7 +187,11 @@ impl RunState {
             }
             // No transition without an observation: a phase change that carries none is
             // not a phase change, whoever wrote it.
-            "phase_changed" if p.get("observations").and_then(|o| o.as_array()).is_some_and(|o| !o.is_empty()) => {
+            "phase_changed"
+                if p.get("observations")
+                    .and_then(|o| o.as_array())
+                    .is_some_and(|o| !o.is_empty()) =>
+            {
                 if let Some(c) = self.cycle_mut(p) {
                     c.attempts += 1;
                     c.refusal = None;
@@ -248,7 +252,11 @@ impl RunState {
         }
         if self.status != RunStatus::Abandoned {
             let done = self.cycles.iter().all(|c| c.phase.is_final());
-            self.status = if done { RunStatus::Completed } else { RunStatus::Active };
+            self.status = if done {
+                RunStatus::Completed
+            } else {
+                RunStatus::Active
+            };
         }
     }
 

@@ -51,7 +51,12 @@ fn adapter() -> impl Strategy<Value = AdapterKind> {
 }
 
 fn outcome() -> impl Strategy<Value = Outcome> {
-    prop_oneof![Just(Outcome::Passed), Just(Outcome::Failed), Just(Outcome::Error), Just(Outcome::Skipped)]
+    prop_oneof![
+        Just(Outcome::Passed),
+        Just(Outcome::Failed),
+        Just(Outcome::Error),
+        Just(Outcome::Skipped)
+    ]
 }
 
 fn observation(tests: BTreeMap<String, Outcome>, runner_error: bool) -> Observation {
@@ -66,8 +71,10 @@ fn observation(tests: BTreeMap<String, Outcome>, runner_error: bool) -> Observat
                 Outcome::Error => totals.errors += 1,
                 Outcome::Skipped => totals.skipped += 1,
             }
-            let failure = matches!(outcome, Outcome::Failed | Outcome::Error)
-                .then(|| Failure { kind: FailureKind::Assertion, message: "boom".into() });
+            let failure = matches!(outcome, Outcome::Failed | Outcome::Error).then(|| Failure {
+                kind: FailureKind::Assertion,
+                message: "boom".into(),
+            });
             (id, TestResult { outcome, failure })
         })
         .collect();
@@ -158,15 +165,25 @@ proptest! {
 }
 
 fn event(id: i64, kind: &str, payload: serde_json::Value) -> Event {
-    Event { id, run_id: Some("run".into()), kind: kind.into(), payload, at: String::new(), prev_hash: String::new(), hash: String::new() }
+    Event {
+        id,
+        run_id: Some("run".into()),
+        kind: kind.into(),
+        payload,
+        at: String::new(),
+        prev_hash: String::new(),
+        hash: String::new(),
+    }
 }
 
 fn started() -> serde_json::Value {
-    let cycle = |n: u32| json!({
-        "n": n, "title": "t", "kind": "standard", "projects": ["app"], "tests": ["app::t"],
-        "files": [], "stub_expected": [], "modifies_tests": [], "commit_red": null, "commit_green": null,
-        "commit_refactor": null, "commit_pin": null, "criterion": null, "meta": null,
-    });
+    let cycle = |n: u32| {
+        json!({
+            "n": n, "title": "t", "kind": "standard", "projects": ["app"], "tests": ["app::t"],
+            "files": [], "stub_expected": [], "modifies_tests": [], "commit_red": null, "commit_green": null,
+            "commit_refactor": null, "commit_pin": null, "criterion": null, "meta": null,
+        })
+    };
     json!({
         "worktree": "/w", "contract": { "path": "p.md", "blob": "b", "sha256": "s" },
         "plan": { "cycles": [cycle(1), cycle(2), cycle(3)], "annotation_keys": [], "ancillary_files": [] },

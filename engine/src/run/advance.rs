@@ -80,6 +80,16 @@ impl Ctx<'_> {
         self.rules.iter().any(|r| r.root.matches(path)) || path == self.state.contract.path
     }
 
+    /// The target id qualified with its project, as observations name it.
+    fn qualified(&self, test: &str) -> String {
+        let project = self.project_of(test);
+        if test.starts_with(&format!("{project}::")) {
+            test.to_string()
+        } else {
+            format!("{project}::{test}")
+        }
+    }
+
     fn project_of(&self, test: &str) -> String {
         self.planned
             .projects
@@ -163,8 +173,7 @@ impl Engine {
                 self.green_or_refactor(&mut ledger, &ctx, &mut outcome, progress)?
             }
             Phase::SensitivityRequired => {
-                let refusal = Refused { reason: "sensitivity_unverified", verb: Verb::RunSensitivityCheck, detail: "the target passed on arrival; this cycle cannot close until a sensitivity check shows the test can fail".into() };
-                self.refuse(&mut ledger, &ctx, &mut outcome, refusal)?;
+                self.manual_sensitivity(&mut ledger, &ctx, cycle, &mut outcome, progress)?
             }
             Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
         }
@@ -369,6 +378,93 @@ impl Engine {
             &message,
             to,
         )
+    }
+
+    /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
+    /// have seen every target fail, and the tree must now be the phase's snapshot byte for
+    /// byte, with the targets passing again.
+    fn manual_sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        cycle: &super::state::CycleState,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        let unverified: Vec<String> = ctx
+            .planned
+            .tests
+            .iter()
+            .map(|t| ctx.qualified(t))
+            .filter(|t| !cycle.failed_in_phase.contains(t))
+            .collect();
+        if !unverified.is_empty() {
+            let detail = format!(
+                "break the behaviour, run `tdd test` on {} and see it fail, restore the code exactly, then advance",
+                unverified.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "sensitivity_unverified",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        if ctx.now.tree != ctx.base.tree {
+            let changed: Vec<String> = ctx
+                .base
+                .changes_to(&self.work_tree, &ctx.now)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+            let detail = format!(
+                "the tree is not restored byte for byte; changed: {}",
+                changed.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "restore_mismatch",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        for test in &ctx.planned.tests {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event(
+                "target_run",
+                json!({ "target": test, "phase": ctx.phase }),
+                &format!("running target {test}..."),
+            );
+            let (observation, verdict) =
+                observe_target(adapter_for(project.config.adapter).as_ref(), &project, test)?;
+            outcome.observations.push(observation);
+            if verdict.status != crate::observe::TargetStatus::Passed {
+                let detail = format!(
+                    "{test} must pass again after the restore: {}",
+                    verdict.detail.unwrap_or_default()
+                );
+                return self.refuse(
+                    ledger,
+                    ctx,
+                    outcome,
+                    Refused {
+                        reason: "target_failing",
+                        verb: Verb::RunSensitivityCheck,
+                        detail,
+                    },
+                );
+            }
+        }
+        self.commit_and_move(ledger, ctx, outcome, |_| false, "", Phase::AwaitingRefactor)
     }
 
     /// Every target must fail with the cycle's implementation reversed (the RED commit).

@@ -57,6 +57,9 @@ pub struct CycleState {
     pub refusal: Option<Refusal>,
     /// Advances attempted in this cycle.
     pub attempts: u32,
+    /// Target ids `tdd test` observed failing since the current phase began (the evidence
+    /// of a manual sensitivity check).
+    pub failed_in_phase: BTreeSet<String>,
 }
 
 /// How a run stands.
@@ -132,6 +135,7 @@ impl RunState {
                 commits: Vec::new(),
                 refusal: None,
                 attempts: 0,
+                failed_in_phase: BTreeSet::new(),
             })
             .collect();
         let mut state = RunState {
@@ -195,6 +199,7 @@ impl RunState {
                 if let Some(c) = self.cycle_mut(p) {
                     c.attempts += 1;
                     c.refusal = None;
+                    c.failed_in_phase.clear();
                     if let Ok(to) =
                         serde_json::from_value::<Phase>(p.get("to").cloned().unwrap_or_default())
                     {
@@ -210,6 +215,32 @@ impl RunState {
                     ) {
                         c.commits.push((phase.to_string(), commit.to_string()));
                     }
+                }
+            }
+            "test_observed" => {
+                let phase = p
+                    .get("phase")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value::<Phase>(v).ok());
+                if let Some(c) = self.cycle_mut(p)
+                    && Some(c.phase) == phase
+                {
+                    let failed = p
+                        .get("targets")
+                        .and_then(|t| t.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter(|v| {
+                            matches!(
+                                v.get("status").and_then(|s| s.as_str()),
+                                Some("failed_assertion" | "failed_error" | "compile_error")
+                            )
+                        });
+                    c.failed_in_phase.extend(
+                        failed.filter_map(|v| {
+                            v.get("id").and_then(|i| i.as_str()).map(str::to_string)
+                        }),
+                    );
                 }
             }
             "cycle_skipped" => {

@@ -164,7 +164,10 @@ impl Snapshot {
                 None,
             );
             (
-                changed.join().unwrap_or_else(|_| Err(GitError::NotUtf8)),
+                changed.join().unwrap_or(Err(GitError::Failed {
+                    args: "diff-files".into(),
+                    stderr: "the scanning thread panicked".into(),
+                })),
                 untracked,
             )
         });

@@ -57,6 +57,7 @@ enum Command {
     Annotate(commands::annotate::AnnotateArgs),
     Blocker(commands::blocker::BlockerArgs),
     Resume(commands::resume::ResumeArgs),
+    Rollback(commands::rollback::RollbackArgs),
 }
 
 impl Command {
@@ -77,6 +78,7 @@ impl Command {
             Command::Annotate(_) => "annotate",
             Command::Blocker(_) => "blocker",
             Command::Resume(_) => "resume",
+            Command::Rollback(_) => "rollback",
         }
     }
 }
@@ -131,6 +133,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Annotate(args) => commands::annotate::cmd_annotate(&ctx, args),
         Command::Blocker(args) => commands::blocker::cmd_blocker(&ctx, args),
         Command::Resume(args) => commands::resume::cmd_resume(&ctx, args),
+        Command::Rollback(args) => commands::rollback::cmd_rollback(&ctx, args),
     };
     out.finish(name, result)
 }

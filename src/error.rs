@@ -246,6 +246,8 @@ impl From<RunError> for CommandError {
             }
             RunError::PlanChanged { .. } => CommandError::refused("plan_changed", message)
                 .hint("register the new plan with `tdd plan register` and start a new run, or restore the registered one"),
+            RunError::NoPreviousPhase { .. } => CommandError::refused("no_previous_phase", message)
+                .hint("roll back within the current phase with `tdd rollback`"),
             RunError::Blocked { .. } => CommandError::refused("run_blocked", message)
                 .verb(Verb::Blocked)
                 .hint("a human resolves the blocker, then runs `tdd resume --unblock --note ...`"),

@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod note;
 pub mod plan;
 pub mod resume;
+pub mod rollback;
 pub mod run;
 pub mod status;
 pub mod test;

@@ -226,3 +226,36 @@ fn a_test_that_passes_without_the_implementation_is_insensitive() {
     assert_eq!(green["error"]["reason"], "insensitive_test");
     assert_eq!(green["next_action"]["verb"], "rollback_to_red");
 }
+
+#[test]
+fn rollback_restores_the_phase_start_and_to_previous_undoes_red() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "no_previous_phase");
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    // Work in GREEN, then throw it away.
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.write("scratch.txt", "notes");
+    let (exit, value) = env.json(&["rollback"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib"),
+        LIB
+    );
+    assert!(!env.root().join("scratch.txt").exists());
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_IMPL");
+    // Back to RED: the RED commit is undone and the test file is gone.
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_TEST");
+    assert!(!env.root().join("tests/sub.rs").exists());
+    assert_eq!(log(&env), vec!["init", "calculator"]);
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL");
+}

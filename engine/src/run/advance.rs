@@ -622,7 +622,7 @@ impl Engine {
         )?;
         let payload = json!({
             "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
-            "files": chosen, "snapshot": snapshot.tree, "red": outcome.red, "observations": outcome.observations,
+            "files": chosen, "snapshot": snapshot.tree, "head": crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?, "red": outcome.red, "observations": outcome.observations,
         });
         ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
         outcome.to = to;
@@ -630,12 +630,12 @@ impl Engine {
         outcome.undeclared = undeclared;
         outcome.next = to.verb();
         if to == Phase::Closed {
-            self.open_next(ledger, ctx, outcome)?;
+            self.close_and_open_next(ledger, ctx, outcome)?;
         }
         Ok(())
     }
 
-    fn open_next(
+    fn close_and_open_next(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
@@ -646,23 +646,14 @@ impl Engine {
             "cycle_closed",
             &json!({ "n": ctx.planned.n }),
         )?;
-        let next = ctx.state.plan.cycles.iter().find(|c| c.n > ctx.planned.n);
-        match next {
-            Some(cycle) => {
-                let phase = Phase::initial(cycle.kind);
-                let snapshot = Snapshot::take(
-                    &self.work_tree,
-                    &format!("{}/cycle-{}", ctx.state.run_id, cycle.n),
-                )?;
-                ledger.append(
-                    Some(&ctx.state.run_id),
-                    "cycle_opened",
-                    &json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree }),
-                )?;
-                outcome.next = phase.verb();
-            }
+        match self.open_next(
+            ledger,
+            &ctx.state.run_id,
+            &ctx.state.plan,
+            Some(ctx.planned.n),
+        )? {
+            Some((_, phase)) => outcome.next = phase.verb(),
             None => {
-                ledger.append(Some(&ctx.state.run_id), "run_completed", &json!({}))?;
                 outcome.next = Verb::Complete;
                 outcome.run_complete = true;
             }

@@ -92,6 +92,14 @@ pub enum RunError {
         /// The blob at HEAD.
         now: String,
     },
+    /// There is no earlier phase in this cycle to roll back to.
+    #[error("cycle {n} has no earlier phase than {phase} to roll back to")]
+    NoPreviousPhase {
+        /// The cycle.
+        n: u32,
+        /// Its current phase.
+        phase: Phase,
+    },
     /// A blocker is open; only `resume --unblock` moves the run again.
     #[error("the run is blocked: {detail}")]
     Blocked {
@@ -163,6 +171,28 @@ impl Engine {
         };
         let events = ledger.events(last.run_id.as_deref())?;
         Ok(RunState::project(&events).filter(|s| s.status == RunStatus::Active))
+    }
+
+    /// Opens the cycle after `after` (the first when `None`), or completes the run when none
+    /// is left. Returns the opened cycle's number and phase.
+    fn open_next(
+        &self,
+        ledger: &mut Ledger,
+        run_id: &str,
+        plan: &crate::plan::Plan,
+        after: Option<u32>,
+    ) -> Result<Option<(u32, Phase)>, RunError> {
+        let next = plan.cycles.iter().find(|c| after.is_none_or(|n| c.n > n));
+        let Some(cycle) = next else {
+            ledger.append(Some(run_id), "run_completed", &serde_json::json!({}))?;
+            return Ok(None);
+        };
+        let phase = Phase::initial(cycle.kind);
+        let snapshot = Snapshot::take(&self.work_tree, &format!("{run_id}/cycle-{}", cycle.n))?;
+        let head = crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
+        let payload = serde_json::json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree, "head": head });
+        ledger.append(Some(run_id), "cycle_opened", &payload)?;
+        Ok(Some((cycle.n, phase)))
     }
 
     fn lock(&self, what: &str) -> Result<guard::Guard, RunError> {

@@ -57,9 +57,34 @@ pub struct CycleState {
     pub refusal: Option<Refusal>,
     /// Advances attempted in this cycle.
     pub attempts: u32,
+    /// Where each phase of this cycle began, oldest first; the last is the current phase.
+    pub history: Vec<PhaseStart>,
     /// Target ids `tdd test` observed failing since the current phase began (the evidence
     /// of a manual sensitivity check).
     pub failed_in_phase: BTreeSet<String>,
+}
+
+/// The state a phase began from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseStart {
+    /// The phase.
+    pub phase: Phase,
+    /// The work tree's snapshot tree at its start.
+    pub snapshot: String,
+    /// HEAD at its start.
+    pub head: String,
+}
+
+fn phase_start(phase: Phase, p: &serde_json::Value) -> Option<PhaseStart> {
+    Some(PhaseStart {
+        phase,
+        snapshot: p.get("snapshot")?.as_str()?.to_string(),
+        head: p
+            .get("head")
+            .and_then(|h| h.as_str())
+            .unwrap_or_default()
+            .to_string(),
+    })
 }
 
 /// How a run stands.
@@ -135,6 +160,7 @@ impl RunState {
                 commits: Vec::new(),
                 refusal: None,
                 attempts: 0,
+                history: Vec::new(),
                 failed_in_phase: BTreeSet::new(),
             })
             .collect();
@@ -180,6 +206,7 @@ impl RunState {
                         .get("snapshot")
                         .and_then(|v| v.as_str())
                         .map(str::to_string);
+                    c.history = phase_start(c.phase, p).into_iter().collect();
                 }
             }
             "advance_refused" => {
@@ -209,11 +236,39 @@ impl RunState {
                         .get("snapshot")
                         .and_then(|v| v.as_str())
                         .map(str::to_string);
+                    if let Some(start) = phase_start(c.phase, p) {
+                        c.history.push(start);
+                    }
                     if let (Some(phase), Some(commit)) = (
                         p.get("committed_phase").and_then(|v| v.as_str()),
                         p.get("commit").and_then(|v| v.as_str()),
                     ) {
                         c.commits.push((phase.to_string(), commit.to_string()));
+                    }
+                }
+            }
+            "rolled_back" => {
+                let to = p
+                    .get("to")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value::<Phase>(v).ok());
+                if let (Some(c), Some(to)) = (self.cycle_mut(p), to) {
+                    let keep = c
+                        .history
+                        .iter()
+                        .rposition(|h| h.phase == to)
+                        .map_or(c.history.len(), |i| i + 1);
+                    c.history.truncate(keep);
+                    c.phase = to;
+                    c.snapshot = p
+                        .get("snapshot")
+                        .and_then(|v| v.as_str())
+                        .map(str::to_string);
+                    c.refusal = None;
+                    c.failed_in_phase.clear();
+                    // Rolling back to the previous phase undoes the one commit that phase made.
+                    if p.get("undone_from") != p.get("head") {
+                        c.commits.pop();
                     }
                 }
             }

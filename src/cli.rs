@@ -58,6 +58,7 @@ enum Command {
     Blocker(commands::blocker::BlockerArgs),
     Resume(commands::resume::ResumeArgs),
     Rollback(commands::rollback::RollbackArgs),
+    Target(commands::target::TargetArgs),
 }
 
 impl Command {
@@ -79,6 +80,7 @@ impl Command {
             Command::Blocker(_) => "blocker",
             Command::Resume(_) => "resume",
             Command::Rollback(_) => "rollback",
+            Command::Target(_) => "target",
         }
     }
 }
@@ -134,6 +136,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Blocker(args) => commands::blocker::cmd_blocker(&ctx, args),
         Command::Resume(args) => commands::resume::cmd_resume(&ctx, args),
         Command::Rollback(args) => commands::rollback::cmd_rollback(&ctx, args),
+        Command::Target(args) => commands::target::cmd_target(&ctx, args),
     };
     out.finish(name, result)
 }

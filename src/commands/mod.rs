@@ -14,4 +14,5 @@ pub mod resume;
 pub mod rollback;
 pub mod run;
 pub mod status;
+pub mod target;
 pub mod test;

@@ -59,6 +59,10 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
     };
     let cycle = &state.cycles[index];
     let planned = &state.plan.cycles[index];
+    let targets = cycle
+        .target_override
+        .clone()
+        .map_or_else(|| planned.tests.clone(), |t| vec![t]);
     let detail = match &cycle.refusal {
         Some(r) => format!("last advance refused ({}): {:?}", r.reason, r.verb),
         None => format!(
@@ -66,7 +70,7 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
             planned.n,
             planned.title,
             cycle.phase,
-            planned.tests.join(", ")
+            targets.join(", ")
         ),
     };
     let data = json!({
@@ -74,7 +78,7 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         "run_id": state.run_id,
         "plan": state.contract,
         "cycle": { "n": planned.n, "index": index + 1, "of": total, "title": planned.title,
-                   "phase": cycle.phase, "kind": planned.kind, "tests": planned.tests,
+                   "phase": cycle.phase, "kind": planned.kind, "tests": targets, "planned_tests": planned.tests,
                    "criterion": planned.criterion, "attempts": cycle.attempts, "refusal": cycle.refusal },
         "cycles": state.cycles,
     });
@@ -86,7 +90,7 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         total,
         planned.title,
         cycle.phase,
-        planned.tests.join(", ")
+        targets.join(", ")
     );
     (data, text, NextAction::new(verb.into(), detail))
 }

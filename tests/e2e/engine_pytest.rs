@@ -116,3 +116,49 @@ fn a_sensitivity_check_without_a_failing_run_never_passes() {
     assert_eq!(exit, 1);
     assert_eq!(value["error"]["reason"], "sensitivity_unverified");
 }
+
+#[test]
+fn a_missing_target_adopts_the_one_new_test_or_asks_for_a_name() {
+    let env = project();
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n  - n: 2\n    project: py\n    title: negation\n    test: tests/test_neg.py::test_neg\n    stub_expected: [calc.py]\n---\n");
+    env.write("tests/test_old.py", "def test_old():\n    assert True\n");
+    env.commit_all("plan and an old test");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    // One new test with another name: adopted.
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    raise NotImplementedError\n"),
+    );
+    env.write(
+        "tests/test_sub.py",
+        "from calc import sub\n\ndef test_subtract():\n    assert sub(5, 2) == 3\n",
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(
+        status["data"]["cycle"]["tests"],
+        serde_json::json!(["py::tests/test_sub.py::test_subtract"])
+    );
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    assert_eq!(env.json(&["advance"]).0, 0);
+    assert_eq!(env.json(&["advance"]).0, 0);
+    // Two new tests: the engine asks which one; an old test cannot be named.
+    env.write("calc.py", &format!("{CALC}\ndef sub(a, b):\n    return a - b\n\ndef neg(a):\n    raise NotImplementedError\n"));
+    env.write("tests/test_neg.py", "from calc import neg\n\ndef test_a():\n    assert neg(1) == -1\n\ndef test_b():\n    assert neg(-2) == 2\n");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ambiguous_target");
+    assert_eq!(value["next_action"]["verb"], "name_target_test");
+    let (exit, value) = env.json(&["target", "tests/test_old.py::test_old"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "target_not_new");
+    let (exit, value) = env.json(&["target", "tests/test_neg.py::test_b"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL");
+}

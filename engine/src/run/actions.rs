@@ -173,3 +173,46 @@ impl Engine {
         self.reload(&ledger, &state.run_id)
     }
 }
+
+impl Engine {
+    /// Names the current cycle's target among the tests that are new in this cycle, when
+    /// the plan's target was not found and several new tests could be it.
+    pub fn name_target(&self, id: &str) -> Result<RunState, RunError> {
+        let (_guard, mut ledger, state) = self.with_active_run()?;
+        let index = state.current().ok_or(RunError::NoActiveRun)?;
+        let (cycle, planned) = (&state.cycles[index], &state.plan.cycles[index]);
+        let project_name = planned
+            .projects
+            .iter()
+            .find(|p| id.starts_with(&format!("{p}::")))
+            .unwrap_or(&planned.projects[0])
+            .clone();
+        let qualified = if id.starts_with(&format!("{project_name}::")) {
+            id.to_string()
+        } else {
+            format!("{project_name}::{id}")
+        };
+        let config = self
+            .config
+            .project
+            .get(&project_name)
+            .cloned()
+            .ok_or(RunError::NoActiveRun)?;
+        let project = crate::observe::Project::new(&self.work_tree, &project_name, config)?;
+        let adapter = crate::observe::adapter_for(project.config.adapter);
+        let candidates =
+            super::advance::new_tests(adapter.as_ref(), &project, &cycle.known_at_open)?;
+        if !candidates.contains(&qualified) {
+            return Err(RunError::TargetNotNew {
+                id: qualified,
+                candidates,
+            });
+        }
+        ledger.append(
+            Some(&state.run_id),
+            "target_named",
+            &json!({ "n": cycle.n, "planned": planned.tests, "test": qualified }),
+        )?;
+        self.reload(&ledger, &state.run_id)
+    }
+}

@@ -59,6 +59,8 @@ pub struct AdvanceOutcome {
 struct Ctx<'a> {
     state: &'a RunState,
     planned: &'a PlannedCycle,
+    /// The targets: the plan's, or the one adopted or named in their place.
+    targets: Vec<String>,
     rules: Vec<LockRules>,
     base: Snapshot,
     now: Snapshot,
@@ -129,9 +131,14 @@ impl Engine {
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
         };
+        let targets = cycle
+            .target_override
+            .clone()
+            .map_or_else(|| planned.tests.clone(), |t| vec![t]);
         let ctx = Ctx {
             state: &state,
             planned,
+            targets,
             rules,
             base,
             now,
@@ -230,7 +237,7 @@ impl Engine {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
         let mut passed_all = true;
         let mut decision = None;
-        for test in &ctx.planned.tests {
+        for test in &ctx.targets {
             let name = ctx.project_of(test);
             let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
             let adapter = adapter_for(project.config.adapter);
@@ -239,7 +246,50 @@ impl Engine {
                 json!({ "target": test, "phase": ctx.phase }),
                 &format!("running target {test}..."),
             );
-            let (observation, verdict) = observe_target(adapter.as_ref(), &project, test)?;
+            let (mut observation, mut verdict) = observe_target(adapter.as_ref(), &project, test)?;
+            if verdict.status == crate::observe::TargetStatus::NotFound && ctx.targets.len() == 1 {
+                let known = &ctx
+                    .state
+                    .cycles
+                    .iter()
+                    .find(|c| c.n == ctx.planned.n)
+                    .map(|c| c.known_at_open.clone())
+                    .unwrap_or_default();
+                let candidates = new_tests(adapter.as_ref(), &project, known)?;
+                match candidates.as_slice() {
+                    [only] => {
+                        ledger.append(
+                            Some(&ctx.state.run_id),
+                            "target_adopted",
+                            &json!({ "n": ctx.planned.n, "planned": test, "test": only }),
+                        )?;
+                        progress.event(
+                            "target_adopted",
+                            json!({ "planned": test, "test": only }),
+                            &format!("{test} not found; adopting the one new test {only}"),
+                        );
+                        (observation, verdict) = observe_target(adapter.as_ref(), &project, only)?;
+                    }
+                    [] => {}
+                    many => {
+                        outcome.observations.push(observation);
+                        let detail = format!(
+                            "{test} is not collected and several tests are new in this cycle: {}; name one with `tdd target <id>`",
+                            many.join(", ")
+                        );
+                        return self.refuse(
+                            ledger,
+                            ctx,
+                            outcome,
+                            Refused {
+                                reason: "ambiguous_target",
+                                verb: Verb::NameTargetTest,
+                                detail,
+                            },
+                        );
+                    }
+                }
+            }
             let kind = observation
                 .tests
                 .get(&verdict.id)
@@ -262,7 +312,7 @@ impl Engine {
             ledger.append(
                 Some(&ctx.state.run_id),
                 "red_first_violation",
-                &json!({ "n": ctx.planned.n, "tests": ctx.planned.tests }),
+                &json!({ "n": ctx.planned.n, "tests": ctx.targets }),
             )?;
         }
         if pin && !passed_all {
@@ -327,8 +377,7 @@ impl Engine {
             );
             let observation = adapter.run(&project, &Selection::All)?;
             let targets: Vec<&String> = ctx
-                .planned
-                .tests
+                .targets
                 .iter()
                 .filter(|t| ctx.project_of(t) == *name)
                 .collect();
@@ -342,7 +391,7 @@ impl Engine {
                     ctx.state.baseline.get(name),
                 ));
             }
-            if ctx.planned.tests.is_empty() {
+            if ctx.targets.is_empty() {
                 result = super::gates::suite_gate(&observation, ctx.state.baseline.get(name));
             }
             outcome.observations.push(observation);
@@ -436,7 +485,7 @@ impl Engine {
                 },
             );
         }
-        for test in &ctx.planned.tests {
+        for test in &ctx.targets {
             let name = ctx.project_of(test);
             let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
             progress.event(
@@ -475,7 +524,7 @@ impl Engine {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
-        for test in &ctx.planned.tests {
+        for test in &ctx.targets {
             let name = ctx.project_of(test);
             let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
             progress.event(
@@ -660,4 +709,18 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Collected tests of `project` that were not known when the cycle opened.
+pub(crate) fn new_tests(
+    adapter: &dyn crate::observe::Adapter,
+    project: &Project,
+    known: &std::collections::BTreeSet<String>,
+) -> Result<Vec<String>, RunError> {
+    let collection = adapter.collect(project)?;
+    Ok(collection
+        .ids
+        .into_iter()
+        .filter(|id| !known.contains(id))
+        .collect())
 }

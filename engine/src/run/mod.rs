@@ -92,6 +92,14 @@ pub enum RunError {
         /// The blob at HEAD.
         now: String,
     },
+    /// The named target is not a test that is new in this cycle.
+    #[error("{id} is not a test that is new in this cycle (new tests: {})", if candidates.is_empty() { "none".to_string() } else { candidates.join(", ") })]
+    TargetNotNew {
+        /// The qualified id that was named.
+        id: String,
+        /// The tests that are new in this cycle.
+        candidates: Vec<String>,
+    },
     /// There is no earlier phase in this cycle to roll back to.
     #[error("cycle {n} has no earlier phase than {phase} to roll back to")]
     NoPreviousPhase {

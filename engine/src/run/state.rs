@@ -59,6 +59,11 @@ pub struct CycleState {
     pub attempts: u32,
     /// Where each phase of this cycle began, oldest first; the last is the current phase.
     pub history: Vec<PhaseStart>,
+    /// Test ids known when the cycle opened (from the last whole-suite run): a test not
+    /// among them is new in this cycle and may be adopted as its target.
+    pub known_at_open: BTreeSet<String>,
+    /// The target adopted or named in place of the plan's, when the plan's was not found.
+    pub target_override: Option<String>,
     /// Target ids `tdd test` observed failing since the current phase began (the evidence
     /// of a manual sensitivity check).
     pub failed_in_phase: BTreeSet<String>,
@@ -85,6 +90,21 @@ fn phase_start(phase: Phase, p: &serde_json::Value) -> Option<PhaseStart> {
             .unwrap_or_default()
             .to_string(),
     })
+}
+
+/// Every test id in an event's `observation` or `observations`.
+fn observed_ids(p: &serde_json::Value) -> Vec<String> {
+    let single = p.get("observation").into_iter();
+    let many = p
+        .get("observations")
+        .and_then(|o| o.as_array())
+        .into_iter()
+        .flatten();
+    single
+        .chain(many)
+        .filter_map(|o| o.get("tests").and_then(|t| t.as_object()))
+        .flat_map(|t| t.keys().cloned())
+        .collect()
 }
 
 /// How a run stands.
@@ -124,6 +144,9 @@ pub struct RunState {
     pub notes: Vec<String>,
     /// Events the state was projected from.
     pub events: u64,
+    /// Test ids of the latest whole-suite runs, by project-qualified id.
+    #[serde(skip)]
+    suite_ids: BTreeSet<String>,
 }
 
 /// The payload of `run_started`.
@@ -161,6 +184,8 @@ impl RunState {
                 refusal: None,
                 attempts: 0,
                 history: Vec::new(),
+                known_at_open: BTreeSet::new(),
+                target_override: None,
                 failed_in_phase: BTreeSet::new(),
             })
             .collect();
@@ -176,6 +201,7 @@ impl RunState {
             annotations: BTreeMap::new(),
             notes: Vec::new(),
             events: 0,
+            suite_ids: BTreeSet::new(),
         };
         for event in events {
             state.apply(event);
@@ -193,6 +219,7 @@ impl RunState {
         let p = &event.payload;
         match event.kind.as_str() {
             "baseline_captured" => {
+                self.suite_ids.extend(observed_ids(p));
                 if let (Some(project), Ok(baseline)) = (
                     p.get("project").and_then(|v| v.as_str()),
                     serde_json::from_value::<Baseline>(p.clone()),
@@ -201,12 +228,14 @@ impl RunState {
                 }
             }
             "cycle_opened" => {
+                let known = self.suite_ids.clone();
                 if let Some(c) = self.cycle_mut(p) {
                     c.snapshot = p
                         .get("snapshot")
                         .and_then(|v| v.as_str())
                         .map(str::to_string);
                     c.history = phase_start(c.phase, p).into_iter().collect();
+                    c.known_at_open = known;
                 }
             }
             "advance_refused" => {
@@ -223,6 +252,12 @@ impl RunState {
                     .and_then(|o| o.as_array())
                     .is_some_and(|o| !o.is_empty()) =>
             {
+                if matches!(
+                    p.get("from").and_then(|f| f.as_str()),
+                    Some("AWAITING_IMPL" | "AWAITING_REFACTOR")
+                ) {
+                    self.suite_ids.extend(observed_ids(p));
+                }
                 if let Some(c) = self.cycle_mut(p) {
                     c.attempts += 1;
                     c.refusal = None;
@@ -245,6 +280,13 @@ impl RunState {
                     ) {
                         c.commits.push((phase.to_string(), commit.to_string()));
                     }
+                }
+            }
+            "target_adopted" | "target_named" => {
+                let test = p.get("test").and_then(|t| t.as_str()).map(str::to_string);
+                if let Some(c) = self.cycle_mut(p) {
+                    c.target_override = test;
+                    c.refusal = None;
                 }
             }
             "rolled_back" => {

@@ -159,3 +159,6 @@ pub(crate) fn relative_path(path: &str, root: &Path) -> String {
 fn slashed(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
+
+#[cfg(test)]
+mod tests;

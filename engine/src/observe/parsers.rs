@@ -166,11 +166,17 @@ mod tests {
         /// Near-valid documents (real prefixes with arbitrary tails) too.
         #[test]
         fn mangled_reports_never_panic(cut in 0usize..4096, tail in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let samples: [(Format, &[u8]); 4] = [
+            let samples: [(Format, &[u8]); 10] = [
                 (Format::PytestJunit, include_bytes!("../../tests/fixtures/pytest-junit.xml")),
                 (Format::NodeJunit, include_bytes!("../../tests/fixtures/node-test-junit.xml")),
                 (Format::GoJson, include_bytes!("../../tests/fixtures/go-test-1.19.jsonl")),
                 (Format::Junit, include_bytes!("../../tests/fixtures/pytest-junit.xml")),
+                (Format::JestJson, include_bytes!("../../tests/fixtures/vitest-json/report.json")),
+                (Format::JestJson, include_bytes!("../../tests/fixtures/jest-json/report.json")),
+                (Format::MochaJson, include_bytes!("../../tests/fixtures/mocha-json/calc.spec.json")),
+                (Format::CargoMessages, include_bytes!("../../tests/fixtures/cargo-json/test-compile-error.jsonl")),
+                (Format::Libtest, include_bytes!("../../tests/fixtures/libtest-json/calc.jsonl")),
+                (Format::NextestJunit, include_bytes!("../../tests/fixtures/nextest-junit/junit.xml")),
             ];
             for (format, sample) in samples {
                 let mut bytes = sample[..cut.min(sample.len())].to_vec();

@@ -1,3 +1,13 @@
 //! The `tdd` command-line tool.
 
-fn main() {}
+mod cli;
+mod commands;
+mod context;
+mod error;
+mod exit;
+mod failpoint;
+mod output;
+
+fn main() -> std::process::ExitCode {
+    cli::main().into()
+}

@@ -3,3 +3,8 @@
 //! The engine knows nothing of agents, prompts or forges. It owns the
 //! configuration (`tdd.toml`), the append-only ledger, the observation of
 //! test suites and the phase gates computed from them.
+
+pub mod config;
+pub mod git;
+pub mod ledger;
+pub mod plan;

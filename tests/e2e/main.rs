@@ -1,1 +1,9 @@
-//! End-to-end tests of the built `tdd` binary.
+//! End-to-end tests of the built `tdd` binary: one test binary, a module per area.
+
+mod cli;
+mod config;
+mod doctor;
+mod init;
+mod ledger;
+mod plan;
+mod support;

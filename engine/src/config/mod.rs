@@ -1,0 +1,128 @@
+//! `tdd.toml`: the project registry, locks, conductor and provider settings.
+//!
+//! Loading either yields a fully typed [`Config`] or a [`ConfigError`] that
+//! names the file, the line and column, the offending snippet and, for an
+//! unknown key, the nearest valid one. The `[project.*]` and `[artifact.*]`
+//! tables written for tdd-cli load unchanged.
+
+pub mod detect;
+mod diagnostic;
+mod schema;
+
+use std::path::Path;
+use std::path::PathBuf;
+
+pub use diagnostic::ConfigError;
+pub use schema::AdapterKind;
+pub use schema::ArtifactConfig;
+pub use schema::ConductorConfig;
+pub use schema::Config;
+pub use schema::LockConfig;
+pub use schema::ProjectConfig;
+pub use schema::ProjectOverride;
+pub use schema::ProviderConfig;
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub fn nearest_key(word: &str, candidates: &[String]) -> Option<String> {
+    diagnostic::nearest(word, candidates.iter().map(String::as_str))
+}
+
+/// The file name of the configuration at a work-tree root.
+pub const CONFIG_FILE: &str = "tdd.toml";
+
+impl Config {
+    /// Parses `text` as the contents of `path`; `path` only labels errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let config: Config =
+            toml::from_str(text).map_err(|err| ConfigError::from_toml(path, text, &err))?;
+        config.validate(path, text)?;
+        Ok(config)
+    }
+
+    /// Reads and parses the configuration file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Loads `tdd.toml` from a work-tree root; `Ok(None)` when there is none.
+    pub fn load_from_root(root: &Path) -> Result<Option<(PathBuf, Config)>, ConfigError> {
+        let path = root.join(CONFIG_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Config::load(&path).map(|config| Some((path, config)))
+    }
+
+    /// Checks the cross-references serde cannot: artifact edges and provider names.
+    fn validate(&self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        for (name, artifact) in &self.artifact {
+            let mut refs: Vec<(&str, &str)> = Vec::new();
+            if let Some(producer) = &artifact.produced_by {
+                refs.push(("produced_by", producer.as_str()));
+            }
+            refs.extend(
+                artifact
+                    .consumed_by
+                    .iter()
+                    .map(|c| ("consumed_by", c.as_str())),
+            );
+            for (key, target) in refs {
+                let known = match target.strip_prefix("artifact.") {
+                    Some(other) => self.artifact.contains_key(other),
+                    None => self.project.contains_key(target),
+                };
+                if !known {
+                    let mut candidates: Vec<String> = self.project.keys().cloned().collect();
+                    candidates.extend(self.artifact.keys().map(|a| format!("artifact.{a}")));
+                    return Err(ConfigError::reference(
+                        path,
+                        text,
+                        &format!("artifact.{name}"),
+                        key,
+                        target,
+                        &candidates,
+                    ));
+                }
+            }
+        }
+        let providers = [
+            ("provider", self.conductor.provider.as_deref()),
+            (
+                "verifier_provider",
+                self.conductor.verifier_provider.as_deref(),
+            ),
+        ];
+        for (key, value) in providers {
+            let Some(value) = value else { continue };
+            if !schema::BUILTIN_PROVIDERS.contains(&value) && !self.provider.contains_key(value) {
+                let mut candidates: Vec<String> = schema::BUILTIN_PROVIDERS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect();
+                candidates.extend(self.provider.keys().cloned());
+                return Err(ConfigError::reference(
+                    path,
+                    text,
+                    "conductor",
+                    key,
+                    value,
+                    &candidates,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The SHA-256 of the configuration text, so runs can pin the config they started with.
+    pub fn text_sha256(text: &str) -> String {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! The one way the engine talks to git: the `git` CLI, with a scrubbed environment.
+//!
+//! Every call is an argv vector. Variables that would redirect git to another
+//! repository, index or work tree (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`
+//! and friends) are removed, so a `tdd` started from a git hook or inside
+//! another tool acts on the directory it was pointed at and nothing else.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Output;
+
+/// Variables removed from every git invocation.
+const SCRUBBED: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_PREFIX",
+];
+
+/// Why a git call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The `git` executable could not be started.
+    #[error("failed to run git (is it installed and on PATH?)")]
+    Spawn(#[source] std::io::Error),
+    /// git ran and exited non-zero.
+    #[error("`git {args}` failed: {stderr}")]
+    Failed {
+        /// The arguments, space-joined, for the message.
+        args: String,
+        /// git's stderr, trimmed.
+        stderr: String,
+    },
+    /// The directory is not inside a git work tree.
+    #[error("{} is not inside a git work tree", .0.display())]
+    NotARepository(PathBuf),
+    /// git printed something that is not valid UTF-8 where text was expected.
+    #[error("git printed output that is not UTF-8")]
+    NotUtf8,
+}
+
+/// A git invocation rooted at one directory.
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    /// A wrapper that runs git as if started in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Git {
+        Git { dir: dir.into() }
+    }
+
+    /// The directory git runs in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A `Command` for `git ARGS` with the scrubbed environment, not yet run.
+    pub fn command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.dir).args(args);
+        for var in SCRUBBED {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+
+    /// Runs `git ARGS` and returns its raw output, failing on a non-zero exit.
+    pub fn output<I, S>(&self, args: I) -> Result<Output, GitError>
+    where
+        I: IntoIterator<Item = S> + Clone,
+        S: AsRef<OsStr>,
+    {
+        let out = self
+            .command(args.clone())
+            .output()
+            .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            let joined: Vec<String> = args
+                .into_iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect();
+            return Err(GitError::Failed {
+                args: joined.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs `git ARGS` and returns stdout with the trailing newline removed.
+    pub fn text<I, S>(&self, args: I) -> Result<String, GitError>
+    where
+        I: IntoIterator<Item = S> + Clone,
+        S: AsRef<OsStr>,
+    {
+        let out = self.output(args)?;
+        let text = String::from_utf8(out.stdout).map_err(|_| GitError::NotUtf8)?;
+        Ok(text.trim_end_matches('\n').to_string())
+    }
+
+    /// The installed git's version string, e.g. `2.47.3`.
+    pub fn version() -> Result<String, GitError> {
+        let out = Command::new("git")
+            .arg("--version")
+            .output()
+            .map_err(GitError::Spawn)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(text.trim().trim_start_matches("git version ").to_string())
+    }
+
+    /// The work tree's top-level directory, or `NotARepository`.
+    pub fn toplevel(&self) -> Result<PathBuf, GitError> {
+        match self.text(["rev-parse", "--show-toplevel"]) {
+            Ok(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+            Ok(_) | Err(GitError::Failed { .. }) => Err(GitError::NotARepository(self.dir.clone())),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The canonical common git directory, shared by every worktree of a repository.
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        let raw = match self.text(["rev-parse", "--path-format=absolute", "--git-common-dir"]) {
+            Ok(path) => path,
+            Err(GitError::Failed { .. }) => {
+                return Err(GitError::NotARepository(self.dir.clone()));
+            }
+            Err(other) => return Err(other),
+        };
+        let path = PathBuf::from(raw);
+        Ok(path.canonicalize().unwrap_or(path))
+    }
+
+    /// Paths with uncommitted changes (tracked or untracked, not ignored), as git prints them.
+    pub fn dirty_paths(&self) -> Result<Vec<String>, GitError> {
+        let out = self.output(["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+        let text = String::from_utf8(out.stdout).map_err(|_| GitError::NotUtf8)?;
+        let mut paths = Vec::new();
+        let mut entries = text.split('\0').filter(|e| !e.is_empty());
+        while let Some(entry) = entries.next() {
+            let (status, path) = entry.split_at(entry.len().min(3));
+            paths.push(path.to_string());
+            if status.starts_with('R') || status.starts_with('C') {
+                // A rename or copy is followed by its source path.
+                entries.next();
+            }
+        }
+        Ok(paths)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn init_repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = Git::new(dir.path());
+        git.output(["init", "-q"]).expect("git init");
+        dir
+    }
+
+    #[test]
+    fn toplevel_and_common_dir_resolve_inside_a_repo() {
+        let dir = init_repo();
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let git = Git::new(&sub);
+        let top = git.toplevel().expect("toplevel");
+        assert_eq!(top.canonicalize().ok(), dir.path().canonicalize().ok());
+        assert!(git.common_dir().expect("common dir").ends_with(".git"));
+    }
+
+    #[test]
+    fn outside_a_repo_is_not_a_repository() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Git::new(dir.path()).toplevel().expect_err("not a repo");
+        assert!(matches!(err, GitError::NotARepository(_)));
+    }
+
+    #[test]
+    fn dirty_paths_lists_untracked_and_modified_files() {
+        let dir = init_repo();
+        std::fs::write(dir.path().join("new.txt"), "x").expect("write");
+        let dirty = Git::new(dir.path()).dirty_paths().expect("status");
+        assert_eq!(dirty, vec!["new.txt".to_string()]);
+    }
+}

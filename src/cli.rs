@@ -1,0 +1,177 @@
+//! Argument parsing, dispatch, and the guarantees every command shares.
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+
+use clap::Parser;
+use clap::Subcommand;
+
+use crate::commands;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::exit::Exit;
+use crate::output::Output;
+
+/// Makes autonomous coding agents do test-driven development honestly.
+///
+/// Phases are computed from test runs `tdd` observes itself, never from what an
+/// agent says. Output is a JSON envelope when --json is given or stdout is not a
+/// terminal.
+#[derive(Debug, Parser)]
+#[command(name = "tdd", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Print one JSON envelope on stdout, whatever stdout is.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Run as if started in DIR.
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    directory: Option<PathBuf>,
+    /// More detail on stderr.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// No progress on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Init(commands::init::InitArgs),
+    Doctor(commands::doctor::DoctorArgs),
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    #[command(subcommand)]
+    Ledger(commands::ledger::LedgerCommand),
+    #[command(subcommand)]
+    Plan(commands::plan::PlanCommand),
+}
+
+impl Command {
+    /// The name in the envelope's `command` field.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Init(_) => "init",
+            Command::Doctor(_) => "doctor",
+            Command::Config(c) => c.name(),
+            Command::Ledger(c) => c.name(),
+            Command::Plan(c) => c.name(),
+        }
+    }
+}
+
+/// Parses arguments, runs one command, prints its result and returns the exit status.
+pub fn main() -> Exit {
+    install_panic_hook();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json_flag = args.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err, json_flag),
+    };
+    let out = Output::new(cli.json, cli.quiet, cli.verbose);
+    let name = cli.command.name();
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli, out.clone())));
+    match result {
+        Ok(exit) => exit,
+        Err(_) => out.finish(
+            name,
+            Err(
+                CommandError::internal("internal_error", "tdd panicked; see stderr")
+                    .hint("this is a bug in tdd: report it with the command you ran"),
+            ),
+        ),
+    }
+}
+
+fn dispatch(cli: Cli, out: Output) -> Exit {
+    crate::failpoint::hit("dispatch");
+    let name = cli.command.name();
+    let cwd = match resolve_dir(cli.directory) {
+        Ok(cwd) => cwd,
+        Err(err) => return out.finish(name, Err(err)),
+    };
+    let ctx = Ctx {
+        cwd,
+        out: out.clone(),
+    };
+    let result = match cli.command {
+        Command::Init(args) => commands::init::cmd_init(&ctx, args),
+        Command::Doctor(args) => commands::doctor::cmd_doctor(&ctx, args),
+        Command::Config(cmd) => commands::config::cmd_config(&ctx, cmd),
+        Command::Ledger(cmd) => commands::ledger::cmd_ledger(&ctx, cmd),
+        Command::Plan(cmd) => commands::plan::cmd_plan(&ctx, cmd),
+    };
+    out.finish(name, result)
+}
+
+fn resolve_dir(dir: Option<PathBuf>) -> Result<PathBuf, CommandError> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        CommandError::refused(
+            "cwd_unreadable",
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    let Some(dir) = dir else { return Ok(cwd) };
+    let dir = cwd.join(dir);
+    if !dir.is_dir() {
+        return Err(CommandError::bad_input(
+            "directory_missing",
+            format!("-C {}: no such directory", dir.display()),
+        )
+        .hint("pass an existing directory to -C"));
+    }
+    Ok(dir)
+}
+
+/// Help and version go to stdout with exit 0; anything else is a usage error, exit 2.
+fn usage_error(err: clap::Error, json_flag: bool) -> Exit {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json_flag
+    {
+        let _ = err.print();
+        return if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            Exit::BadInput
+        } else {
+            Exit::Ok
+        };
+    }
+    let rendered = err.render().to_string();
+    let out = Output::new(json_flag, false, 0);
+    if out.is_json() {
+        crate::output::write_err(&rendered);
+        let message = rendered.lines().next().unwrap_or("invalid arguments");
+        let message = message.trim_start_matches("error: ").to_string();
+        out.finish(
+            "tdd",
+            Err(CommandError::bad_input("usage", message).hint("run `tdd --help` for usage")),
+        )
+    } else {
+        let _ = err.print();
+        Exit::BadInput
+    }
+}
+
+/// A panic prints a short report on stderr; `main` then exits 70.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        crate::output::write_err(&format!(
+            "tdd: internal error: {payload}{location}\n\
+             This is a bug in tdd. Please report it with the command you ran.\n"
+        ));
+    }));
+}

@@ -1,0 +1,388 @@
+//! `tdd doctor`: is this machine and work tree ready for `tdd`?
+
+use std::path::Path;
+use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::json;
+use tdd_engine::config::AdapterKind;
+use tdd_engine::config::Config;
+use tdd_engine::git::Git;
+use tdd_engine::ledger::Ledger;
+use tdd_engine::ledger::LedgerLocation;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::error::error_chain;
+use crate::output::NextAction;
+use crate::output::Outcome;
+use crate::output::Verb;
+
+/// How long one version probe may take before it counts as not found.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Check git, the work tree, tdd.toml, each project's test runner, the ledger,
+/// agent CLIs and the forge token. Exit 0 when healthy, 1 otherwise.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {}
+
+/// How much a failed check matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Severity {
+    /// `tdd` cannot work until this is fixed.
+    Error,
+    /// Some features are unavailable.
+    Warning,
+}
+
+/// One line of the report.
+#[derive(Debug, Serialize)]
+struct Check {
+    check: String,
+    ok: bool,
+    severity: Severity,
+    detail: String,
+    hint: Option<String>,
+}
+
+impl Check {
+    fn pass(check: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            check: check.into(),
+            ok: true,
+            severity: Severity::Error,
+            detail: detail.into(),
+            hint: None,
+        }
+    }
+
+    fn fail(
+        check: impl Into<String>,
+        severity: Severity,
+        detail: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Check {
+        Check {
+            check: check.into(),
+            ok: false,
+            severity,
+            detail: detail.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+/// Runs `tdd doctor`.
+pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError> {
+    let mut checks = Vec::new();
+    checks.push(match Git::version() {
+        Ok(v) => Check::pass("git", format!("git {v}")),
+        Err(e) => Check::fail("git", Severity::Error, e.to_string(), "install git"),
+    });
+    let work_tree = Git::new(&ctx.cwd).toplevel().ok();
+    checks.push(match &work_tree {
+        Some(root) => Check::pass("work_tree", root.display().to_string()),
+        None => Check::fail(
+            "work_tree",
+            Severity::Error,
+            format!("{} is not inside a git work tree", ctx.cwd.display()),
+            "run tdd inside a git repository, or pass -C <dir>",
+        ),
+    });
+    if let Some(root) = &work_tree {
+        config_checks(ctx, root, &mut checks);
+    }
+    checks.push(ledger_check(ctx));
+    for cli in ["claude", "codex", "aider"] {
+        checks.push(match which(cli) {
+            Some(path) => Check::pass(format!("agent.{cli}"), path),
+            None => Check::fail(
+                format!("agent.{cli}"),
+                Severity::Warning,
+                format!("{cli} is not on PATH"),
+                format!(
+                    "install {cli} to use the `{cli}` provider; the scripted provider needs nothing"
+                ),
+            ),
+        });
+    }
+    checks.push(forge_token_check());
+    let healthy = checks
+        .iter()
+        .all(|c| c.ok || c.severity == Severity::Warning);
+    let failing = checks
+        .iter()
+        .filter(|c| !c.ok && c.severity == Severity::Error)
+        .count();
+    let text = render(&checks);
+    let data = json!({ "healthy": healthy, "checks": checks });
+    if healthy {
+        Ok(Outcome::new(data, text).next(NextAction::terminal(Verb::Complete, "tdd is ready")))
+    } else {
+        let first_hint = checks
+            .iter()
+            .find(|c| !c.ok && c.severity == Severity::Error)
+            .and_then(|c| c.hint.clone())
+            .unwrap_or_default();
+        Err(
+            CommandError::refused("unhealthy", format!("{failing} check(s) failed"))
+                .hint(first_hint)
+                .data(data)
+                .text(text),
+        )
+    }
+}
+
+fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
+    let config = match Config::load_from_root(root) {
+        Ok(Some((path, config))) => {
+            checks.push(Check::pass(
+                "config",
+                format!("{} ({} projects)", path.display(), config.project.len()),
+            ));
+            config
+        }
+        Ok(None) => {
+            checks.push(Check::fail(
+                "config",
+                Severity::Error,
+                "no tdd.toml in the work tree",
+                "run `tdd init`",
+            ));
+            return;
+        }
+        Err(e) => {
+            let hint = e.hint().unwrap_or_default();
+            checks.push(Check::fail("config", Severity::Error, e.to_string(), hint));
+            return;
+        }
+    };
+    for (name, project) in &config.project {
+        let dir = root.join(&project.root);
+        let check = format!("runner.{name}");
+        ctx.out.progress(
+            "probe_runner",
+            json!({ "project": name, "adapter": project.adapter }),
+            &format!(
+                "probing the {} runner of project {name}...",
+                project.adapter
+            ),
+        );
+        checks.push(
+            match runner_version(project.adapter, &dir, project.test_command.as_deref()) {
+                Ok(version) => Check::pass(check, format!("{}: {version}", project.adapter)),
+                Err(why) => Check::fail(
+                    check,
+                    Severity::Error,
+                    format!("{}: {why}", project.adapter),
+                    install_hint(project.adapter),
+                ),
+            },
+        );
+    }
+}
+
+fn install_hint(adapter: AdapterKind) -> String {
+    match adapter {
+        AdapterKind::Pytest => {
+            "install pytest (`pip install pytest`) in the project's environment".into()
+        }
+        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha => {
+            format!("run `npm install` in the project so node_modules/.bin/{adapter} exists")
+        }
+        AdapterKind::Go => "install Go and make sure `go` is on PATH".into(),
+        AdapterKind::Cargo => "install Rust (cargo) and make sure it is on PATH".into(),
+        AdapterKind::NodeTest => "install Node.js 20 or newer".into(),
+        AdapterKind::Junit => "make the first word of test_command an executable on PATH".into(),
+    }
+}
+
+/// The runner's version, or why it could not be found.
+fn runner_version(
+    adapter: AdapterKind,
+    dir: &Path,
+    test_command: Option<&str>,
+) -> Result<String, String> {
+    let local_bin = |name: &str| dir.join("node_modules/.bin").join(name);
+    let argv: Vec<String> = match adapter {
+        AdapterKind::Pytest => vec![
+            "python3".into(),
+            "-m".into(),
+            "pytest".into(),
+            "--version".into(),
+        ],
+        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha => {
+            let bin = local_bin(adapter.as_str());
+            if !bin.exists() {
+                return Err(format!("{} not found", bin.display()));
+            }
+            vec![bin.display().to_string(), "--version".into()]
+        }
+        AdapterKind::Go => vec!["go".into(), "version".into()],
+        AdapterKind::Cargo => vec!["cargo".into(), "--version".into()],
+        AdapterKind::NodeTest => vec!["node".into(), "--version".into()],
+        AdapterKind::Junit => {
+            let first = test_command
+                .and_then(|c| c.split_whitespace().next())
+                .ok_or("no test_command")?;
+            return which(first).ok_or_else(|| format!("{first} is not on PATH"));
+        }
+    };
+    probe(&argv, dir)
+}
+
+/// Runs a version command with a deadline; the first non-empty output line is the version.
+fn probe(argv: &[String], dir: &Path) -> Result<String, String> {
+    let (program, rest) = argv.split_first().ok_or("empty command")?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{program}: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        for mut stream in [
+            stdout.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            stderr.map(|s| Box::new(s) as _),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = stream.read_to_string(&mut text);
+        }
+        let _ = tx.send(text);
+    });
+    let text = match rx.recv_timeout(PROBE_TIMEOUT) {
+        Ok(text) => text,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "`{}` did not answer within {}s",
+                argv.join(" "),
+                PROBE_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
+    if status.success() {
+        Ok(first)
+    } else {
+        Err(format!("`{}` failed: {first}", argv.join(" ")))
+    }
+}
+
+fn ledger_check(ctx: &Ctx) -> Check {
+    let location = match LedgerLocation::resolve(&ctx.cwd) {
+        Ok(location) => location,
+        Err(e) => {
+            let detail = error_chain(&e);
+            let hint = CommandError::from(e).hint.clone().unwrap_or_default();
+            return Check::fail("ledger", Severity::Error, detail, hint);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&location.home) {
+        return Check::fail(
+            "ledger",
+            Severity::Error,
+            format!("cannot create {}: {e}", location.home.display()),
+            "make the ledger home writable, or set TDD_LEDGER_HOME",
+        );
+    }
+    match Ledger::open_read_only(&location.database) {
+        Ok(Some(ledger)) => match ledger.count() {
+            Ok(n) => Check::pass(
+                "ledger",
+                format!(
+                    "{} ({n} events, outside the work tree)",
+                    location.database.display()
+                ),
+            ),
+            Err(e) => Check::fail(
+                "ledger",
+                Severity::Error,
+                error_chain(&e),
+                "run `tdd ledger verify`",
+            ),
+        },
+        Ok(None) => Check::pass(
+            "ledger",
+            format!(
+                "{} (not created yet, outside the work tree)",
+                location.database.display()
+            ),
+        ),
+        Err(e) => {
+            let hint = CommandError::from(e).hint.clone().unwrap_or_default();
+            Check::fail(
+                "ledger",
+                Severity::Error,
+                format!("cannot open {}", location.database.display()),
+                hint,
+            )
+        }
+    }
+}
+
+fn forge_token_check() -> Check {
+    let present = ["GITHUB_TOKEN", "GH_TOKEN"]
+        .into_iter()
+        .find(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+    match present {
+        Some(name) => Check::pass("forge_token", format!("{name} is set (value not shown)")),
+        None => Check::fail(
+            "forge_token",
+            Severity::Warning,
+            "neither GITHUB_TOKEN nor GH_TOKEN is set",
+            "set GITHUB_TOKEN to use --forge github; the local forge needs none",
+        ),
+    }
+}
+
+/// The first executable named `name` on PATH.
+fn which(name: &str) -> Option<String> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| name.to_string());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+        .map(|p| p.display().to_string())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn render(checks: &[Check]) -> String {
+    let mut text = String::new();
+    for c in checks {
+        let mark = match (c.ok, c.severity) {
+            (true, _) => "ok  ",
+            (false, Severity::Warning) => "warn",
+            (false, Severity::Error) => "FAIL",
+        };
+        text.push_str(&format!("{mark}  {:<20} {}\n", c.check, c.detail));
+        if let (false, Some(hint)) = (c.ok, &c.hint) {
+            text.push_str(&format!("      {:<20} hint: {hint}\n", ""));
+        }
+    }
+    text
+}

@@ -1,0 +1,107 @@
+//! `tdd init`: write a `tdd.toml` from the projects detected in the work tree.
+
+use std::path::Path;
+
+use serde_json::json;
+use tdd_engine::config::CONFIG_FILE;
+use tdd_engine::config::Config;
+use tdd_engine::config::detect;
+use tdd_engine::config::detect::EnforcerRules;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::NextAction;
+use crate::output::Outcome;
+use crate::output::Verb;
+
+/// Detect projects (Cargo.toml, pyproject.toml, package.json, go.mod, ...) at the
+/// work-tree root and one level down, and write tdd.toml with lock globs that fit
+/// each ecosystem. Imports .tdd/rules.json when present.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Overwrite an existing tdd.toml.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `tdd init`.
+pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Outcome, CommandError> {
+    let root = ctx.work_tree()?;
+    let path = root.join(CONFIG_FILE);
+    if path.exists() && !args.force {
+        return Err(CommandError::refused(
+            "config_exists",
+            format!("{} already exists; it was left untouched", path.display()),
+        )
+        .hint("pass --force to overwrite it"));
+    }
+    let rules = read_rules(&root)?;
+    let detection = detect::detect(&root);
+    let text = detect::render_config(&detection, rules.as_ref());
+    // Never write a file that tdd itself would refuse to load.
+    Config::parse(&path, &text).map_err(|e| {
+        CommandError::internal(
+            "init_invalid",
+            format!("generated config does not load: {e}"),
+        )
+    })?;
+    std::fs::write(&path, &text).map_err(|e| {
+        CommandError::refused(
+            "write_failed",
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    let data = json!({
+        "path": path,
+        "projects": detection.projects,
+        "unclassified": detection.unclassified,
+        "imported_rules": rules.is_some(),
+    });
+    Ok(
+        Outcome::new(data, render(&path, &detection, rules.is_some())).next(NextAction::new(
+            Verb::ReviewConfig,
+            format!(
+                "review {} and commit it, then run `tdd doctor`",
+                path.display()
+            ),
+        )),
+    )
+}
+
+fn read_rules(root: &Path) -> Result<Option<EnforcerRules>, CommandError> {
+    let path = root.join(".tdd/rules.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        CommandError::bad_input(
+            "rules_invalid",
+            format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()),
+        )
+        .verb(Verb::FixConfig)
+        .hint("fix .tdd/rules.json (blockedInRed, blockedInGreen, testCommands, timeoutSeconds)")
+    })
+}
+
+fn render(path: &Path, detection: &detect::Detection, imported: bool) -> String {
+    let mut text = format!("wrote {}\n", path.display());
+    if detection.projects.is_empty() {
+        text.push_str("no project markers found; add [project.NAME] tables by hand\n");
+    }
+    for p in &detection.projects {
+        text.push_str(&format!(
+            "  project {:<16} {:<10} root {} ({})\n",
+            p.name, p.adapter, p.root, p.marker
+        ));
+    }
+    if imported {
+        text.push_str("  imported locks and commands from .tdd/rules.json\n");
+    }
+    if !detection.unclassified.is_empty() {
+        text.push_str(&format!(
+            "unclassified directories: {}\n",
+            detection.unclassified.join(", ")
+        ));
+    }
+    text
+}

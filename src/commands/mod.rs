@@ -1,0 +1,7 @@
+//! One module per subcommand: its `XxxArgs` (the help text) and its `cmd_xxx`.
+
+pub mod config;
+pub mod doctor;
+pub mod init;
+pub mod ledger;
+pub mod plan;

@@ -1,0 +1,44 @@
+//! What every command may need from its surroundings, resolved lazily and once.
+
+use std::path::PathBuf;
+
+use tdd_engine::config::Config;
+use tdd_engine::git::Git;
+use tdd_engine::ledger::LedgerLocation;
+
+use crate::error::CommandError;
+use crate::output::Output;
+
+/// The directory a command acts on and the output it writes to.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The directory given by `-C`, or the current directory.
+    pub cwd: PathBuf,
+    /// The output handle.
+    pub out: Output,
+}
+
+impl Ctx {
+    /// The top of the git work tree containing `cwd`.
+    pub fn work_tree(&self) -> Result<PathBuf, CommandError> {
+        Ok(Git::new(&self.cwd).toplevel()?)
+    }
+
+    /// The work tree's `tdd.toml`, parsed; a missing file is refused with a hint to `tdd init`.
+    pub fn config(&self) -> Result<(PathBuf, Config), CommandError> {
+        let root = self.work_tree()?;
+        match Config::load_from_root(&root)? {
+            Some(found) => Ok(found),
+            None => Err(CommandError::refused(
+                "config_missing",
+                format!("no tdd.toml at {}", root.display()),
+            )
+            .hint("run `tdd init` to write one")),
+        }
+    }
+
+    /// Where this repository's ledger lives.
+    pub fn ledger_location(&self) -> Result<LedgerLocation, CommandError> {
+        Ok(LedgerLocation::resolve(&self.cwd)?)
+    }
+}

@@ -1,0 +1,192 @@
+//! The one error type commands return, with its exit status, reason code and hint.
+//!
+//! Library errors are converted here, once, so every reason code a user can see
+//! is written in this file or in a command and listed in docs/cli.md.
+
+use serde_json::Value;
+use tdd_engine::config::ConfigError;
+use tdd_engine::git::GitError;
+use tdd_engine::ledger::LedgerError;
+
+use crate::exit::Exit;
+use crate::output::NextAction;
+use crate::output::Verb;
+
+/// A command that did not do what was asked (boxed: errors travel up many frames).
+#[derive(Debug)]
+pub struct CommandError(Box<Failure>);
+
+impl std::ops::Deref for CommandError {
+    type Target = Failure;
+
+    fn deref(&self) -> &Failure {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CommandError {
+    fn deref_mut(&mut self) -> &mut Failure {
+        &mut self.0
+    }
+}
+
+/// The facts of a failed command.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit status.
+    pub exit: Exit,
+    /// The machine-readable snake_case reason.
+    pub reason: &'static str,
+    /// One line saying what went wrong.
+    pub message: String,
+    /// What the user can do about it.
+    pub hint: Option<String>,
+    /// What an agent should do next.
+    pub next_action: NextAction,
+    /// Facts for the envelope's `data` (an empty object when there are none).
+    pub data: Value,
+    /// A longer text rendering of the error (a snippet with a caret), for terminals.
+    pub detail: Option<String>,
+    /// Text printed to stdout before the error on a terminal (for example a check table).
+    pub text: Option<String>,
+}
+
+impl CommandError {
+    fn new(exit: Exit, reason: &'static str, message: impl Into<String>, verb: Verb) -> Self {
+        let message = message.into();
+        CommandError(Box::new(Failure {
+            exit,
+            reason,
+            next_action: NextAction::new(verb, message.clone()),
+            message,
+            hint: None,
+            data: Value::Null,
+            detail: None,
+            text: None,
+        }))
+    }
+
+    /// A precondition or gate said no (exit 1).
+    pub fn refused(reason: &'static str, message: impl Into<String>) -> Self {
+        CommandError::new(Exit::Refused, reason, message, Verb::ResolveBlocker)
+    }
+
+    /// The input was wrong (exit 2).
+    pub fn bad_input(reason: &'static str, message: impl Into<String>) -> Self {
+        CommandError::new(Exit::BadInput, reason, message, Verb::FixArguments)
+    }
+
+    /// A bug or an environment failure `tdd` cannot explain further (exit 70).
+    pub fn internal(reason: &'static str, message: impl Into<String>) -> Self {
+        CommandError::new(Exit::Internal, reason, message, Verb::ReportBug)
+    }
+
+    /// Adds the hint shown after the message.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        let hint = hint.into();
+        self.next_action.detail = hint.clone();
+        self.hint = Some(hint);
+        self
+    }
+
+    /// Replaces the next action's verb.
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.next_action.verb = verb;
+        self
+    }
+
+    /// Attaches envelope data.
+    pub fn data(mut self, data: Value) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// Attaches a text rendering printed to stdout before the error on a terminal.
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+}
+
+impl From<ConfigError> for CommandError {
+    fn from(err: ConfigError) -> Self {
+        let (reason, exit) = match &err {
+            ConfigError::Read { .. } => ("config_unreadable", Exit::BadInput),
+            ConfigError::Invalid { .. } => ("config_invalid", Exit::BadInput),
+        };
+        let data = match &err {
+            ConfigError::Invalid {
+                path,
+                line,
+                column,
+                suggestion,
+                ..
+            } => serde_json::json!({
+                "path": path, "line": line, "column": column, "suggestion": suggestion,
+            }),
+            ConfigError::Read { path, .. } => serde_json::json!({ "path": path }),
+        };
+        let mut out = CommandError::new(exit, reason, err.to_string(), Verb::FixConfig);
+        out.detail = Some(err.render());
+        out.data = data;
+        match err.hint() {
+            Some(hint) => out.hint(hint),
+            None => out,
+        }
+    }
+}
+
+impl From<GitError> for CommandError {
+    fn from(err: GitError) -> Self {
+        match err {
+            GitError::NotARepository(path) => CommandError::refused(
+                "not_a_repository",
+                format!("{} is not inside a git work tree", path.display()),
+            )
+            .hint("run tdd inside a git repository, or pass -C <dir>"),
+            GitError::Spawn(_) => CommandError::refused("git_missing", err.to_string())
+                .hint("install git and make sure it is on PATH"),
+            other => CommandError::internal("git_failed", other.to_string()),
+        }
+    }
+}
+
+impl From<LedgerError> for CommandError {
+    fn from(err: LedgerError) -> Self {
+        let message = error_chain(&err);
+        match err {
+            LedgerError::NotARepository(_) => CommandError::refused("not_a_repository", message)
+                .hint("run tdd inside a git repository, or pass -C <dir>"),
+            LedgerError::HomeInsideWorkTree { .. } | LedgerError::RelativeHome { .. } => {
+                CommandError::bad_input("ledger_home_invalid", message).hint(
+                    "set TDD_LEDGER_HOME to an absolute directory outside every git work tree",
+                )
+            }
+            LedgerError::NoHome => CommandError::bad_input("ledger_home_invalid", message)
+                .hint("set TDD_LEDGER_HOME (or HOME) to an absolute directory"),
+            LedgerError::TooNew { .. } => CommandError::refused("ledger_too_new", message)
+                .hint("upgrade tdd to the version that wrote this ledger"),
+            LedgerError::Git(git) => git.into(),
+            LedgerError::CreateDir { .. } => CommandError::refused("ledger_unreachable", message)
+                .hint("make the ledger home writable, or set TDD_LEDGER_HOME elsewhere"),
+            LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {
+                CommandError::internal("ledger_failed", message)
+            }
+        }
+    }
+}
+
+/// An error and its sources as one `: `-joined line.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = inner.source();
+    }
+    text
+}

@@ -1,0 +1,270 @@
+//! The one output handle: a JSON envelope for machines, readable text for people.
+//!
+//! Data goes to stdout, exactly one envelope per command in JSON mode.
+//! Progress, heartbeats and logs go to stderr (NDJSON lines in JSON mode).
+
+use std::io::IsTerminal;
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::CommandError;
+use crate::exit::Exit;
+
+/// The envelope format version; bumped on any incompatible change.
+pub const ENVELOPE_VERSION: u32 = 1;
+
+/// What an agent or a script should do next. The closed set is listed in docs/cli.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    /// Nothing is left to do.
+    Complete,
+    /// Review the generated configuration, then commit it.
+    ReviewConfig,
+    /// Correct the configuration file at the position the error names.
+    FixConfig,
+    /// Correct the command-line arguments.
+    FixArguments,
+    /// Fix what a precondition or health check found, then run the command again.
+    ResolveBlocker,
+    /// A bug in `tdd`: report it with the command that was run.
+    ReportBug,
+}
+
+/// The `next_action` of an envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextAction {
+    /// The one thing to do next.
+    pub verb: Verb,
+    /// The same, as a sentence for a person.
+    pub detail: String,
+    /// Whether the command's job is finished, so nothing follows.
+    pub terminal: bool,
+}
+
+impl NextAction {
+    /// A next action that continues work.
+    pub fn new(verb: Verb, detail: impl Into<String>) -> NextAction {
+        NextAction {
+            verb,
+            detail: detail.into(),
+            terminal: false,
+        }
+    }
+
+    /// A next action that ends the job.
+    pub fn terminal(verb: Verb, detail: impl Into<String>) -> NextAction {
+        NextAction {
+            verb,
+            detail: detail.into(),
+            terminal: true,
+        }
+    }
+}
+
+/// What a successful command hands to the output.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The envelope's `data`.
+    pub data: Value,
+    /// The text shown on a terminal.
+    pub text: String,
+    /// The envelope's `next_action`.
+    pub next_action: Option<NextAction>,
+}
+
+impl Outcome {
+    /// An outcome with data and its human rendering.
+    pub fn new(data: impl Serialize, text: impl Into<String>) -> Outcome {
+        Outcome {
+            data: serde_json::to_value(data).unwrap_or(Value::Null),
+            text: text.into(),
+            next_action: None,
+        }
+    }
+
+    /// Sets the next action.
+    pub fn next(mut self, action: NextAction) -> Outcome {
+        self.next_action = Some(action);
+        self
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    envelope_version: u32,
+    ok: bool,
+    command: &'a str,
+    data: &'a Value,
+    next_action: Option<&'a NextAction>,
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    reason: &'a str,
+    message: &'a str,
+    hint: Option<&'a str>,
+}
+
+/// Renders results and progress in the mode chosen once at startup.
+#[derive(Debug, Clone)]
+pub struct Output {
+    json: bool,
+    color: bool,
+    quiet: bool,
+    verbose: u8,
+}
+
+impl Output {
+    /// JSON when asked or when stdout is not a terminal; colour only on a terminal without
+    /// `NO_COLOR`.
+    pub fn new(json_flag: bool, quiet: bool, verbose: u8) -> Output {
+        let terminal = std::io::stdout().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Output {
+            json: json_flag || !terminal,
+            color: terminal && !no_color && std::io::stderr().is_terminal(),
+            quiet,
+            verbose,
+        }
+    }
+
+    /// Whether the envelope is printed instead of text.
+    pub fn is_json(&self) -> bool {
+        self.json
+    }
+
+    /// A detail line on stderr, shown only with `-v`.
+    pub fn debug(&self, text: &str) {
+        if self.verbose > 0 {
+            write_err(&format!("{} {text}\n", self.paint("debug:", "2")));
+        }
+    }
+
+    /// Prints a command's result and returns its exit status.
+    pub fn finish(&self, command: &str, result: Result<Outcome, CommandError>) -> Exit {
+        match result {
+            Ok(outcome) => {
+                if self.json {
+                    self.envelope(
+                        command,
+                        true,
+                        &outcome.data,
+                        outcome.next_action.as_ref(),
+                        None,
+                    );
+                } else {
+                    let mut text = outcome.text;
+                    if let Some(next) = &outcome.next_action
+                        && !next.terminal
+                    {
+                        text.push_str(&format!("\nnext: {}\n", next.detail));
+                    }
+                    write_out(&text);
+                }
+                Exit::Ok
+            }
+            Err(err) => {
+                if self.json {
+                    let body = ErrorBody {
+                        reason: err.reason,
+                        message: &err.message,
+                        hint: err.hint.as_deref(),
+                    };
+                    self.envelope(
+                        command,
+                        false,
+                        &err.data,
+                        Some(&err.next_action),
+                        Some(body),
+                    );
+                } else {
+                    if let Some(text) = &err.text {
+                        write_out(text);
+                    }
+                    self.error_text(&err);
+                }
+                err.exit
+            }
+        }
+    }
+
+    fn envelope(
+        &self,
+        command: &str,
+        ok: bool,
+        data: &Value,
+        next_action: Option<&NextAction>,
+        error: Option<ErrorBody<'_>>,
+    ) {
+        let empty = Value::Object(serde_json::Map::new());
+        let data = if data.is_null() { &empty } else { data };
+        let envelope = Envelope {
+            envelope_version: ENVELOPE_VERSION,
+            ok,
+            command,
+            data,
+            next_action,
+            error,
+        };
+        let line = serde_json::to_string(&envelope).unwrap_or_else(|_| "{}".to_string());
+        write_out(&format!("{line}\n"));
+    }
+
+    fn error_text(&self, err: &CommandError) {
+        let label = self.paint("error:", "1;31");
+        let mut text = format!(
+            "{label} {}\n",
+            err.detail.as_deref().unwrap_or(&err.message)
+        );
+        if let Some(hint) = &err.hint {
+            text.push_str(&format!("\n{} {hint}\n", self.paint("hint:", "1;36")));
+        }
+        write_err(&text);
+    }
+
+    /// A progress or heartbeat event on stderr: an NDJSON line in JSON mode, a line of text
+    /// otherwise (unless `-q`).
+    pub fn progress(&self, event: &str, fields: Value, text: &str) {
+        if self.json {
+            let mut object = serde_json::Map::new();
+            object.insert("event".into(), Value::String(event.to_string()));
+            object.insert(
+                "at".into(),
+                Value::String(tdd_engine::ledger::now_rfc3339()),
+            );
+            if let Value::Object(map) = fields {
+                object.extend(map);
+            }
+            write_err(&format!("{}\n", Value::Object(object)));
+        } else if !self.quiet {
+            write_err(&format!("{text}\n"));
+        }
+    }
+
+    /// Wraps `text` in an ANSI style when colour is on.
+    pub fn paint(&self, text: &str, style: &str) -> String {
+        if self.color {
+            format!("\x1b[{style}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// Writes to stdout, ignoring a closed pipe (a reader that went away is not our error).
+pub fn write_out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Writes to stderr, ignoring a closed pipe.
+pub fn write_err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.flush();
+}

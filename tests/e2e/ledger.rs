@@ -1,0 +1,126 @@
+//! `tdd ledger path` and `tdd ledger verify` against real SQLite files.
+
+use std::path::PathBuf;
+
+use tdd_engine::ledger::Ledger;
+
+use crate::support::Env;
+
+fn database(env: &Env) -> PathBuf {
+    let (exit, value) = env.json(&["ledger", "path"]);
+    assert_eq!(exit, 0, "{value}");
+    PathBuf::from(value["data"]["database"].as_str().expect("database path"))
+}
+
+fn seed(env: &Env, n: usize) -> PathBuf {
+    let db = database(env);
+    let mut ledger = Ledger::open(&db).expect("open");
+    for i in 0..n {
+        ledger
+            .append(Some("run"), "note", &serde_json::json!({ "i": i }))
+            .expect("append");
+    }
+    db
+}
+
+#[test]
+fn the_ledger_lives_under_tdd_ledger_home_outside_the_work_tree() {
+    let env = Env::new();
+    let db = database(&env);
+    assert!(db.starts_with(env.ledger_home.path()), "{}", db.display());
+    let root = env.root().canonicalize().expect("canonical");
+    assert!(!db.starts_with(&root));
+}
+
+#[test]
+fn a_ledger_home_inside_the_work_tree_is_refused() {
+    let inside = Env::new();
+    let home = inside.root().join("ledger");
+    let env = inside.with_env("TDD_LEDGER_HOME", home.to_str().expect("utf-8"));
+    let (exit, value) = env.json(&["ledger", "path"]);
+    assert_eq!(exit, 2);
+    assert_eq!(value["error"]["reason"], "ledger_home_invalid");
+    assert!(
+        !home.exists(),
+        "nothing may be created inside the work tree"
+    );
+}
+
+#[test]
+fn verify_counts_an_intact_chain() {
+    let env = Env::new();
+    seed(&env, 7);
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["events"], 7);
+}
+
+#[test]
+fn verify_before_any_event_reports_zero_and_creates_nothing() {
+    let env = Env::new();
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 0);
+    assert_eq!(value["data"]["events"], 0);
+    assert!(!database(&env).exists());
+}
+
+fn tampered(sql: &str) -> serde_json::Value {
+    let env = Env::new();
+    let db = seed(&env, 5);
+    rusqlite::Connection::open(&db)
+        .expect("sqlite client")
+        .execute_batch(sql)
+        .expect("tamper");
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ledger_tampered");
+    value
+}
+
+#[test]
+fn verify_catches_an_update_made_with_another_sqlite_client() {
+    let value =
+        tampered("DROP TRIGGER events_no_update; UPDATE events SET payload = '{}' WHERE id = 2;");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("event 2")),
+        "{value}"
+    );
+}
+
+#[test]
+fn verify_catches_a_delete_made_with_another_sqlite_client() {
+    let value = tampered("DROP TRIGGER events_no_delete; DELETE FROM events WHERE id = 4;");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("event 5")),
+        "{value}"
+    );
+    let value = tampered("DROP TRIGGER events_no_delete; DELETE FROM events WHERE id = 5;");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("chain head")),
+        "{value}"
+    );
+}
+
+#[test]
+fn verify_refuses_a_ledger_from_a_newer_tdd() {
+    let env = Env::new();
+    let db = seed(&env, 1);
+    rusqlite::Connection::open(&db)
+        .expect("open")
+        .execute_batch("PRAGMA user_version = 42;")
+        .expect("bump");
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "ledger_too_new");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("42"))
+    );
+}

@@ -46,6 +46,14 @@ enum Command {
     Ledger(commands::ledger::LedgerCommand),
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
+    Exec(commands::exec::ExecArgs),
+    Wait(commands::wait::WaitArgs),
+    Leaves(commands::leaves::LeavesArgs),
+    Logs(commands::logs::LogsArgs),
+    Kill(commands::kill::KillArgs),
+    Stop(commands::stop::StopArgs),
+    #[command(name = "__supervise", hide = true)]
+    Supervise(commands::supervise::SuperviseArgs),
 }
 
 impl Command {
@@ -57,6 +65,13 @@ impl Command {
             Command::Config(c) => c.name(),
             Command::Ledger(c) => c.name(),
             Command::Plan(c) => c.name(),
+            Command::Exec(_) => "exec",
+            Command::Wait(_) => "wait",
+            Command::Leaves(_) => "leaves",
+            Command::Logs(_) => "logs",
+            Command::Kill(_) => "kill",
+            Command::Stop(_) => "stop",
+            Command::Supervise(_) => crate::supervision::SUPERVISE_COMMAND,
         }
     }
 }
@@ -102,6 +117,13 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Config(cmd) => commands::config::cmd_config(&ctx, cmd),
         Command::Ledger(cmd) => commands::ledger::cmd_ledger(&ctx, cmd),
         Command::Plan(cmd) => commands::plan::cmd_plan(&ctx, cmd),
+        Command::Exec(args) => commands::exec::cmd_exec(&ctx, args),
+        Command::Wait(args) => commands::wait::cmd_wait(&ctx, args),
+        Command::Leaves(args) => commands::leaves::cmd_leaves(&ctx, args),
+        Command::Logs(args) => commands::logs::cmd_logs(&ctx, args),
+        Command::Kill(args) => commands::kill::cmd_kill(&ctx, args),
+        Command::Stop(args) => commands::stop::cmd_stop(&ctx, args),
+        Command::Supervise(args) => commands::supervise::cmd_supervise(args),
     };
     out.finish(name, result)
 }

@@ -3,7 +3,11 @@
 mod cli;
 mod config;
 mod doctor;
+mod exec;
 mod init;
+mod leafsupport;
+mod leaves;
 mod ledger;
 mod plan;
+mod stop;
 mod support;

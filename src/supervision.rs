@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tdd_engine::ledger::Ledger;
@@ -25,11 +26,13 @@ pub const BASE_ENV: &[&str] = &[
     "TMPDIR",
 ];
 
-/// Records supervision events in the repository's ledger, opening it per event: the
-/// supervisor may run for hours and reports only a handful of events.
-#[derive(Debug, Clone)]
+/// Records supervision events in the repository's ledger. The database is opened at
+/// the first event and kept open: closing a SQLite WAL database checkpoints it, which
+/// would put a checkpoint between a leaf's launch and its supervision.
+#[derive(Debug)]
 pub struct LedgerReporter {
     database: PathBuf,
+    ledger: Mutex<Option<Ledger>>,
 }
 
 impl LedgerReporter {
@@ -37,6 +40,7 @@ impl LedgerReporter {
     pub fn new(database: &Path) -> LedgerReporter {
         LedgerReporter {
             database: database.to_path_buf(),
+            ledger: Mutex::new(None),
         }
     }
 }
@@ -49,7 +53,14 @@ impl Reporter for LedgerReporter {
             LeafEvent::Exited { .. } => "leaf_exited",
         };
         let payload = serde_json::to_value(event).map_err(ReportError::new)?;
-        let mut ledger = Ledger::open(&self.database).map_err(ReportError::new)?;
+        let mut guard = self
+            .ledger
+            .lock()
+            .map_err(|_| ReportError::new("the ledger connection was poisoned by a panic"))?;
+        let ledger = match guard.as_mut() {
+            Some(ledger) => ledger,
+            None => guard.insert(Ledger::open(&self.database).map_err(ReportError::new)?),
+        };
         ledger
             .append(None, kind, &payload)
             .map_err(ReportError::new)?;

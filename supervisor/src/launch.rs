@@ -160,8 +160,9 @@ impl Supervisor {
 
     /// Waits until the supervisor records the launch or an exit, or gives up.
     fn await_launch(&self, handle: &mut LeafHandle, log: &Path) -> Result<(), LaunchError> {
-        let deadline = Instant::now() + self.launch_timeout;
-        let mut backoff = Backoff::new();
+        let start = Instant::now();
+        let deadline = start + self.launch_timeout;
+        let mut backoff = Backoff::since(start);
         loop {
             if handle.dir_paths().launch().exists() || handle.dir_paths().exit().exists() {
                 return Ok(());

@@ -35,9 +35,12 @@ use crate::report::Reporter;
 /// [`crate::Supervisor::new`], followed by the leaf directory), on the main thread,
 /// before starting any other thread. It makes the process a session leader and a
 /// child subreaper, installs signal handlers, and reaps every child of the process,
-/// so the process must do nothing else.
+/// so the process must do nothing else. It first closes every descriptor above 2 it
+/// inherited without close-on-exec, so nothing the caller's parents left open (a CI
+/// log pipe, a jobserver) is held for the leaf's lifetime or passed on to the leaf.
 pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     let dir = LeafDir::new(leaf_dir);
+    close_inherited_descriptors();
     detach();
     let job = match records::read_json::<Job>(&dir.job()) {
         Ok(Some(job)) if job.version == records::FORMAT_VERSION => job,
@@ -97,6 +100,38 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     // Nobody reads the FIFO any more; a later poke finds no file and does nothing.
     let _ = std::fs::remove_file(dir.wake());
     write_exit(&dir, &exit, reporter)
+}
+
+/// Closes every inherited descriptor above stderr. Rust opens its own descriptors
+/// close-on-exec, but a caller's parent may not have: such a descriptor would stay open
+/// in this long-lived process and in the leaf, and whoever waits for its other end
+/// (a pipe's reader waiting for end-of-file) would wait for as long as the leaf runs.
+/// A descriptor that crossed `exec` into this process lacks close-on-exec by
+/// definition, and one this process opened has it, so only the former are closed.
+fn close_inherited_descriptors() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let candidates: Vec<i32> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in candidates {
+        if !close_on_exec(fd).unwrap_or(true) {
+            let _ = nix::unistd::close(fd);
+        }
+    }
+}
+
+/// Whether `fd` has close-on-exec, from the octal `flags:` line of
+/// `/proc/self/fdinfo/<fd>`; `None` when it cannot be read (the listing's own
+/// descriptor, already closed).
+fn close_on_exec(fd: i32) -> Option<bool> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let flags = info.lines().find_map(|line| line.strip_prefix("flags:"))?;
+    let flags = u32::from_str_radix(flags.trim(), 8).ok()?;
+    Some(flags & libc::O_CLOEXEC as u32 != 0)
 }
 
 /// Leaves the caller's session and becomes the reaper of the leaf's orphans.

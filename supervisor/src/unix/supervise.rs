@@ -63,10 +63,36 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     if crate::stop::read_stop(&job.state_dir).is_some_and(|stop| stop.mode.kills_running()) {
         return record_exit(&dir, &job.id, ExitClass::Stopped, reporter);
     }
-    let spawned = match spawn_leaf(&job) {
-        Ok(spawned) => spawned,
-        Err(error) => return unstartable(&dir, &job.id, &error, reporter),
+    // The FIFO exists before the launch record: a caller that sees the launch can
+    // always wake us.
+    let wake = match super::wake::open_for_supervisor(&dir.wake()) {
+        Ok(fifo) => Some(fifo),
+        Err(error) => {
+            log(format_args!(
+                "no wake FIFO, requests wait for the heartbeat: {error}"
+            ));
+            None
+        }
     };
+    let exit = match spawn_leaf(&job) {
+        Ok(spawned) => {
+            record_launch(&dir, &job, &spawned, reporter);
+            super::run::Run::new(&job, &dir, reporter, spawned, incoming, wake).supervise()
+        }
+        Err(error) => {
+            log(format_args!("cannot start the leaf: {error}"));
+            let mut exit = ExitRecord::without_run(&job.id, ExitClass::SpawnFailed { error }, 0);
+            exit.supervisor_peak_rss_kib = super::procfs::peak_rss_kib(None);
+            exit
+        }
+    };
+    // Nobody reads the FIFO any more; a later poke finds no file and does nothing.
+    let _ = std::fs::remove_file(dir.wake());
+    write_exit(&dir, &exit, reporter)
+}
+
+/// Writes `launch.json` and reports the launch.
+fn record_launch(dir: &LeafDir, job: &Job, spawned: &Spawned, reporter: &dyn Reporter) {
     let launch = LaunchRecord {
         version: records::FORMAT_VERSION,
         id: job.id.clone(),
@@ -78,28 +104,15 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     if let Err(error) = records::write_json(&dir.launch(), &launch) {
         log(format_args!("{error}: {}", error_chain(&error)));
     }
+    let argv = job.argv.clone();
     report(
         reporter,
         &LeafEvent::Launched {
-            launch: launch.clone(),
-            argv: job.argv.clone(),
+            launch,
+            argv,
             name: job.name.clone(),
         },
     );
-    let wake = match super::wake::open_for_supervisor(&dir.wake()) {
-        Ok(fifo) => Some(fifo),
-        Err(error) => {
-            log(format_args!(
-                "no wake FIFO, requests wait for the heartbeat: {error}"
-            ));
-            None
-        }
-    };
-    let run = super::run::Run::new(&job, &dir, reporter, spawned, incoming, wake);
-    let exit = run.supervise();
-    // Nobody reads the FIFO any more; a later poke finds no file and does nothing.
-    let _ = std::fs::remove_file(dir.wake());
-    write_exit(&dir, &exit, reporter)
 }
 
 /// Closes every inherited descriptor above stderr. Rust opens its own descriptors

@@ -1,6 +1,10 @@
 //! One module per subcommand: its `XxxArgs` (the help text) and its `cmd_xxx`.
 
+pub mod advance;
+pub mod annotate;
+pub mod blocker;
 pub mod config;
+pub mod cycle;
 pub mod doctor;
 pub mod exec;
 pub mod init;
@@ -8,7 +12,12 @@ pub mod kill;
 pub mod leaves;
 pub mod ledger;
 pub mod logs;
+pub mod note;
 pub mod plan;
+pub mod resume;
+pub mod run;
+pub mod status;
 pub mod stop;
 pub mod supervise;
+pub mod test;
 pub mod wait;

@@ -3,6 +3,9 @@
 mod cli;
 mod config;
 mod doctor;
+mod engine_actions;
+mod engine_cargo;
+mod engine_pytest;
 mod exec;
 mod init;
 mod leafsupport;
@@ -11,3 +14,4 @@ mod ledger;
 mod plan;
 mod stop;
 mod support;
+mod test_cmd;

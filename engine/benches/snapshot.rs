@@ -3,7 +3,11 @@
 //!
 //! Run: `cargo bench -p tdd-engine --bench snapshot` (FILES=N to change the size).
 
-#![expect(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark reports on the terminal")]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark reports on the terminal"
+)]
 
 use std::path::Path;
 use std::process::Command;

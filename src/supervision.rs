@@ -19,6 +19,10 @@ use crate::error::CommandError;
 /// The hidden subcommand that runs a supervisor process: `tdd __supervise`.
 pub const SUPERVISE_COMMAND: &str = "__supervise";
 
+/// The variable that carries a leaf's own id into its environment; `tdd test` records
+/// its observations against it.
+pub const LEAF_ID_ENV: &str = "TDD_LEAF_ID";
+
 /// Variables every leaf started by `tdd exec` receives when they are set; anything
 /// else must be named with `--env`. Tokens and keys are never on this list.
 pub const BASE_ENV: &[&str] = &[

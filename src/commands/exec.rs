@@ -30,8 +30,8 @@ const TAIL_BYTES: u64 = 4096;
 /// command's code: 124 when killed for a limit, 137 when killed by someone else, 130
 /// when stopped (Ctrl-C once: SIGTERM, grace, SIGKILL; twice: SIGKILL now), 127 when
 /// it could not start, 125 when the supervisor was lost. The command gets no stdin
-/// and only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, LC_CTYPE, TERM, TZ, TMPDIR
-/// and the variables named with --env.
+/// and only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, LC_CTYPE, TERM, TZ, TMPDIR,
+/// the variables named with --env, and TDD_LEAF_ID (its own leaf id).
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
     /// Kill the command after S seconds (exit 124).
@@ -92,6 +92,7 @@ fn spec(ctx: &Ctx, args: &ExecArgs) -> LeafSpec {
         .cwd(&ctx.cwd)
         .allow_env(supervision::BASE_ENV)
         .allow_env(&args.env)
+        .id_env(supervision::LEAF_ID_ENV)
         .grace(args.grace);
     if let Some(name) = &args.name {
         spec = spec.name(name);

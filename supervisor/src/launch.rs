@@ -269,6 +269,10 @@ fn resolve(spec: &LeafSpec, id: &str, state_dir: &Path, here: &Path, dir: &LeafD
         (Some(path), false) => Some(absolute(here, path)),
         (None, false) => Some(dir.default_stderr()),
     };
+    let mut env = spec.env.clone();
+    if let Some(name) = &spec.id_env {
+        env.insert(name.clone(), id.to_owned());
+    }
     let millis = |duration: Option<Duration>| duration.map(clock::millis);
     Job {
         version: records::FORMAT_VERSION,
@@ -277,7 +281,7 @@ fn resolve(spec: &LeafSpec, id: &str, state_dir: &Path, here: &Path, dir: &LeafD
         state_dir: state_dir.to_path_buf(),
         argv: spec.argv.clone(),
         cwd,
-        env: spec.env.clone(),
+        env,
         stdin: spec.stdin.as_deref().map(|path| absolute(here, path)),
         stdout: spec
             .stdout

@@ -166,3 +166,12 @@ fn ctrl_c_twice_kills_the_command_without_waiting_for_the_grace_period() {
         "{value}"
     );
 }
+
+#[test]
+fn exec_tells_the_command_its_leaf_id() {
+    let env = Env::new();
+    let (exit, value) = json(&env, &["exec", "--", "sh", "-c", "echo $TDD_LEAF_ID"]);
+    assert_eq!(exit, 0, "{value}");
+    let id = value["data"]["id"].as_str().expect("id");
+    assert_eq!(value["data"]["stdout_tail"], format!("{id}\n"));
+}

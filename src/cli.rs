@@ -59,6 +59,14 @@ enum Command {
     Resume(commands::resume::ResumeArgs),
     Rollback(commands::rollback::RollbackArgs),
     Target(commands::target::TargetArgs),
+    Exec(commands::exec::ExecArgs),
+    Wait(commands::wait::WaitArgs),
+    Leaves(commands::leaves::LeavesArgs),
+    Logs(commands::logs::LogsArgs),
+    Kill(commands::kill::KillArgs),
+    Stop(commands::stop::StopArgs),
+    #[command(name = "__supervise", hide = true)]
+    Supervise(commands::supervise::SuperviseArgs),
 }
 
 impl Command {
@@ -81,6 +89,13 @@ impl Command {
             Command::Resume(_) => "resume",
             Command::Rollback(_) => "rollback",
             Command::Target(_) => "target",
+            Command::Exec(_) => "exec",
+            Command::Wait(_) => "wait",
+            Command::Leaves(_) => "leaves",
+            Command::Logs(_) => "logs",
+            Command::Kill(_) => "kill",
+            Command::Stop(_) => "stop",
+            Command::Supervise(_) => crate::supervision::SUPERVISE_COMMAND,
         }
     }
 }
@@ -137,6 +152,13 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Resume(args) => commands::resume::cmd_resume(&ctx, args),
         Command::Rollback(args) => commands::rollback::cmd_rollback(&ctx, args),
         Command::Target(args) => commands::target::cmd_target(&ctx, args),
+        Command::Exec(args) => commands::exec::cmd_exec(&ctx, args),
+        Command::Wait(args) => commands::wait::cmd_wait(&ctx, args),
+        Command::Leaves(args) => commands::leaves::cmd_leaves(&ctx, args),
+        Command::Logs(args) => commands::logs::cmd_logs(&ctx, args),
+        Command::Kill(args) => commands::kill::cmd_kill(&ctx, args),
+        Command::Stop(args) => commands::stop::cmd_stop(&ctx, args),
+        Command::Supervise(args) => commands::supervise::cmd_supervise(args),
     };
     out.finish(name, result)
 }

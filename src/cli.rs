@@ -46,6 +46,10 @@ enum Command {
     Ledger(commands::ledger::LedgerCommand),
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
+    #[command(subcommand)]
+    Run(commands::run::RunCommand),
+    Status(commands::status::StatusArgs),
+    Advance(commands::advance::AdvanceArgs),
 }
 
 impl Command {
@@ -57,6 +61,9 @@ impl Command {
             Command::Config(c) => c.name(),
             Command::Ledger(c) => c.name(),
             Command::Plan(c) => c.name(),
+            Command::Run(c) => c.name(),
+            Command::Status(_) => "status",
+            Command::Advance(_) => "advance",
         }
     }
 }
@@ -102,6 +109,9 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Config(cmd) => commands::config::cmd_config(&ctx, cmd),
         Command::Ledger(cmd) => commands::ledger::cmd_ledger(&ctx, cmd),
         Command::Plan(cmd) => commands::plan::cmd_plan(&ctx, cmd),
+        Command::Run(cmd) => commands::run::cmd_run(&ctx, cmd),
+        Command::Status(args) => commands::status::cmd_status(&ctx, args),
+        Command::Advance(args) => commands::advance::cmd_advance(&ctx, args),
     };
     out.finish(name, result)
 }

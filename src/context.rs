@@ -37,6 +37,17 @@ impl Ctx {
         }
     }
 
+    /// The engine of this work tree, with its configuration loaded.
+    pub fn engine(&self) -> Result<tdd_engine::run::Engine, CommandError> {
+        let (path, config) = self.config()?;
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        Ok(tdd_engine::run::Engine::new(
+            &self.work_tree()?,
+            config,
+            &text,
+        )?)
+    }
+
     /// Where this repository's ledger lives.
     pub fn ledger_location(&self) -> Result<LedgerLocation, CommandError> {
         Ok(LedgerLocation::resolve(&self.cwd)?)

@@ -7,6 +7,8 @@ use serde_json::Value;
 use tdd_engine::config::ConfigError;
 use tdd_engine::git::GitError;
 use tdd_engine::ledger::LedgerError;
+use tdd_engine::plan::PlanError;
+use tdd_engine::run::RunError;
 
 use crate::exit::Exit;
 use crate::output::NextAction;
@@ -189,4 +191,62 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     text
+}
+
+impl From<PlanError> for CommandError {
+    fn from(err: PlanError) -> Self {
+        let message = err.to_string();
+        match err {
+            PlanError::NoFrontMatter { .. } | PlanError::Malformed { .. } | PlanError::Invalid { .. } => {
+                CommandError::bad_input("plan_invalid", message).verb(Verb::FixConfig).hint(
+                    "fix the plan's front-matter at that position and commit it; docs/cli.md lists every key",
+                )
+            }
+            PlanError::Uncommitted { .. } => CommandError::refused("plan_uncommitted", message)
+                .hint("commit the plan; tdd reads the committed version, never the working copy"),
+            PlanError::Git(git) => git.into(),
+        }
+    }
+}
+
+impl From<RunError> for CommandError {
+    fn from(err: RunError) -> Self {
+        let message = error_chain(&err);
+        match err {
+            RunError::Ledger(e) => e.into(),
+            RunError::Git(e) => e.into(),
+            RunError::Plan(e) => e.into(),
+            RunError::Observe(_) => CommandError::refused("runner_unavailable", message)
+                .hint("check the project's runner with `tdd doctor`"),
+            RunError::Glob(_) => CommandError::bad_input("config_invalid", message)
+                .verb(Verb::FixConfig)
+                .hint("fix the lock globs in tdd.toml"),
+            RunError::NoActiveRun => CommandError::refused("no_active_run", message)
+                .verb(Verb::StartRun)
+                .hint("start one with `tdd run start --plan <path>`"),
+            RunError::RunActive { ref run_id } => {
+                let data = serde_json::json!({ "run_id": run_id });
+                CommandError::refused("run_active", message)
+                    .hint("finish it, or abandon it with `tdd run abandon --reason ...`")
+                    .data(data)
+            }
+            RunError::DirtyTree { ref files } => {
+                let data = serde_json::json!({ "files": files });
+                CommandError::refused("dirty_tree", message)
+                    .hint("commit or stash these files first")
+                    .data(data)
+            }
+            RunError::Busy { ref holder } => {
+                let reason = if holder.what == "baseline" { "baseline_in_progress" } else { "advance_in_flight" };
+                let data = serde_json::to_value(holder).unwrap_or_default();
+                CommandError::refused(reason, message)
+                    .verb(Verb::AwaitBaseline)
+                    .hint(format!("wait for process {} to finish", holder.pid))
+                    .data(data)
+            }
+            RunError::PlanChanged { .. } => CommandError::refused("plan_changed", message)
+                .hint("register the new plan with `tdd plan register` and start a new run, or restore the registered one"),
+            RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
+        }
+    }
 }

@@ -31,6 +31,57 @@ pub enum Verb {
     ResolveBlocker,
     /// A bug in `tdd`: report it with the command that was run.
     ReportBug,
+    /// Write the failing test the cycle names.
+    WriteTest,
+    /// Add a stub that fails loudly, so the test can import the name it needs.
+    CreateStub,
+    /// Make the target pass.
+    WriteImplementation,
+    /// Make the tests that were green at baseline green again, without touching tests.
+    FixRegression,
+    /// Restructure under a green suite, or advance as is.
+    RefactorOrAdvance,
+    /// Name the target among several new tests.
+    NameTargetTest,
+    /// Show that a passed-on-arrival target can fail.
+    RunSensitivityCheck,
+    /// The test does not test the change: go back to RED.
+    RollbackToRed,
+    /// Add the annotations the plan requires.
+    AnnotateCycle,
+    /// Wait for the baseline being taken.
+    AwaitBaseline,
+    /// The run is blocked until a human resumes it.
+    Blocked,
+    /// Start a run with `tdd run start --plan <path>`.
+    StartRun,
+}
+
+impl From<tdd_engine::run::Verb> for Verb {
+    fn from(verb: tdd_engine::run::Verb) -> Verb {
+        use tdd_engine::run::Verb as E;
+        match verb {
+            E::WriteTest => Verb::WriteTest,
+            E::CreateStub => Verb::CreateStub,
+            E::WriteImplementation => Verb::WriteImplementation,
+            E::FixRegression => Verb::FixRegression,
+            E::RefactorOrAdvance => Verb::RefactorOrAdvance,
+            E::NameTargetTest => Verb::NameTargetTest,
+            E::RunSensitivityCheck => Verb::RunSensitivityCheck,
+            E::RollbackToRed => Verb::RollbackToRed,
+            E::AnnotateCycle => Verb::AnnotateCycle,
+            E::ResolveBlocker => Verb::ResolveBlocker,
+            E::AwaitBaseline => Verb::AwaitBaseline,
+            E::Complete => Verb::Complete,
+            E::Blocked => Verb::Blocked,
+        }
+    }
+}
+
+impl tdd_engine::run::Progress for Output {
+    fn event(&self, event: &str, fields: Value, text: &str) {
+        self.progress(event, fields, text);
+    }
 }
 
 /// The `next_action` of an envelope.

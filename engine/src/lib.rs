@@ -7,4 +7,6 @@
 pub mod config;
 pub mod git;
 pub mod ledger;
+pub mod observe;
 pub mod plan;
+pub mod run;

@@ -1,7 +1,10 @@
 //! One module per subcommand: its `XxxArgs` (the help text) and its `cmd_xxx`.
 
+pub mod advance;
 pub mod config;
 pub mod doctor;
 pub mod init;
 pub mod ledger;
 pub mod plan;
+pub mod run;
+pub mod status;

@@ -5,13 +5,11 @@ use std::path::PathBuf;
 use serde_json::json;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::plan::CycleKind;
-use tdd_engine::plan::PlanError;
 use tdd_engine::plan::read_committed;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::output::Outcome;
-use crate::output::Verb;
 
 /// Work with plan contracts.
 #[derive(Debug, clap::Subcommand)]
@@ -47,7 +45,7 @@ fn register(ctx: &Ctx, path: PathBuf) -> Result<Outcome, CommandError> {
     let plan_path = ctx.cwd.join(&path);
     let plan_path = plan_path.canonicalize().unwrap_or(plan_path);
     let root = root.canonicalize().unwrap_or(root);
-    let contract = read_committed(&root, &plan_path, Some(&known)).map_err(plan_error)?;
+    let contract = read_committed(&root, &plan_path, Some(&known))?;
     let location = ctx.ledger_location()?;
     let mut ledger = Ledger::open(&location.database)?;
     let reused = ledger
@@ -85,18 +83,4 @@ fn register(ctx: &Ctx, path: PathBuf) -> Result<Outcome, CommandError> {
         "reused": reused,
     });
     Ok(Outcome::new(data, text))
-}
-
-fn plan_error(err: PlanError) -> CommandError {
-    let message = err.to_string();
-    match err {
-        PlanError::NoFrontMatter { .. } | PlanError::Malformed { .. } | PlanError::Invalid { .. } => {
-            CommandError::bad_input("plan_invalid", message)
-                .verb(Verb::FixConfig)
-                .hint("fix the plan's front-matter at that position and commit it; docs/cli.md lists every key")
-        }
-        PlanError::Uncommitted { .. } => CommandError::refused("plan_uncommitted", message)
-            .hint("commit the plan; tdd reads the committed version, never the working copy"),
-        PlanError::Git(git) => git.into(),
-    }
 }

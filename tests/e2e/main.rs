@@ -3,6 +3,7 @@
 mod cli;
 mod config;
 mod doctor;
+mod engine_cargo;
 mod init;
 mod ledger;
 mod plan;

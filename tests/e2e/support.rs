@@ -52,6 +52,10 @@ impl Env {
             .env("HOME", self.home.path())
             .env("TDD_LEDGER_HOME", self.ledger_home.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
             .env("LANG", "C.UTF-8")
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env() {
@@ -94,6 +98,12 @@ impl Env {
         }
         std::fs::write(&full, contents).expect("write");
         full
+    }
+
+    /// Commits everything in the work tree.
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
     }
 
     /// Runs `tdd ARGS --json` and returns the exit code and the validated envelope.

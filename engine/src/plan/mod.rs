@@ -12,13 +12,14 @@ mod raw;
 
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde::Serialize;
 
 pub use contract::Contract;
 pub use contract::read_committed;
 
 /// The kind of a cycle, which decides its phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CycleKind {
     /// One new test: AWAITING_TEST, AWAITING_IMPL, AWAITING_REFACTOR.
@@ -32,7 +33,7 @@ pub enum CycleKind {
 }
 
 /// One validated cycle of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedCycle {
     /// The cycle number, unique within the plan.
     pub n: u32,
@@ -65,7 +66,7 @@ pub struct PlannedCycle {
 }
 
 /// A validated plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// Cycles sorted by `n`.
     pub cycles: Vec<PlannedCycle>,

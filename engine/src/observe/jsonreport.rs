@@ -1,0 +1,161 @@
+//! The Jest-compatible JSON report, written by jest (`--json`) and by
+//! vitest's `json` reporter.
+//!
+//! Ids are `file > describe > ... > title` with the file relative to the
+//! project root. A file entry that failed with no test results is a file
+//! that failed to load: a collection error of that file, never a failing
+//! test.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::build::ParsedReport;
+use super::clip::MESSAGE_KEEP;
+use super::clip::clip;
+use super::clip::strip_ansi;
+use super::error::ReportError;
+use super::model::CollectionError;
+use super::model::Failure;
+use super::model::FailureKind;
+use super::model::Outcome;
+use super::model::RunnerCounts;
+use super::model::TestResult;
+
+/// The separator between a file, its describe blocks and the test title.
+pub(crate) const SEPARATOR: &str = " > ";
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Root {
+    num_total_tests: Option<u64>,
+    num_passed_tests: Option<u64>,
+    num_failed_tests: Option<u64>,
+    num_pending_tests: Option<u64>,
+    num_todo_tests: Option<u64>,
+    num_runtime_error_test_suites: Option<u64>,
+    test_results: Vec<FileResult>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileResult {
+    name: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    failure_message: Option<String>,
+    #[serde(default)]
+    assertion_results: Vec<Assertion>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Assertion {
+    #[serde(default)]
+    ancestor_titles: Vec<String>,
+    title: String,
+    status: String,
+    #[serde(default)]
+    failure_messages: Vec<String>,
+    #[serde(default)]
+    failure_details: Vec<serde_json::Value>,
+}
+
+/// Parses a jest or vitest JSON report; file paths are made relative to `root`.
+pub(crate) fn parse(bytes: &[u8], root: &Path) -> Result<ParsedReport, ReportError> {
+    let report: Root =
+        serde_json::from_slice(bytes).map_err(|e| ReportError::new("jest-style JSON", e))?;
+    let mut parsed = ParsedReport {
+        runner_counts: Some(RunnerCounts {
+            tests: report.num_total_tests,
+            passed: report.num_passed_tests,
+            failed: report.num_failed_tests,
+            skipped: match (report.num_pending_tests, report.num_todo_tests) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            },
+            errors: report.num_runtime_error_test_suites,
+        }),
+        ..ParsedReport::default()
+    };
+    for file in report.test_results {
+        let relative = relative_path(&file.name, root);
+        let file_message = file
+            .message
+            .filter(|m| !m.trim().is_empty())
+            .or(file.failure_message.filter(|m| !m.trim().is_empty()));
+        if file.assertion_results.is_empty() && file.status.as_deref() == Some("failed") {
+            parsed.collection_errors.push(CollectionError {
+                scope: relative.clone(),
+                kind: FailureKind::Collection,
+                message: clip(
+                    &strip_ansi(file_message.as_deref().unwrap_or("the file failed to load")),
+                    MESSAGE_KEEP,
+                ),
+            });
+        }
+        for assertion in file.assertion_results {
+            let mut id = relative.clone();
+            for part in assertion.ancestor_titles.iter().chain([&assertion.title]) {
+                id.push_str(SEPARATOR);
+                id.push_str(part);
+            }
+            parsed.tests.push((id, result_of(&assertion)));
+        }
+    }
+    Ok(parsed)
+}
+
+fn result_of(assertion: &Assertion) -> TestResult {
+    let outcome = match assertion.status.as_str() {
+        "passed" => Outcome::Passed,
+        "failed" => Outcome::Failed,
+        _ => Outcome::Skipped,
+    };
+    let failure = (outcome == Outcome::Failed).then(|| {
+        let message = strip_ansi(&assertion.failure_messages.join("\n"));
+        Failure {
+            kind: classify(&message, &assertion.failure_details),
+            message: clip(&message, MESSAGE_KEEP),
+        }
+    });
+    TestResult { outcome, failure }
+}
+
+/// Assertion when jest attached a matcher result or the error is an
+/// `AssertionError` (node:assert, chai, vitest's expect); timeout when the
+/// runner's per-test limit fired; an exception otherwise.
+pub(crate) fn classify(message: &str, details: &[serde_json::Value]) -> FailureKind {
+    if details.iter().any(|d| d.get("matcherResult").is_some()) {
+        return FailureKind::Assertion;
+    }
+    let first = message.lines().next().unwrap_or("");
+    if first.contains("Exceeded timeout of") || first.contains("Test timed out in") {
+        return FailureKind::Timeout;
+    }
+    if first.starts_with("AssertionError") || first.starts_with("Error: expect(") {
+        return FailureKind::Assertion;
+    }
+    FailureKind::Exception
+}
+
+/// `path` relative to `root` with `/` separators; unchanged when outside it.
+pub(crate) fn relative_path(path: &str, root: &Path) -> String {
+    let candidate = Path::new(path);
+    if let Ok(relative) = candidate.strip_prefix(root) {
+        return slashed(relative);
+    }
+    if let Ok(canonical) = candidate.canonicalize() {
+        if let Ok(relative) = canonical.strip_prefix(root) {
+            return slashed(relative);
+        }
+    }
+    slashed(candidate)
+}
+
+fn slashed(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
+}

@@ -1,0 +1,189 @@
+//! Running one runner process under the project's timeout.
+//!
+//! Guarantees: the runner gets its own process group, stdin is closed, its
+//! stdout and stderr go to files the engine owns (so a chatty runner can
+//! never block on a full pipe), wall time is measured by us from spawn to
+//! reap, and on timeout the *whole group* is killed (see [`unix`]).
+
+#[cfg(unix)]
+mod unix;
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+use std::time::Instant;
+
+use super::model::Exit;
+
+/// What to run and where its output goes.
+#[derive(Debug)]
+pub(crate) struct ProcessSpec<'a> {
+    /// Program and arguments; never passed through a shell by this module.
+    pub argv: &'a [String],
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// Variables added to (or overriding) the inherited environment.
+    pub env: &'a [(String, String)],
+    /// Wall-clock limit before the process group is killed.
+    pub timeout: Duration,
+    /// File receiving standard output.
+    pub stdout: PathBuf,
+    /// File receiving standard error.
+    pub stderr: PathBuf,
+}
+
+/// How the process ended and how long it took.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// Exit code, signal, timeout or spawn failure.
+    pub exit: Exit,
+    /// Milliseconds from spawn to reap.
+    pub wall_ms: u64,
+}
+
+/// Runs `spec` to completion or timeout. Never panics; a spawn failure is
+/// reported as [`Exit::NotStarted`].
+pub(crate) fn run(spec: &ProcessSpec<'_>) -> Finished {
+    let start = Instant::now();
+    let exit = spawn_and_wait(spec);
+    Finished {
+        exit,
+        wall_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Exit::NotStarted {
+            message: "empty command".to_string(),
+        };
+    };
+    let not_started = |what: &str, err: std::io::Error| Exit::NotStarted {
+        message: format!("failed to {what} `{program}`: {err}"),
+    };
+    let stdout = match std::fs::File::create(&spec.stdout) {
+        Ok(file) => file,
+        Err(err) => return not_started("capture the output of", err),
+    };
+    let stderr = match std::fs::File::create(&spec.stderr) {
+        Ok(file) => file,
+        Err(err) => return not_started("capture the output of", err),
+    };
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    #[cfg(unix)]
+    unix::own_process_group(&mut command);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => return not_started("start", err),
+    };
+    let pid = child.id();
+    // A waiter thread blocks in wait(2) so the timeout is a channel receive
+    // instead of a polling loop: the runner is reaped the instant it exits.
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        // The receiver may be gone if we gave up; nothing to do then.
+        let _ = sender.send(child.wait());
+    });
+    match receiver.recv_timeout(spec.timeout) {
+        Ok(Ok(status)) => exit_of(status),
+        Ok(Err(err)) => not_started("wait for", err),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Exit::NotStarted {
+            message: format!("lost track of `{program}`"),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            #[cfg(unix)]
+            unix::kill_group(pid, &receiver);
+            Exit::TimedOut {
+                after_seconds: spec.timeout.as_secs(),
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code { code },
+        (None, Some(signal)) => Exit::Signal { signal },
+        (None, None) => Exit::Code { code: -1 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec<'a>(argv: &'a [String], dir: &'a Path, timeout: Duration) -> ProcessSpec<'a> {
+        ProcessSpec {
+            argv,
+            cwd: dir,
+            env: &[],
+            timeout,
+            stdout: dir.join("out"),
+            stderr: dir.join("err"),
+        }
+    }
+
+    fn argv(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exit_code_and_output_are_captured() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let command = argv(&["sh", "-c", "echo hi; echo oops >&2; exit 3"]);
+        let finished = run(&spec(&command, dir.path(), Duration::from_secs(60)));
+        assert_eq!(finished.exit, Exit::Code { code: 3 });
+        assert_eq!(std::fs::read_to_string(dir.path().join("out"))?, "hi\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("err"))?, "oops\n");
+        Ok(())
+    }
+
+    #[test]
+    fn missing_program_is_not_started() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let command = argv(&["tdd-no-such-runner-xyz"]);
+        let finished = run(&spec(&command, dir.path(), Duration::from_secs(60)));
+        assert!(
+            matches!(&finished.exit, Exit::NotStarted { message } if message.contains("tdd-no-such-runner-xyz"))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() -> Result<(), Box<dyn std::error::Error>> {
+        use std::io::Read;
+        let dir = tempfile::tempdir()?;
+        let fifo = dir.path().join("alive");
+        let made = Command::new("mkfifo").arg(&fifo).status()?;
+        assert!(made.success(), "mkfifo failed");
+        // The grandchild holds the FIFO's write end; the reader sees EOF
+        // exactly when it has died, without polling.
+        let (sender, receiver) = mpsc::channel();
+        let reader_path = fifo.clone();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let done = std::fs::File::open(&reader_path).and_then(|mut f| f.read_to_end(&mut sink));
+            let _ = sender.send(done.is_ok());
+        });
+        // The grandchild ignores SIGTERM, so only the group-wide SIGKILL ends it.
+        let script = "sh -c 'trap \"\" TERM; exec sleep 300' 3>alive & wait";
+        let command = argv(&["sh", "-c", script]);
+        let finished = run(&spec(&command, dir.path(), Duration::from_secs(1)));
+        assert_eq!(finished.exit, Exit::TimedOut { after_seconds: 1 });
+        let died = receiver.recv_timeout(Duration::from_secs(60));
+        assert_eq!(died, Ok(true), "the grandchild survived the timeout");
+        Ok(())
+    }
+}

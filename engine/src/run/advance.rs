@@ -1,0 +1,494 @@
+//! `advance`: observe, decide through the gates, record, and commit by phase.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::Engine;
+use super::Progress;
+use super::RunError;
+use super::commit::changed_paths;
+use super::commit::commit_paths;
+use super::gates::RedDecision;
+use super::gates::Refused;
+use super::gates::green_gate;
+use super::gates::red_gate;
+use super::locks::LockRules;
+use super::phase::Phase;
+use super::phase::Verb;
+use super::snapshot::Snapshot;
+use super::state::RunState;
+use crate::ledger::Ledger;
+use crate::observe::Observation;
+use crate::observe::Project;
+use crate::observe::Selection;
+use crate::observe::adapter_for;
+use crate::observe::lookup;
+use crate::observe::observe_target;
+use crate::plan::PlannedCycle;
+
+/// What one `advance` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdvanceOutcome {
+    /// The run.
+    pub run_id: String,
+    /// The cycle advanced (or refused).
+    pub cycle: u32,
+    /// The phase before.
+    pub from: Phase,
+    /// The phase after (equal to `from` when refused).
+    pub to: Phase,
+    /// The commit made, if any.
+    pub commit: Option<String>,
+    /// Why the gate said no, with the evidence.
+    pub refused: Option<Refused>,
+    /// The RED decision, when RED was judged.
+    pub red: Option<RedDecision>,
+    /// Locked files that were put back.
+    pub reverted: Vec<String>,
+    /// Changed files outside the cycle's roots, left uncommitted.
+    pub undeclared: Vec<String>,
+    /// The observations the decision rests on.
+    pub observations: Vec<Observation>,
+    /// What to do next.
+    pub next: Verb,
+    /// Whether the whole run is now complete.
+    pub run_complete: bool,
+}
+
+/// The cycle being advanced, with everything the gates need.
+struct Ctx<'a> {
+    state: &'a RunState,
+    planned: &'a PlannedCycle,
+    rules: Vec<LockRules>,
+    base: Snapshot,
+    now: Snapshot,
+    phase: Phase,
+}
+
+impl Ctx<'_> {
+    fn is_test(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.test.matches(path))
+            || self.planned.stub_expected.iter().any(|s| s == path)
+                && self.phase == Phase::AwaitingTest
+    }
+
+    fn is_impl(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.implementation.matches(path))
+    }
+
+    fn in_roots(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.root.matches(path)) || path == self.state.contract.path
+    }
+
+    fn project_of(&self, test: &str) -> String {
+        self.planned
+            .projects
+            .iter()
+            .find(|p| test.starts_with(&format!("{p}::")))
+            .unwrap_or(&self.planned.projects[0])
+            .clone()
+    }
+}
+
+impl Engine {
+    /// Observes the current cycle and moves it forward if the gate allows.
+    pub fn advance(
+        &self,
+        retry: bool,
+        progress: &dyn Progress,
+    ) -> Result<AdvanceOutcome, RunError> {
+        let _guard = self.lock("advance")?;
+        let mut ledger = Ledger::open(&self.location.database)?;
+        let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        let Some(index) = state.current() else {
+            return Err(RunError::NoActiveRun);
+        };
+        let cycle = &state.cycles[index];
+        let planned = &state.plan.cycles[index];
+        let rules = planned
+            .projects
+            .iter()
+            .map(|p| LockRules::for_project(&self.config, p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let now = Snapshot::take(&self.work_tree, &format!("{}/attempt", state.run_id))?;
+        let base = Snapshot {
+            tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
+        };
+        let ctx = Ctx {
+            state: &state,
+            planned,
+            rules,
+            base,
+            now,
+            phase: cycle.phase,
+        };
+        let blank = AdvanceOutcome {
+            run_id: state.run_id.clone(),
+            cycle: cycle.n,
+            from: cycle.phase,
+            to: cycle.phase,
+            commit: None,
+            refused: None,
+            red: None,
+            reverted: Vec::new(),
+            undeclared: Vec::new(),
+            observations: Vec::new(),
+            next: cycle.phase.verb(),
+            run_complete: false,
+        };
+        if !retry
+            && cycle
+                .refusal
+                .as_ref()
+                .is_some_and(|r| r.tree == ctx.now.tree)
+        {
+            let refusal = Refused { reason: "no_change", verb: cycle.refusal.as_ref().map_or(cycle.phase.verb(), |r| r.verb), detail: "the work tree is unchanged since the last refused advance; change it, or pass --retry".into() };
+            return Ok(AdvanceOutcome {
+                next: refusal.verb,
+                refused: Some(refusal),
+                ..blank
+            });
+        }
+        let mut outcome = blank;
+        match cycle.phase {
+            Phase::AwaitingTest | Phase::AwaitingPin => {
+                self.red(&mut ledger, &ctx, &mut outcome, progress)?
+            }
+            Phase::AwaitingImpl | Phase::AwaitingRefactor => {
+                self.green_or_refactor(&mut ledger, &ctx, &mut outcome, progress)?
+            }
+            Phase::SensitivityRequired => {
+                let refusal = Refused { reason: "sensitivity_unverified", verb: Verb::RunSensitivityCheck, detail: "the target passed on arrival; this cycle cannot close until a sensitivity check shows the test can fail".into() };
+                self.refuse(&mut ledger, &ctx, &mut outcome, refusal)?;
+            }
+            Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
+        }
+        Ok(outcome)
+    }
+
+    fn refuse(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        refusal: Refused,
+    ) -> Result<(), RunError> {
+        let payload = json!({
+            "n": ctx.planned.n, "phase": ctx.phase,
+            "refusal": { "reason": refusal.reason, "verb": refusal.verb, "tree": ctx.now.tree },
+            "detail": refusal.detail, "observations": outcome.observations,
+        });
+        ledger.append(Some(&ctx.state.run_id), "advance_refused", &payload)?;
+        outcome.next = refusal.verb;
+        outcome.refused = Some(refusal);
+        Ok(())
+    }
+
+    /// Reverts locked changes since the phase began and records them.
+    fn enforce_locks(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        locked: impl Fn(&str) -> bool,
+    ) -> Result<(), RunError> {
+        let report = ctx.base.check_and_revert(&self.work_tree, locked)?;
+        if report.reverted_any() {
+            let kind = if ctx.phase == Phase::AwaitingTest {
+                "implementation_during_red"
+            } else {
+                "test_edited_outside_red"
+            };
+            let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "kind": kind, "restored": report.restored, "removed": report.removed });
+            ledger.append(Some(&ctx.state.run_id), "locked_file_reverted", &payload)?;
+            outcome.reverted = report.reverted();
+        }
+        Ok(())
+    }
+
+    fn red(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
+        let mut passed_all = true;
+        let mut decision = None;
+        for test in &ctx.planned.tests {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            let adapter = adapter_for(project.config.adapter);
+            progress.event(
+                "target_run",
+                json!({ "target": test, "phase": ctx.phase }),
+                &format!("running target {test}..."),
+            );
+            let (observation, verdict) = observe_target(adapter.as_ref(), &project, test)?;
+            let kind = observation
+                .tests
+                .get(&verdict.id)
+                .and_then(|r| r.failure.as_ref())
+                .map(|f| f.kind);
+            let this = red_gate(project.config.adapter, &verdict, kind);
+            outcome.observations.push(observation);
+            match this {
+                RedDecision::Refuse(refusal) => {
+                    outcome.red = Some(RedDecision::Refuse(refusal.clone()));
+                    return self.refuse(ledger, ctx, outcome, refusal);
+                }
+                RedDecision::PassedOnArrival => {}
+                RedDecision::Red { .. } => passed_all = false,
+            }
+            decision = Some(this);
+        }
+        let pin = ctx.phase == Phase::AwaitingPin;
+        if passed_all && !pin {
+            ledger.append(
+                Some(&ctx.state.run_id),
+                "red_first_violation",
+                &json!({ "n": ctx.planned.n, "tests": ctx.planned.tests }),
+            )?;
+        }
+        if pin && !passed_all {
+            let refusal = Refused {
+                reason: "pin_failed",
+                verb: Verb::WriteTest,
+                detail: "a pin test must pass on arrival: it pins behaviour that already exists"
+                    .into(),
+            };
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        outcome.red = decision;
+        let to = if passed_all {
+            Phase::SensitivityRequired
+        } else {
+            Phase::AwaitingImpl
+        };
+        let message = ctx
+            .planned
+            .commit_red
+            .clone()
+            .or(if pin {
+                ctx.planned.commit_pin.clone()
+            } else {
+                None
+            })
+            .unwrap_or_else(|| format!("test: {}", ctx.planned.title));
+        self.commit_and_move(ledger, ctx, outcome, |p| ctx.is_test(p), &message, to)
+    }
+
+    fn green_or_refactor(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
+        let refactor = ctx.phase == Phase::AwaitingRefactor;
+        if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        for name in &ctx.planned.projects {
+            let project = Project::new(&self.work_tree, name, self.config.project[name].clone())?;
+            let adapter = adapter_for(project.config.adapter);
+            progress.event(
+                "suite_run",
+                json!({ "project": name, "phase": ctx.phase }),
+                &format!("running the {name} suite..."),
+            );
+            let observation = adapter.run(&project, &Selection::All)?;
+            let targets: Vec<&String> = ctx
+                .planned
+                .tests
+                .iter()
+                .filter(|t| ctx.project_of(t) == *name)
+                .collect();
+            let mut result = Ok(());
+            for target in targets {
+                let key = adapter.target_key(&project, project.native_id(target)?);
+                let verdict = lookup(&observation, None, &key);
+                result = result.and(green_gate(
+                    &observation,
+                    &verdict,
+                    ctx.state.baseline.get(name),
+                ));
+            }
+            if ctx.planned.tests.is_empty() {
+                result = super::gates::suite_gate(&observation, ctx.state.baseline.get(name));
+            }
+            outcome.observations.push(observation);
+            if let Err(refusal) = result {
+                return self.refuse(ledger, ctx, outcome, refusal);
+            }
+        }
+        let (message, to) = if refactor {
+            (
+                ctx.planned
+                    .commit_refactor
+                    .clone()
+                    .unwrap_or_else(|| format!("refactor: {}", ctx.planned.title)),
+                Phase::Closed,
+            )
+        } else {
+            (
+                ctx.planned
+                    .commit_green
+                    .clone()
+                    .unwrap_or_else(|| format!("feat: {}", ctx.planned.title)),
+                Phase::AwaitingRefactor,
+            )
+        };
+        self.commit_and_move(
+            ledger,
+            ctx,
+            outcome,
+            |p| ctx.in_roots(p) && !ctx.is_test(p),
+            &message,
+            to,
+        )
+    }
+
+    /// Lint and typecheck of the cycle's projects; the first failure refuses the close.
+    fn close_gates(
+        &self,
+        ctx: &Ctx<'_>,
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        for name in &ctx.planned.projects {
+            let project = &self.config.project[name];
+            let root = self.work_tree.join(&project.root);
+            for (kind, command) in project
+                .lint
+                .iter()
+                .map(|c| ("lint", c))
+                .chain(project.typecheck.iter().map(|c| ("typecheck", c)))
+            {
+                progress.event(
+                    "gate_run",
+                    json!({ "project": name, "kind": kind, "command": command }),
+                    &format!("{kind}: {command}"),
+                );
+                let out = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(command)
+                    .current_dir(&root)
+                    .output()
+                    .map_err(|source| RunError::Io {
+                        what: format!("running `{command}`"),
+                        source,
+                    })?;
+                if !out.status.success() {
+                    let text = format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    let tail: String = text
+                        .lines()
+                        .rev()
+                        .take(20)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    return Ok(Some(Refused {
+                        reason: "gate_failed",
+                        verb: Verb::FixRegression,
+                        detail: format!("{kind} `{command}` failed in {name}:\n{tail}"),
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Commits the changed paths `select` picks, records the move and opens what follows.
+    fn commit_and_move(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        select: impl Fn(&str) -> bool,
+        message: &str,
+        to: Phase,
+    ) -> Result<(), RunError> {
+        let changed = changed_paths(&self.work_tree)?;
+        let (chosen, rest): (Vec<String>, Vec<String>) =
+            changed.into_iter().partition(|p| select(p));
+        let undeclared: Vec<String> = rest.into_iter().filter(|p| !ctx.in_roots(p)).collect();
+        if !undeclared.is_empty() {
+            ledger.append(
+                Some(&ctx.state.run_id),
+                "undeclared_file_touched",
+                &json!({ "n": ctx.planned.n, "phase": ctx.phase, "files": undeclared }),
+            )?;
+        }
+        let trailers = [
+            ("TDD-Run", ctx.state.run_id.clone()),
+            ("TDD-Cycle", ctx.planned.n.to_string()),
+            ("TDD-Phase", ctx.phase.trailer().to_string()),
+        ];
+        let commit = commit_paths(&self.work_tree, &chosen, message, &trailers)?;
+        let snapshot = Snapshot::take(
+            &self.work_tree,
+            &format!(
+                "{}/cycle-{}-{}",
+                ctx.state.run_id,
+                ctx.planned.n,
+                to.trailer()
+            ),
+        )?;
+        let payload = json!({
+            "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
+            "files": chosen, "snapshot": snapshot.tree, "red": outcome.red, "observations": outcome.observations,
+        });
+        ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
+        outcome.to = to;
+        outcome.commit = commit;
+        outcome.undeclared = undeclared;
+        outcome.next = to.verb();
+        if to == Phase::Closed {
+            self.open_next(ledger, ctx, outcome)?;
+        }
+        Ok(())
+    }
+
+    fn open_next(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+    ) -> Result<(), RunError> {
+        ledger.append(
+            Some(&ctx.state.run_id),
+            "cycle_closed",
+            &json!({ "n": ctx.planned.n }),
+        )?;
+        let next = ctx.state.plan.cycles.iter().find(|c| c.n > ctx.planned.n);
+        match next {
+            Some(cycle) => {
+                let phase = Phase::initial(cycle.kind);
+                let snapshot = Snapshot::take(
+                    &self.work_tree,
+                    &format!("{}/cycle-{}", ctx.state.run_id, cycle.n),
+                )?;
+                ledger.append(
+                    Some(&ctx.state.run_id),
+                    "cycle_opened",
+                    &json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree }),
+                )?;
+                outcome.next = phase.verb();
+            }
+            None => {
+                ledger.append(Some(&ctx.state.run_id), "run_completed", &json!({}))?;
+                outcome.next = Verb::Complete;
+                outcome.run_complete = true;
+            }
+        }
+        Ok(())
+    }
+}

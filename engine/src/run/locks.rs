@@ -1,0 +1,193 @@
+//! Phase file locks: which paths a phase may not change.
+//!
+//! RED locks implementation files (except declared stubs); GREEN and
+//! REFACTOR lock test files. Globs with a leading `!` carve out exclusions.
+
+use globset::Glob;
+use globset::GlobSet;
+use globset::GlobSetBuilder;
+
+use crate::config::Config;
+use crate::config::LockConfig;
+
+/// A set of repository-relative paths given by include and `!`-exclude globs.
+#[derive(Debug, Clone)]
+pub struct PathSet {
+    include: GlobSet,
+    exclude: GlobSet,
+    extra: Vec<String>,
+    empty: bool,
+}
+
+/// A glob that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid lock glob `{glob}`: {message}")]
+pub struct GlobError {
+    /// The glob as written.
+    pub glob: String,
+    /// Why it does not compile.
+    pub message: String,
+}
+
+impl PathSet {
+    /// Builds a set from globs relative to `prefix` (a directory, `""` for the root).
+    pub fn new(prefix: &str, globs: &[String]) -> Result<PathSet, GlobError> {
+        let mut include = GlobSetBuilder::new();
+        let mut exclude = GlobSetBuilder::new();
+        let mut empty = true;
+        for raw in globs {
+            let (negated, pattern) = match raw.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (false, raw.as_str()),
+            };
+            let mut pattern = pattern.trim_start_matches("./").to_string();
+            if pattern.ends_with('/') {
+                pattern.push_str("**");
+            }
+            let full = join(prefix, &pattern);
+            let glob = Glob::new(&full).map_err(|e| GlobError {
+                glob: raw.clone(),
+                message: e.to_string(),
+            })?;
+            if negated {
+                exclude.add(glob);
+            } else {
+                include.add(glob);
+                empty = false;
+            }
+        }
+        let build = |b: GlobSetBuilder| {
+            b.build().map_err(|e| GlobError {
+                glob: globs.join(", "),
+                message: e.to_string(),
+            })
+        };
+        Ok(PathSet {
+            include: build(include)?,
+            exclude: build(exclude)?,
+            extra: Vec::new(),
+            empty,
+        })
+    }
+
+    /// Adds exact paths to the set (declared stubs, the plan file).
+    pub fn with_paths(mut self, paths: impl IntoIterator<Item = String>) -> PathSet {
+        self.extra.extend(paths);
+        self
+    }
+
+    /// Whether the set names `path` (repository-relative, `/`-separated).
+    pub fn matches(&self, path: &str) -> bool {
+        if self.extra.iter().any(|p| p == path) {
+            return true;
+        }
+        !self.empty && self.include.is_match(path) && !self.exclude.is_match(path)
+    }
+}
+
+fn join(prefix: &str, pattern: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() || prefix == "." {
+        pattern.to_string()
+    } else {
+        format!("{prefix}/{pattern}")
+    }
+}
+
+/// The test and implementation sets of one project.
+#[derive(Debug, Clone)]
+pub struct LockRules {
+    /// Test files: locked in GREEN and REFACTOR, committed in RED.
+    pub test: PathSet,
+    /// Implementation files: locked in RED, committed in GREEN.
+    pub implementation: PathSet,
+    /// Everything inside the project root.
+    pub root: PathSet,
+}
+
+impl LockRules {
+    /// The rules of `project`: its own `locks`, else `[locks]`, else its `test_paths` with
+    /// everything else under its root as implementation.
+    pub fn for_project(config: &Config, project: &str) -> Result<LockRules, GlobError> {
+        let Some(p) = config.project.get(project) else {
+            return Err(GlobError {
+                glob: String::new(),
+                message: format!("unknown project `{project}`"),
+            });
+        };
+        let root = PathSet::new(&p.root, &["**".to_string()])?;
+        let (prefix, locks): (&str, LockConfig) = match &p.locks {
+            Some(own) => (&p.root, own.clone()),
+            None => ("", config.locks.clone()),
+        };
+        let test_globs = if locks.test_globs.is_empty() {
+            (p.root.as_str(), p.test_paths.clone())
+        } else {
+            (prefix, locks.test_globs)
+        };
+        let test = PathSet::new(test_globs.0, &test_globs.1)?;
+        let implementation = if locks.impl_globs.is_empty() {
+            // No implementation globs: everything under the root that is not a test.
+            let mut globs = vec!["**".to_string()];
+            globs.extend(
+                test_globs
+                    .1
+                    .iter()
+                    .filter(|g| !g.starts_with('!'))
+                    .map(|g| format!("!{g}")),
+            );
+            PathSet::new(test_globs.0, &globs)?
+        } else {
+            PathSet::new(prefix, &locks.impl_globs)?
+        };
+        Ok(LockRules {
+            test,
+            implementation,
+            root,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(prefix: &str, globs: &[&str]) -> PathSet {
+        PathSet::new(
+            prefix,
+            &globs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .expect("globs")
+    }
+
+    #[test]
+    fn exclusions_carve_out_of_inclusions() {
+        let s = set("", &["src/**", "!src/**/tests.rs"]);
+        assert!(s.matches("src/lib.rs"));
+        assert!(!s.matches("src/calc/tests.rs"));
+        assert!(!s.matches("tests/it.rs"));
+    }
+
+    #[test]
+    fn prefixes_and_directory_globs_apply() {
+        let s = set("backend", &["tests/"]);
+        assert!(s.matches("backend/tests/test_a.py"));
+        assert!(!s.matches("tests/test_a.py"));
+    }
+
+    #[test]
+    fn an_empty_set_matches_only_extra_paths() {
+        let s = set("", &[]).with_paths(["src/stub.rs".to_string()]);
+        assert!(s.matches("src/stub.rs"));
+        assert!(!s.matches("src/lib.rs"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_excluded_path_never_matches(name in "[a-z]{1,8}") {
+            let s = set("", &["**", "!**/*.secret"]);
+            let path = format!("dir/{name}.secret");
+            proptest::prop_assert!(!s.matches(&path));
+        }
+    }
+}

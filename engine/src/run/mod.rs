@@ -1,0 +1,170 @@
+//! Runs and cycles: the phase machine, driven only by `advance` and computed
+//! only from observed suite runs.
+//!
+//! Every decision is an event in the ledger with the observations it rests
+//! on, and the run's state is a projection of those events ([`RunState`]).
+
+mod advance;
+mod commit;
+mod gates;
+mod guard;
+mod locks;
+mod phase;
+mod snapshot;
+mod start;
+mod state;
+
+use std::path::Path;
+use std::path::PathBuf;
+
+pub use advance::AdvanceOutcome;
+pub use gates::RedDecision;
+pub use gates::Refused;
+pub use gates::green_gate;
+pub use gates::red_gate;
+pub use guard::Holder;
+pub use locks::GlobError;
+pub use locks::LockRules;
+pub use locks::PathSet;
+pub use phase::Phase;
+pub use phase::Verb;
+pub use snapshot::LockReport;
+pub use snapshot::Snapshot;
+pub use start::StartOutcome;
+pub use state::Baseline;
+pub use state::CycleState;
+pub use state::RunState;
+pub use state::RunStatus;
+
+use crate::config::Config;
+use crate::ledger::Ledger;
+use crate::ledger::LedgerError;
+use crate::ledger::LedgerLocation;
+
+/// Why a run command failed (as opposed to a gate refusing, which is an outcome).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The ledger failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// git failed.
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+    /// The plan was refused.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// A runner could not be started or read.
+    #[error(transparent)]
+    Observe(#[from] crate::observe::ObserveError),
+    /// A lock glob does not compile.
+    #[error(transparent)]
+    Glob(#[from] GlobError),
+    /// No run is active in this work tree.
+    #[error("no active run in this work tree")]
+    NoActiveRun,
+    /// A run is already active.
+    #[error("run {run_id} is already active in this work tree")]
+    RunActive {
+        /// The active run.
+        run_id: String,
+    },
+    /// The work tree has uncommitted changes.
+    #[error("the work tree has uncommitted changes: {}", files.join(", "))]
+    DirtyTree {
+        /// The changed paths.
+        files: Vec<String>,
+    },
+    /// Another baseline or advance holds the work tree.
+    #[error("another {} (pid {}) holds this work tree", holder.what, holder.pid)]
+    Busy {
+        /// Who holds it.
+        holder: Holder,
+    },
+    /// The committed plan changed since the run registered it.
+    #[error("the plan {path} changed since the run started (blob {registered} is now {now})")]
+    PlanChanged {
+        /// The plan path.
+        path: String,
+        /// The blob the run follows.
+        registered: String,
+        /// The blob at HEAD.
+        now: String,
+    },
+    /// An I/O failure on the engine's own files.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Receives progress while long work (baselines, suites) runs.
+pub trait Progress {
+    /// One heartbeat: a snake_case event, its facts, and a line for people.
+    fn event(&self, event: &str, fields: serde_json::Value, text: &str);
+}
+
+/// The engine of one work tree.
+#[derive(Debug)]
+pub struct Engine {
+    work_tree: PathBuf,
+    config: Config,
+    config_sha: String,
+    location: LedgerLocation,
+}
+
+impl Engine {
+    /// An engine for `work_tree` with its parsed config and the config file's text.
+    pub fn new(work_tree: &Path, config: Config, config_text: &str) -> Result<Engine, RunError> {
+        let work_tree = work_tree
+            .canonicalize()
+            .unwrap_or_else(|_| work_tree.to_path_buf());
+        let location = LedgerLocation::resolve(&work_tree)?;
+        Ok(Engine {
+            work_tree,
+            config,
+            config_sha: Config::text_sha256(config_text),
+            location,
+        })
+    }
+
+    /// The work tree.
+    pub fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
+    /// The run active in this work tree, projected read-only from the ledger.
+    pub fn status(&self) -> Result<Option<RunState>, RunError> {
+        let Some(ledger) = Ledger::open_read_only(&self.location.database)? else {
+            return Ok(None);
+        };
+        self.active_run(&ledger)
+    }
+
+    fn active_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
+        let worktree = self.work_tree.display().to_string();
+        let started = ledger.events_of_kind(None, "run_started")?;
+        let Some(last) = started
+            .iter()
+            .rev()
+            .find(|e| e.payload["worktree"] == worktree.as_str())
+        else {
+            return Ok(None);
+        };
+        let events = ledger.events(last.run_id.as_deref())?;
+        Ok(RunState::project(&events).filter(|s| s.status == RunStatus::Active))
+    }
+
+    fn lock(&self, what: &str) -> Result<guard::Guard, RunError> {
+        match guard::acquire(&self.location.dir, &self.work_tree, what) {
+            Ok(Ok(guard)) => Ok(guard),
+            Ok(Err(holder)) => Err(RunError::Busy { holder }),
+            Err(source) => Err(RunError::Io {
+                what: "taking the work-tree lock".into(),
+                source,
+            }),
+        }
+    }
+}

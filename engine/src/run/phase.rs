@@ -1,0 +1,112 @@
+//! Phases and the closed set of next-action verbs.
+
+use serde::Deserialize;
+use serde::Serialize;
+
+use crate::plan::CycleKind;
+
+/// Where a cycle stands. Only `advance` (and `cycle skip`) change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Phase {
+    /// RED: a failing test is expected.
+    AwaitingTest,
+    /// GREEN: the implementation that makes the target pass is expected.
+    AwaitingImpl,
+    /// REFACTOR: restructuring under a green suite, or a plain advance.
+    AwaitingRefactor,
+    /// A pin test of existing behaviour is expected (it passes on arrival).
+    AwaitingPin,
+    /// The target passed on arrival; a sensitivity check must show it can fail.
+    SensitivityRequired,
+    /// Done.
+    Closed,
+    /// Skipped with a reason.
+    Skipped,
+}
+
+impl Phase {
+    /// The phase a cycle of `kind` opens at.
+    pub fn initial(kind: CycleKind) -> Phase {
+        match kind {
+            CycleKind::Standard | CycleKind::Contract => Phase::AwaitingTest,
+            CycleKind::Pin => Phase::AwaitingPin,
+            CycleKind::Refactor => Phase::AwaitingRefactor,
+        }
+    }
+
+    /// Whether the cycle is over.
+    pub fn is_final(self) -> bool {
+        matches!(self, Phase::Closed | Phase::Skipped)
+    }
+
+    /// The short name used in commit trailers: `red`, `green`, `refactor`, `pin`.
+    pub fn trailer(self) -> &'static str {
+        match self {
+            Phase::AwaitingTest => "red",
+            Phase::AwaitingImpl => "green",
+            Phase::AwaitingRefactor => "refactor",
+            Phase::AwaitingPin | Phase::SensitivityRequired => "pin",
+            Phase::Closed => "closed",
+            Phase::Skipped => "skipped",
+        }
+    }
+
+    /// The verb an agent follows in this phase when nothing was refused.
+    pub fn verb(self) -> Verb {
+        match self {
+            Phase::AwaitingTest | Phase::AwaitingPin => Verb::WriteTest,
+            Phase::AwaitingImpl => Verb::WriteImplementation,
+            Phase::AwaitingRefactor => Verb::RefactorOrAdvance,
+            Phase::SensitivityRequired => Verb::RunSensitivityCheck,
+            Phase::Closed | Phase::Skipped => Verb::Complete,
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            Phase::AwaitingTest => "AWAITING_TEST",
+            Phase::AwaitingImpl => "AWAITING_IMPL",
+            Phase::AwaitingRefactor => "AWAITING_REFACTOR",
+            Phase::AwaitingPin => "AWAITING_PIN",
+            Phase::SensitivityRequired => "SENSITIVITY_REQUIRED",
+            Phase::Closed => "CLOSED",
+            Phase::Skipped => "SKIPPED",
+        };
+        f.write_str(text)
+    }
+}
+
+/// The closed set of things an agent may be told to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    /// Write the failing test the cycle names.
+    WriteTest,
+    /// The test cannot import a name from the code under test: add a stub that fails loudly.
+    CreateStub,
+    /// Make the target pass.
+    WriteImplementation,
+    /// Tests that were green at baseline fail now: fix them without touching tests.
+    FixRegression,
+    /// Restructure under a green suite, or advance as is.
+    RefactorOrAdvance,
+    /// Several new tests could be the target: name one.
+    NameTargetTest,
+    /// Show the passed-on-arrival target can fail.
+    RunSensitivityCheck,
+    /// The test does not test the change: go back to RED.
+    RollbackToRed,
+    /// Annotations the plan requires are missing.
+    AnnotateCycle,
+    /// Something outside the cycle blocks it.
+    ResolveBlocker,
+    /// A baseline is being taken.
+    AwaitBaseline,
+    /// Every cycle is closed or skipped.
+    Complete,
+    /// The run is blocked until a human resumes it.
+    Blocked,
+}

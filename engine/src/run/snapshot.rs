@@ -1,0 +1,188 @@
+//! Snapshots of the work tree as git trees, and the lock check that reverts to one.
+//!
+//! A snapshot is the tree of every tracked and untracked (not ignored) file,
+//! written through a temporary index (`GIT_INDEX_FILE`) so the user's staging
+//! area is never touched, and kept reachable under `refs/tdd/`.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::git::Git;
+use crate::git::GitError;
+
+/// A work-tree state recorded as a git tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    /// The tree id.
+    pub tree: String,
+}
+
+/// What a lock check changed back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LockReport {
+    /// Locked files that were modified or deleted, restored to the snapshot.
+    pub restored: Vec<String>,
+    /// Locked files that were created, removed.
+    pub removed: Vec<String>,
+    /// Changed files the locks allow, kept as they are.
+    pub kept: Vec<String>,
+}
+
+impl LockReport {
+    /// Whether any locked file had to be put back.
+    pub fn reverted_any(&self) -> bool {
+        !self.restored.is_empty() || !self.removed.is_empty()
+    }
+
+    /// Every reverted path, restored then removed.
+    pub fn reverted(&self) -> Vec<String> {
+        self.restored.iter().chain(&self.removed).cloned().collect()
+    }
+}
+
+/// One changed path between two trees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// `A`, `M`, `D` or `T` as git prints it.
+    pub status: char,
+    /// The path relative to the work-tree root.
+    pub path: String,
+}
+
+struct TempIndex {
+    path: PathBuf,
+}
+
+impl Drop for TempIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn temp_index(git: &Git) -> Result<TempIndex, GitError> {
+    let git_dir = PathBuf::from(git.text(["rev-parse", "--absolute-git-dir"])?);
+    let name = format!("tdd-index-{}-{}", std::process::id(), unique());
+    Ok(TempIndex {
+        path: git_dir.join(name),
+    })
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// Runs git with `GIT_INDEX_FILE` pointing at `index`.
+fn with_index(git: &Git, index: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = git
+        .command(args)
+        .env("GIT_INDEX_FILE", index)
+        .output()
+        .map_err(GitError::Spawn)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+}
+
+impl Snapshot {
+    /// Records the work tree as it is now, keeping it reachable as `refs/tdd/<name>`.
+    pub fn take(work_tree: &Path, name: &str) -> Result<Snapshot, GitError> {
+        let git = Git::new(work_tree);
+        let index = temp_index(&git)?;
+        // Seeding from the real index makes `git add -A` re-hash only files whose stat
+        // data changed, which keeps a snapshot of a large tree cheap.
+        let real_index = PathBuf::from(git.text(["rev-parse", "--git-path", "index"])?);
+        let real_index = if real_index.is_absolute() {
+            real_index
+        } else {
+            work_tree.join(real_index)
+        };
+        if real_index.exists() {
+            std::fs::copy(&real_index, &index.path).map_err(GitError::Spawn)?;
+        } else if git
+            .text(["rev-parse", "--verify", "--quiet", "HEAD"])
+            .is_ok()
+        {
+            with_index(&git, &index.path, &["read-tree", "HEAD"])?;
+        }
+        with_index(&git, &index.path, &["add", "-A", "--", "."])?;
+        let tree = with_index(&git, &index.path, &["write-tree"])?;
+        let commit = git.text(["commit-tree", &tree, "-m", &format!("tdd snapshot {name}")]);
+        if let Ok(commit) = commit {
+            let _ = git.output(["update-ref", &format!("refs/tdd/{name}"), &commit]);
+        }
+        Ok(Snapshot { tree })
+    }
+
+    /// The paths that differ between this snapshot and `other`.
+    pub fn changes_to(&self, work_tree: &Path, other: &Snapshot) -> Result<Vec<Change>, GitError> {
+        let git = Git::new(work_tree);
+        let out = git.output([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            &self.tree,
+            &other.tree,
+        ])?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut fields = text.split('\0').filter(|f| !f.is_empty());
+        let mut changes = Vec::new();
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            changes.push(Change {
+                status: status.chars().next().unwrap_or('M'),
+                path: path.to_string(),
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Reverts every change to a `locked` path since this snapshot; other changes are kept.
+    ///
+    /// A modified or deleted locked file gets the snapshot's bytes back; a created one is
+    /// removed. Ignored files are never looked at, and the user's index is not touched.
+    pub fn check_and_revert(
+        &self,
+        work_tree: &Path,
+        locked: impl Fn(&str) -> bool,
+    ) -> Result<LockReport, GitError> {
+        let now = Snapshot::take(work_tree, "check")?;
+        let mut report = LockReport::default();
+        if now.tree == self.tree {
+            return Ok(report);
+        }
+        let git = Git::new(work_tree);
+        for change in self.changes_to(work_tree, &now)? {
+            if !locked(&change.path) {
+                report.kept.push(change.path);
+                continue;
+            }
+            let full = work_tree.join(&change.path);
+            if change.status == 'A' {
+                std::fs::remove_file(&full).map_err(GitError::Spawn)?;
+                report.removed.push(change.path);
+            } else {
+                let blob = git.output([
+                    "cat-file",
+                    "blob",
+                    &format!("{}:{}", self.tree, change.path),
+                ])?;
+                if let Some(parent) = full.parent() {
+                    std::fs::create_dir_all(parent).map_err(GitError::Spawn)?;
+                }
+                std::fs::write(&full, blob.stdout).map_err(GitError::Spawn)?;
+                report.restored.push(change.path);
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,199 @@
+//! `run start`: a clean tree, a registered plan, a baseline per project, cycle 1 open.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::Engine;
+use super::Progress;
+use super::RunError;
+use super::phase::Phase;
+use super::snapshot::Snapshot;
+use super::state::Baseline;
+use super::state::ContractRef;
+use super::state::RunStarted;
+use crate::git::Git;
+use crate::ledger::Ledger;
+use crate::observe::Outcome;
+use crate::observe::Project;
+use crate::observe::Selection;
+use crate::observe::adapter_for;
+use crate::plan::read_committed;
+
+/// What `run start` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartOutcome {
+    /// The new run's id.
+    pub run_id: String,
+    /// The plan it follows.
+    pub contract: ContractRef,
+    /// Per project: failing and passing counts at baseline, or the runner error.
+    pub baselines: BTreeMap<String, serde_json::Value>,
+    /// The first open cycle.
+    pub cycle: u32,
+    /// Its phase.
+    pub phase: Phase,
+}
+
+fn new_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let stamp = crate::ledger::now_rfc3339().replace(['-', ':'], "");
+    let stamp: String = stamp.chars().take(15).collect();
+    format!(
+        "run-{stamp}-{:06x}",
+        (nanos as u64 ^ u64::from(std::process::id())) & 0xff_ffff
+    )
+}
+
+impl Engine {
+    /// Starts a run of the committed plan at `plan_path`.
+    pub fn start(
+        &self,
+        plan_path: &Path,
+        progress: &dyn Progress,
+    ) -> Result<StartOutcome, RunError> {
+        let _guard = self.lock("baseline")?;
+        let mut ledger = Ledger::open(&self.location.database)?;
+        if let Some(active) = self.active_run(&ledger)? {
+            return Err(RunError::RunActive {
+                run_id: active.run_id,
+            });
+        }
+        let files = Git::new(&self.work_tree).dirty_paths()?;
+        if !files.is_empty() {
+            return Err(RunError::DirtyTree { files });
+        }
+        let known: Vec<String> = self.config.project.keys().cloned().collect();
+        let contract = read_committed(&self.work_tree, plan_path, Some(&known))?;
+        let registered = ledger.events_of_kind(None, "plan_registered")?;
+        if let Some(last) = registered
+            .iter()
+            .rev()
+            .find(|e| e.payload["path"] == contract.path.as_str())
+        {
+            let blob = last.payload["blob"].as_str().unwrap_or_default();
+            if blob != contract.blob {
+                return Err(RunError::PlanChanged {
+                    path: contract.path,
+                    registered: blob.to_string(),
+                    now: contract.blob,
+                });
+            }
+        } else {
+            ledger.append(
+                None,
+                "plan_registered",
+                &serde_json::to_value(&contract).unwrap_or_default(),
+            )?;
+        }
+        let run_id = new_run_id();
+        let contract_ref = ContractRef {
+            path: contract.path.clone(),
+            blob: contract.blob.clone(),
+            sha256: contract.sha256.clone(),
+        };
+        let started = RunStarted {
+            worktree: self.work_tree.display().to_string(),
+            contract: contract_ref.clone(),
+            plan: contract.plan.clone(),
+            config_sha: self.config_sha.clone(),
+            start_sha: contract.commit.clone(),
+        };
+        ledger.append(
+            Some(&run_id),
+            "run_started",
+            &serde_json::to_value(&started).unwrap_or_default(),
+        )?;
+        let mut projects: Vec<&String> = contract
+            .plan
+            .cycles
+            .iter()
+            .flat_map(|c| &c.projects)
+            .collect();
+        projects.sort();
+        projects.dedup();
+        let mut baselines = BTreeMap::new();
+        for name in projects {
+            let summary = self.baseline(&mut ledger, &run_id, name, progress)?;
+            baselines.insert(name.clone(), summary);
+        }
+        let first = &contract.plan.cycles[0];
+        let phase = Phase::initial(first.kind);
+        let snapshot = Snapshot::take(&self.work_tree, &format!("{run_id}/cycle-{}", first.n))?;
+        ledger.append(
+            Some(&run_id),
+            "cycle_opened",
+            &json!({ "n": first.n, "phase": phase, "snapshot": snapshot.tree }),
+        )?;
+        Ok(StartOutcome {
+            run_id,
+            contract: contract_ref,
+            baselines,
+            cycle: first.n,
+            phase,
+        })
+    }
+
+    /// Collects and runs one project's whole suite and records what already fails.
+    fn baseline(
+        &self,
+        ledger: &mut Ledger,
+        run_id: &str,
+        name: &str,
+        progress: &dyn Progress,
+    ) -> Result<serde_json::Value, RunError> {
+        let config = self
+            .config
+            .project
+            .get(name)
+            .cloned()
+            .ok_or_else(|| RunError::NoActiveRun)?;
+        let project = Project::new(&self.work_tree, name, config.clone())?;
+        let adapter = adapter_for(config.adapter);
+        progress.event(
+            "baseline_started",
+            json!({ "project": name }),
+            &format!("baseline of {name}: running the whole suite..."),
+        );
+        let observation = adapter.run(&project, &Selection::All)?;
+        let mut baseline = Baseline::default();
+        for (id, result) in &observation.tests {
+            match result.outcome {
+                Outcome::Passed => {
+                    baseline.passing.insert(id.clone());
+                }
+                Outcome::Failed | Outcome::Error => {
+                    baseline.failing.insert(id.clone());
+                }
+                Outcome::Skipped => {}
+            }
+        }
+        let summary = json!({
+            "passing": baseline.passing.len(),
+            "failing": baseline.failing.len(),
+            "wall_ms": observation.wall_ms,
+            "runner_error": observation.runner_error,
+            "collection_errors": observation.collection_errors.len(),
+        });
+        let mut payload = serde_json::to_value(&baseline).unwrap_or_default();
+        payload["project"] = json!(name);
+        payload["observation"] = serde_json::to_value(&observation).unwrap_or_default();
+        ledger.append(Some(run_id), "baseline_captured", &payload)?;
+        progress.event(
+            "baseline_captured",
+            json!({ "project": name, "summary": summary }),
+            &format!(
+                "baseline of {name}: {} passing, {} failing ({} ms)",
+                baseline.passing.len(),
+                baseline.failing.len(),
+                observation.wall_ms
+            ),
+        );
+        Ok(summary)
+    }
+}

@@ -1,0 +1,73 @@
+//! `tdd advance`: observe the current cycle and move it forward if the gate allows.
+
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::NextAction;
+use crate::output::Outcome;
+
+/// Run what the current phase requires (the target at RED, the suite at GREEN, lint,
+/// typecheck and suite at REFACTOR), revert changes to locked files, and move the cycle
+/// only if the observation allows it. The phase is never an argument.
+#[derive(Debug, clap::Args)]
+pub struct AdvanceArgs {
+    /// Try again even though the work tree is unchanged since the last refusal.
+    #[arg(long)]
+    retry: bool,
+}
+
+/// Runs `tdd advance`.
+pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError> {
+    let engine = ctx.engine()?;
+    let outcome = engine.advance(args.retry, &ctx.out)?;
+    let data = json!(outcome);
+    if let Some(refusal) = &outcome.refused {
+        let mut message = format!(
+            "advance refused at cycle {} ({}): {}",
+            outcome.cycle, outcome.from, refusal.reason
+        );
+        if !outcome.reverted.is_empty() {
+            message.push_str(&format!(
+                "; reverted locked files: {}",
+                outcome.reverted.join(", ")
+            ));
+        }
+        return Err(CommandError::refused(refusal.reason, message)
+            .verb(refusal.verb.into())
+            .hint(refusal.detail.clone())
+            .data(data));
+    }
+    let mut text = format!(
+        "cycle {}: {} -> {}",
+        outcome.cycle, outcome.from, outcome.to
+    );
+    if let Some(commit) = &outcome.commit {
+        text.push_str(&format!(" (commit {})", &commit[..12.min(commit.len())]));
+    }
+    text.push('\n');
+    if !outcome.reverted.is_empty() {
+        text.push_str(&format!(
+            "reverted locked files: {}\n",
+            outcome.reverted.join(", ")
+        ));
+    }
+    if !outcome.undeclared.is_empty() {
+        text.push_str(&format!(
+            "left uncommitted (outside the cycle's roots): {}\n",
+            outcome.undeclared.join(", ")
+        ));
+    }
+    let next = if outcome.run_complete {
+        NextAction::terminal(outcome.next.into(), "every cycle is closed")
+    } else {
+        NextAction::new(
+            outcome.next.into(),
+            format!(
+                "cycle {} is at {}: run `tdd status`",
+                outcome.cycle, outcome.to
+            ),
+        )
+    };
+    Ok(Outcome::new(data, text).next(next))
+}

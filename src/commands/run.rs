@@ -1,0 +1,51 @@
+//! `tdd run start`: open a run of a committed plan.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::NextAction;
+use crate::output::Outcome;
+
+/// Start or end runs.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunCommand {
+    /// Refuse a dirty tree, take a baseline of every project the plan reaches, and open
+    /// cycle 1 of the committed plan.
+    Start {
+        /// The plan file, relative to the current directory.
+        #[arg(long)]
+        plan: PathBuf,
+    },
+}
+
+impl RunCommand {
+    /// The envelope's command name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunCommand::Start { .. } => "run start",
+        }
+    }
+}
+
+/// Runs `tdd run ...`.
+pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
+    match cmd {
+        RunCommand::Start { plan } => {
+            let engine = ctx.engine()?;
+            let outcome = engine.start(&ctx.cwd.join(plan), &ctx.out)?;
+            let verb = outcome.phase.verb();
+            let text = format!(
+                "run {} started on {} (cycle {}, {})\n",
+                outcome.run_id, outcome.contract.path, outcome.cycle, outcome.phase
+            );
+            let detail = format!(
+                "cycle {} is at {}: run `tdd status` for the assignment",
+                outcome.cycle, outcome.phase
+            );
+            Ok(Outcome::new(json!(outcome), text).next(NextAction::new(verb.into(), detail)))
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! `tdd status`: where the active run stands and the one thing to do next.
+
+use serde_json::json;
+use tdd_engine::run::RunState;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::NextAction;
+use crate::output::Outcome;
+use crate::output::Verb;
+
+/// Show the active run: cycle k of n, its phase, its target and the verb to follow.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {}
+
+/// Runs `tdd status`.
+pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError> {
+    let engine = ctx.engine()?;
+    let Some(state) = engine.status()? else {
+        let next = NextAction::new(
+            Verb::StartRun,
+            "no run is active here: start one with `tdd run start --plan <path>`",
+        );
+        return Ok(Outcome::new(json!({ "active": false }), "no active run\n").next(next));
+    };
+    let (data, text, next) = describe(&state);
+    Ok(Outcome::new(data, text).next(next))
+}
+
+fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
+    let verb = state.verb();
+    let total = state.cycles.len();
+    let Some(index) = state.current() else {
+        let data = json!({ "active": true, "run_id": state.run_id, "complete": true });
+        return (
+            data,
+            format!("run {}: every cycle is closed\n", state.run_id),
+            NextAction::terminal(Verb::Complete, "every cycle is closed"),
+        );
+    };
+    let cycle = &state.cycles[index];
+    let planned = &state.plan.cycles[index];
+    let detail = match &cycle.refusal {
+        Some(r) => format!("last advance refused ({}): {:?}", r.reason, r.verb),
+        None => format!(
+            "cycle {} ({}) is at {}; targets: {}",
+            planned.n,
+            planned.title,
+            cycle.phase,
+            planned.tests.join(", ")
+        ),
+    };
+    let data = json!({
+        "active": true,
+        "run_id": state.run_id,
+        "plan": state.contract,
+        "cycle": { "n": planned.n, "index": index + 1, "of": total, "title": planned.title,
+                   "phase": cycle.phase, "kind": planned.kind, "tests": planned.tests,
+                   "criterion": planned.criterion, "attempts": cycle.attempts, "refusal": cycle.refusal },
+        "cycles": state.cycles,
+    });
+    let text = format!(
+        "run {} · {} · cycle {} of {}: {} · {}\n  targets: {}\n",
+        state.run_id,
+        state.contract.path,
+        index + 1,
+        total,
+        planned.title,
+        cycle.phase,
+        planned.tests.join(", ")
+    );
+    (data, text, NextAction::new(verb.into(), detail))
+}

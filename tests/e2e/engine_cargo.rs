@@ -1,0 +1,200 @@
+//! The engine end to end on a real cargo project: two cycles, and the cheats it catches.
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+const MANIFEST: &str =
+    "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
+const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+const CONFIG: &str =
+    "[project.app]\nadapter = \"cargo\"\n\n[locks]\nimpl = [\"src/**\"]\ntest = [\"tests/**\"]\n";
+const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    criterion: 5 minus 2 is 3\n  - n: 2\n    project: app\n    title: multiplication\n    test: app::calc::mul multiplies\n    stub_expected: [src/lib.rs]\n---\n# Calculator plan\n";
+const SUB_TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+const SUB_IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+const MUL_TEST: &str = "#[test]\nfn multiplies() {\n    assert_eq!(calc::mul(3, 4), 12);\n}\n";
+
+fn project() -> Env {
+    let env = Env::new();
+    env.write("Cargo.toml", MANIFEST);
+    env.write("src/lib.rs", LIB);
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write("tdd.toml", CONFIG);
+    env.write(".tdd/plan.md", PLAN);
+    env.commit_all("calculator");
+    env
+}
+
+fn advance(env: &Env) -> (i32, Value) {
+    env.json(&["advance"])
+}
+
+fn log(env: &Env) -> Vec<String> {
+    env.git(&["log", "--format=%s", "--reverse"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn files_in(env: &Env, rev: &str) -> Vec<String> {
+    env.git(&["show", "--name-only", "--format=", rev])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn two_cycles_with_every_cheat_caught() {
+    let env = project();
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    assert_eq!(started["next_action"]["verb"], "write_test");
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(status["data"]["cycle"]["phase"], "AWAITING_TEST");
+    assert_eq!(status["next_action"]["verb"], "write_test");
+
+    // RED with the implementation written too: the implementation is reverted and the
+    // compile error (sub does not exist) is the red.
+    env.write("tests/sub.rs", SUB_TEST);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    let (exit, red) = advance(&env);
+    assert_eq!(exit, 0, "{red}");
+    assert_eq!(red["data"]["to"], "AWAITING_IMPL");
+    assert_eq!(red["data"]["reverted"], serde_json::json!(["src/lib.rs"]));
+    assert_eq!(red["data"]["red"]["kind"], "compile", "{red}");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib"),
+        LIB
+    );
+    assert_eq!(files_in(&env, "HEAD"), vec!["tests/sub.rs"]);
+
+    // An unchanged tree at GREEN is refused, then no_change until something changes.
+    let (exit, refused) = advance(&env);
+    assert_eq!(exit, 1);
+    assert_eq!(refused["error"]["reason"], "target_failing");
+    assert_eq!(refused["next_action"]["verb"], "write_implementation");
+    let (exit, again) = advance(&env);
+    assert_eq!(exit, 1);
+    assert_eq!(again["error"]["reason"], "no_change");
+
+    // GREEN with the test weakened: the test edit is reverted, the implementation kept.
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.write("tests/sub.rs", "#[test]\nfn subtracts() {}\n");
+    let (exit, green) = advance(&env);
+    assert_eq!(exit, 0, "{green}");
+    assert_eq!(green["data"]["to"], "AWAITING_REFACTOR");
+    assert_eq!(
+        green["data"]["reverted"],
+        serde_json::json!(["tests/sub.rs"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("tests/sub.rs")).expect("test"),
+        SUB_TEST
+    );
+    assert_eq!(files_in(&env, "HEAD"), vec!["src/lib.rs"]);
+
+    let (exit, closed) = advance(&env);
+    assert_eq!(exit, 0, "{closed}");
+    assert_eq!(closed["data"]["to"], "CLOSED");
+    assert_eq!(closed["next_action"]["verb"], "write_test");
+
+    // Cycle 2: a deleted test during GREEN is restored; the declared stub goes with RED.
+    env.write("tests/mul.rs", MUL_TEST);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}\npub fn mul(_a: i32, _b: i32) -> i32 {{\n    unimplemented!(\"mul\")\n}}\n"));
+    let (exit, red) = advance(&env);
+    assert_eq!(exit, 0, "{red}");
+    let mut red_files = files_in(&env, "HEAD");
+    red_files.sort();
+    assert_eq!(red_files, vec!["src/lib.rs", "tests/mul.rs"]);
+    std::fs::remove_file(env.root().join("tests/mul.rs")).expect("delete test");
+    env.write(
+        "src/lib.rs",
+        &format!("{LIB}{SUB_IMPL}\npub fn mul(a: i32, b: i32) -> i32 {{\n    a * b\n}}\n"),
+    );
+    let (exit, green) = advance(&env);
+    assert_eq!(exit, 0, "{green}");
+    assert_eq!(
+        green["data"]["reverted"],
+        serde_json::json!(["tests/mul.rs"])
+    );
+    assert!(env.root().join("tests/mul.rs").exists());
+    let (exit, done) = advance(&env);
+    assert_eq!(exit, 0, "{done}");
+    assert_eq!(done["next_action"]["verb"], "complete");
+    assert_eq!(done["next_action"]["terminal"], true);
+
+    assert_eq!(
+        log(&env),
+        vec![
+            "init",
+            "calculator",
+            "test: subtraction",
+            "feat: subtraction",
+            "test: multiplication",
+            "feat: multiplication"
+        ]
+    );
+    let trailers = env.git(&["log", "-1", "--format=%(trailers)", "HEAD~1"]);
+    assert!(
+        trailers.contains("TDD-Cycle: 2") && trailers.contains("TDD-Phase: red"),
+        "{trailers}"
+    );
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(status["data"]["active"], false);
+    let (exit, verify) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 0, "{verify}");
+}
+
+#[test]
+fn a_dirty_tree_is_refused_at_start_listing_the_files() {
+    let env = project();
+    env.write("notes.txt", "scratch");
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "dirty_tree");
+    assert_eq!(value["data"]["files"], serde_json::json!(["notes.txt"]));
+}
+
+#[test]
+fn a_plan_edited_after_registration_is_refused() {
+    let env = project();
+    let (exit, _) = env.json(&["plan", "register", ".tdd/plan.md"]);
+    assert_eq!(exit, 0);
+    env.write(
+        ".tdd/plan.md",
+        &PLAN.replace("title: subtraction", "title: minus"),
+    );
+    env.commit_all("edit plan");
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "plan_changed");
+}
+
+#[test]
+fn a_test_that_passes_on_arrival_is_a_red_first_violation() {
+    let env = project();
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.commit_all("the behaviour already exists");
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "SENSITIVITY_REQUIRED");
+    assert_eq!(value["next_action"]["verb"], "run_sensitivity_check");
+    let (exit, refused) = advance(&env);
+    assert_eq!(exit, 1, "{refused}");
+    assert_eq!(refused["error"]["reason"], "sensitivity_unverified");
+}
+
+#[test]
+fn implementation_committed_during_red_is_still_reverted() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.commit_all("sneak the implementation in");
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL");
+    assert_eq!(value["data"]["reverted"], serde_json::json!(["src/lib.rs"]));
+}

@@ -50,6 +50,9 @@ enum Command {
     Run(commands::run::RunCommand),
     Status(commands::status::StatusArgs),
     Advance(commands::advance::AdvanceArgs),
+    Verdict(commands::verdict::VerdictArgs),
+    #[command(subcommand)]
+    Leaves(commands::leaf_show::LeavesCommand),
 }
 
 impl Command {
@@ -64,6 +67,8 @@ impl Command {
             Command::Run(c) => c.name(),
             Command::Status(_) => "status",
             Command::Advance(_) => "advance",
+            Command::Verdict(_) => "verdict",
+            Command::Leaves(c) => c.name(),
         }
     }
 }
@@ -112,6 +117,8 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Run(cmd) => commands::run::cmd_run(&ctx, cmd),
         Command::Status(args) => commands::status::cmd_status(&ctx, args),
         Command::Advance(args) => commands::advance::cmd_advance(&ctx, args),
+        Command::Verdict(args) => commands::verdict::cmd_verdict(&ctx, args),
+        Command::Leaves(cmd) => commands::leaf_show::cmd_leaves(&ctx, cmd),
     };
     out.finish(name, result)
 }

@@ -5,6 +5,7 @@ mod config;
 mod doctor;
 mod engine_cargo;
 mod init;
+mod leaves;
 mod ledger;
 mod plan;
 mod support;

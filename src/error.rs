@@ -246,6 +246,18 @@ impl From<RunError> for CommandError {
             }
             RunError::PlanChanged { .. } => CommandError::refused("plan_changed", message)
                 .hint("register the new plan with `tdd plan register` and start a new run, or restore the registered one"),
+            RunError::TargetNotNew { ref candidates, .. } => {
+                let data = serde_json::json!({ "candidates": candidates });
+                CommandError::refused("target_not_new", message)
+                    .verb(Verb::NameTargetTest)
+                    .hint("name one of the tests that are new in this cycle")
+                    .data(data)
+            }
+            RunError::NoPreviousPhase { .. } => CommandError::refused("no_previous_phase", message)
+                .hint("roll back within the current phase with `tdd rollback`"),
+            RunError::Blocked { .. } => CommandError::refused("run_blocked", message)
+                .verb(Verb::Blocked)
+                .hint("a human resolves the blocker, then runs `tdd resume --unblock --note ...`"),
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
     }

@@ -135,7 +135,8 @@ fn same_test(observed: &str, target: &str) -> bool {
 }
 
 /// The verifier's own test runs that cover `targets`: events recorded after the leaf
-/// was prepared, carrying its `leaf_id`, with observations. Returns the events that
+/// was prepared, carrying its id (`tdd test` records `test_observed` with `leaf`, set
+/// only once the leaf's token checked out), with observations. Returns the events that
 /// count and the targets no run covered.
 pub fn evidence(
     events: &[Event],
@@ -146,7 +147,8 @@ pub fn evidence(
         .iter()
         .filter(|e| {
             e.id > leaf.event_id
-                && e.payload["leaf_id"] == leaf.leaf_id.as_str()
+                && (e.payload["leaf"] == leaf.leaf_id.as_str()
+                    || e.payload["leaf_id"] == leaf.leaf_id.as_str())
                 && !e.kind.starts_with("leaf_")
                 && !e.kind.starts_with("verdict_")
         })

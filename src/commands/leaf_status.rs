@@ -86,3 +86,14 @@ pub fn inside_leaf(ctx: &Ctx) -> Result<Option<Outcome>, CommandError> {
         Outcome::new(data, text).next(NextAction::new(verb, detail)),
     ))
 }
+
+/// The id of the leaf this process runs in, when its token checks out against the
+/// ledger; `None` outside a leaf or for a claim that does not.
+pub fn verified_leaf_id(ctx: &Ctx) -> Option<String> {
+    let claimed = Claimed::from_env()?;
+    let location = ctx.ledger_location().ok()?;
+    let ledger = Ledger::open_read_only(&location.database).ok()??;
+    tdd_leaves::identity::authenticate(&ledger, &claimed)
+        .ok()
+        .map(|leaf| leaf.leaf_id)
+}

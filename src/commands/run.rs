@@ -19,6 +19,12 @@ pub enum RunCommand {
         #[arg(long)]
         plan: PathBuf,
     },
+    /// End the active run as abandoned, with a reason.
+    Abandon {
+        /// Why the run is abandoned (recorded).
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 impl RunCommand {
@@ -26,6 +32,7 @@ impl RunCommand {
     pub fn name(&self) -> &'static str {
         match self {
             RunCommand::Start { .. } => "run start",
+            RunCommand::Abandon { .. } => "run abandon",
         }
     }
 }
@@ -46,6 +53,12 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
                 outcome.cycle, outcome.phase
             );
             Ok(Outcome::new(json!(outcome), text).next(NextAction::new(verb.into(), detail)))
+        }
+        RunCommand::Abandon { reason } => {
+            let reason = crate::commands::cycle::non_empty(&reason, "--reason")?;
+            let state = ctx.engine()?.abandon(reason)?;
+            let (data, text, next) = crate::commands::status::describe(&state);
+            Ok(Outcome::new(data, text).next(next))
         }
     }
 }

@@ -31,9 +31,28 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     Ok(Outcome::new(data, text).next(next))
 }
 
-fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
+/// The run as data, text and the next action: what every run command reports.
+pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
     let verb = state.verb();
     let total = state.cycles.len();
+    if let Some(blocker) = &state.blocker {
+        let data = json!({ "active": true, "run_id": state.run_id, "blocked": true, "blocker": blocker, "cycles": state.cycles });
+        let text = format!(
+            "run {} is BLOCKED: {}\n",
+            state.run_id,
+            blocker["detail"].as_str().unwrap_or_default()
+        );
+        let detail = "a human resolves the blocker, then runs `tdd resume --unblock --note ...`";
+        return (data, text, NextAction::new(Verb::Blocked, detail));
+    }
+    if state.status == tdd_engine::run::RunStatus::Abandoned {
+        let data = json!({ "active": false, "run_id": state.run_id, "abandoned": true });
+        return (
+            data,
+            format!("run {} was abandoned\n", state.run_id),
+            NextAction::terminal(Verb::Complete, "the run was abandoned"),
+        );
+    }
     let Some(index) = state.current() else {
         let data = json!({ "active": true, "run_id": state.run_id, "complete": true });
         return (
@@ -44,6 +63,10 @@ fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
     };
     let cycle = &state.cycles[index];
     let planned = &state.plan.cycles[index];
+    let targets = cycle
+        .target_override
+        .clone()
+        .map_or_else(|| planned.tests.clone(), |t| vec![t]);
     let detail = match &cycle.refusal {
         Some(r) => format!("last advance refused ({}): {:?}", r.reason, r.verb),
         None => format!(
@@ -51,7 +74,7 @@ fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
             planned.n,
             planned.title,
             cycle.phase,
-            planned.tests.join(", ")
+            targets.join(", ")
         ),
     };
     let data = json!({
@@ -59,7 +82,7 @@ fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         "run_id": state.run_id,
         "plan": state.contract,
         "cycle": { "n": planned.n, "index": index + 1, "of": total, "title": planned.title,
-                   "phase": cycle.phase, "kind": planned.kind, "tests": planned.tests,
+                   "phase": cycle.phase, "kind": planned.kind, "tests": targets, "planned_tests": planned.tests,
                    "criterion": planned.criterion, "attempts": cycle.attempts, "refusal": cycle.refusal },
         "cycles": state.cycles,
     });
@@ -71,7 +94,7 @@ fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         total,
         planned.title,
         cycle.phase,
-        planned.tests.join(", ")
+        targets.join(", ")
     );
     (data, text, NextAction::new(verb.into(), detail))
 }

@@ -84,7 +84,7 @@ pub fn leaf_token_invalid(message: &str) -> CommandError {
 
 fn refused(refusal: &Refusal) -> CommandError {
     let message = refusal.to_string();
-    let error = match refusal {
+    match refusal {
         Refusal::NotVerifier { .. } => CommandError::refused("verdict_not_verifier", message).hint(
             "a developer or planner leaf does not judge its own work; the attempt is recorded",
         ),
@@ -95,10 +95,9 @@ fn refused(refusal: &Refusal) -> CommandError {
         Refusal::AlreadyGiven { .. } => CommandError::refused("verdict_already_given", message)
             .hint("each verifier gives one verdict"),
         Refusal::NoEvidence { missing } => {
-            return CommandError::refused("verdict_without_evidence", message)
+            CommandError::refused("verdict_without_evidence", message)
                 .hint("run each target with `tdd test <test id>` yourself, then give the verdict")
-                .data(json!({ "missing": missing }));
+                .data(json!({ "missing": missing }))
         }
-    };
-    error
+    }
 }

@@ -6,15 +6,16 @@ use crate::support::Env;
 
 const MANIFEST: &str =
     "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
-const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+pub(crate) const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
 const CONFIG: &str =
     "[project.app]\nadapter = \"cargo\"\n\n[locks]\nimpl = [\"src/**\"]\ntest = [\"tests/**\"]\n";
-const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    criterion: 5 minus 2 is 3\n  - n: 2\n    project: app\n    title: multiplication\n    test: app::calc::mul multiplies\n    stub_expected: [src/lib.rs]\n---\n# Calculator plan\n";
-const SUB_TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
-const SUB_IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+pub(crate) const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    criterion: 5 minus 2 is 3\n  - n: 2\n    project: app\n    title: multiplication\n    test: app::calc::mul multiplies\n    stub_expected: [src/lib.rs]\n---\n# Calculator plan\n";
+pub(crate) const SUB_TEST: &str =
+    "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+pub(crate) const SUB_IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 const MUL_TEST: &str = "#[test]\nfn multiplies() {\n    assert_eq!(calc::mul(3, 4), 12);\n}\n";
 
-fn project() -> Env {
+pub(crate) fn project() -> Env {
     let env = Env::new();
     env.write("Cargo.toml", MANIFEST);
     env.write("src/lib.rs", LIB);
@@ -197,4 +198,64 @@ fn implementation_committed_during_red_is_still_reverted() {
     assert_eq!(exit, 0, "{value}");
     assert_eq!(value["data"]["to"], "AWAITING_IMPL");
     assert_eq!(value["data"]["reverted"], serde_json::json!(["src/lib.rs"]));
+}
+
+#[test]
+fn a_test_that_passes_without_the_implementation_is_insensitive() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    // A test that fails at RED for a reason the implementation does not change.
+    env.write(
+        "tests/sub.rs",
+        "#[test]\nfn subtracts() {\n    assert!(std::env::var(\"CALC_READY\").is_ok());\n}\n",
+    );
+    let (exit, red) = advance(&env);
+    assert_eq!(exit, 0, "{red}");
+    // GREEN passes by editing something that is not the implementation of anything tested.
+    env.write(
+        "tdd.toml",
+        &format!("{CONFIG}\n[project.app.env]\nCALC_READY = \"1\"\n")
+            .replace(
+                "[project.app]\nadapter = \"cargo\"\n",
+                "[project.app]\nadapter = \"cargo\"\nenv = { CALC_READY = \"1\" }\n",
+            )
+            .replace("\n[project.app.env]\nCALC_READY = \"1\"\n", ""),
+    );
+    let (exit, green) = advance(&env);
+    assert_eq!(exit, 1, "{green}");
+    assert_eq!(green["error"]["reason"], "insensitive_test");
+    assert_eq!(green["next_action"]["verb"], "rollback_to_red");
+}
+
+#[test]
+fn rollback_restores_the_phase_start_and_to_previous_undoes_red() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "no_previous_phase");
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    // Work in GREEN, then throw it away.
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.write("scratch.txt", "notes");
+    let (exit, value) = env.json(&["rollback"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib"),
+        LIB
+    );
+    assert!(!env.root().join("scratch.txt").exists());
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_IMPL");
+    // Back to RED: the RED commit is undone and the test file is gone.
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_TEST");
+    assert!(!env.root().join("tests/sub.rs").exists());
+    assert_eq!(log(&env), vec!["init", "calculator"]);
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL");
 }

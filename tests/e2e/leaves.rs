@@ -347,3 +347,117 @@ fn leaves_show_prompt_prints_exactly_what_the_leaf_was_told() {
     assert_eq!(value["error"]["reason"], "leaf_not_found");
     assert!(Path::new(&tdd_bin()).exists());
 }
+
+/// A pytest project with a passing test and an active run whose cycle targets it.
+fn pytest_run() -> Env {
+    let env = Env::new();
+    env.write("calc.py", "def add(a, b):\n    return a + b\n");
+    env.write(
+        "tests/test_add.py",
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_other():\n    assert add(0, 0) == 0\n",
+    );
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n",
+    );
+    env.write(
+        ".tdd/plan.md",
+        "---\ncycles:\n  - n: 1\n    project: py\n    title: addition\n    test: tests/test_add.py::test_add\n    pin_cycle: true\n---\n",
+    );
+    env.commit_all("calc");
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{value}");
+    env
+}
+
+fn pin_verifier_request(env: &Env) -> Request {
+    let mut cycle = cycle();
+    cycle.tests = vec!["tests/test_add.py::test_add".into()];
+    let input = VerifierInput::new(
+        TestId::planned(&cycle),
+        issue().spec_for(&cycle).expect("spec"),
+        CommitSha::resolve(&Git::new(env.root()), "HEAD").expect("sha"),
+        None,
+        Phase::AwaitingPin,
+    );
+    Request::new(Prompt::verifier(&input).expect("prompt"), 12, 1, env.root())
+}
+
+#[test]
+fn an_accept_backed_by_the_verifiers_own_run_of_the_target_is_recorded() {
+    let env = pytest_run();
+    // Someone outside the verifier claims its id without its token: not evidence.
+    let leaves = leaves(&env);
+    let provider = scripted(
+        &env,
+        r#"
+version = 1
+[[leaf]]
+role = "verifier"
+attempt = 1
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "test", "tests/test_add.py::test_other", "--json"]
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "verdict", "accept", "--json", "--reason", "ran something"]
+
+[[leaf]]
+role = "verifier"
+attempt = 2
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "test", "tests/test_add.py::test_add", "--json"]
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "verdict", "accept", "--json", "--reason", "the target passes and pins add"]
+"#,
+    );
+    let first = run(&leaves, &provider, pin_verifier_request(&env));
+    let refused = envelopes(&first.text);
+    assert_eq!(
+        refused.last().expect("envelopes")["error"]["reason"],
+        "verdict_without_evidence",
+        "{}",
+        first.text
+    );
+    let mut request = pin_verifier_request(&env);
+    request.attempt = 2;
+    let second = run(&leaves, &provider, request);
+    let printed = envelopes(&second.text);
+    assert!(
+        printed[0]["data"]["recorded_in_run"].is_string(),
+        "{}",
+        second.text
+    );
+    assert_eq!(printed[1]["ok"], true, "{}", second.text);
+    let observed = events(&env, "test_observed");
+    assert_eq!(
+        observed.last().expect("observed")["leaf"],
+        second.leaf_id.as_str()
+    );
+    let recorded = events(&env, "verdict_recorded");
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0]["decision"], "accept");
+    assert_eq!(recorded[0]["leaf_id"], second.leaf_id.as_str());
+    assert!(
+        !recorded[0]["evidence"]
+            .as_array()
+            .expect("evidence")
+            .is_empty()
+    );
+    // A process that only claims a leaf id is not recorded as that leaf.
+    let out = env
+        .tdd()
+        .env("TDD_LEAF_ID", second.leaf_id.as_str())
+        .args(["test", "tests/test_add.py::test_add", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(crate::support::code(&out), 0);
+    assert_eq!(
+        events(&env, "test_observed").last().expect("observed")["leaf"],
+        Value::Null
+    );
+}

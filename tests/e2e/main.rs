@@ -3,9 +3,12 @@
 mod cli;
 mod config;
 mod doctor;
+mod engine_actions;
 mod engine_cargo;
+mod engine_pytest;
 mod init;
 mod leaves;
 mod ledger;
 mod plan;
 mod support;
+mod test_cmd;

@@ -114,6 +114,9 @@ pub(crate) fn parse_build(stdout: &[u8]) -> Result<Build, ReportError> {
                 let scope = if breaks_package { package } else { binary_id };
                 let text = diagnostic.rendered.unwrap_or(diagnostic.message);
                 match build.errors.iter_mut().find(|e| e.scope == scope) {
+                    // cargo reports a library's errors once for the library
+                    // and again for its test harness: keep them once.
+                    Some(existing) if existing.message.contains(text.as_str()) => {}
                     Some(existing) => {
                         existing.message =
                             clip(&format!("{}\n{text}", existing.message), MESSAGE_KEEP);
@@ -280,3 +283,6 @@ pub(crate) fn parse_list(stdout: &[u8], binary_id: &str) -> Vec<String> {
         .map(|name| format!("{binary_id} {name}"))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

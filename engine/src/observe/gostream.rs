@@ -173,10 +173,10 @@ fn result_of(state: &TestState, package_output: &str) -> TestResult {
 }
 
 fn push_capped(buffer: &mut String, text: Option<&str>) {
-    if let Some(text) = text {
-        if buffer.len() < OUTPUT_KEEP {
-            buffer.push_str(text);
-        }
+    if let Some(text) = text
+        && buffer.len() < OUTPUT_KEEP
+    {
+        buffer.push_str(text);
     }
 }
 

@@ -148,10 +148,10 @@ pub(crate) fn relative_path(path: &str, root: &Path) -> String {
     if let Ok(relative) = candidate.strip_prefix(root) {
         return slashed(relative);
     }
-    if let Ok(canonical) = candidate.canonicalize() {
-        if let Ok(relative) = canonical.strip_prefix(root) {
-            return slashed(relative);
-        }
+    if let Ok(canonical) = candidate.canonicalize()
+        && let Ok(relative) = canonical.strip_prefix(root)
+    {
+        return slashed(relative);
     }
     slashed(candidate)
 }
@@ -159,3 +159,6 @@ pub(crate) fn relative_path(path: &str, root: &Path) -> String {
 fn slashed(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
+
+#[cfg(test)]
+mod tests;

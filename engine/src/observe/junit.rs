@@ -127,11 +127,11 @@ impl State {
             }
             "testsuite" => {
                 self.saw_root = true;
-                if self.suites.is_empty() {
-                    if let Some(counts) = counts_of(element)? {
-                        let sum = self.suite_counts.get_or_insert_with(RunnerCounts::default);
-                        add_into(sum, counts);
-                    }
+                if self.suites.is_empty()
+                    && let Some(counts) = counts_of(element)?
+                {
+                    let sum = self.suite_counts.get_or_insert_with(RunnerCounts::default);
+                    add_into(sum, counts);
                 }
                 if !empty {
                     self.suites.push(attr(element, "name")?.unwrap_or_default());
@@ -197,10 +197,10 @@ impl State {
         if !self.capturing {
             return;
         }
-        if let Some(case) = self.current.as_mut() {
-            if case.text.len() < TEXT_KEEP {
-                case.text.push_str(text);
-            }
+        if let Some(case) = self.current.as_mut()
+            && case.text.len() < TEXT_KEEP
+        {
+            case.text.push_str(text);
         }
     }
 

@@ -26,6 +26,8 @@ mod gostream;
 mod jsonreport;
 mod junit;
 mod model;
+#[doc(hidden)]
+pub mod parsers;
 mod process;
 mod target;
 

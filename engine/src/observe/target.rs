@@ -54,10 +54,11 @@ pub fn lookup(
         let detail = format!("{}: {}", error.scope, error.message);
         return verdict(status, Some(detail));
     }
-    if let Some(collection) = collection {
-        if !collection.ids.contains(&key.collected_as) && !observation.tests.contains_key(&key.id) {
-            return verdict(TargetStatus::NotFound, None);
-        }
+    if let Some(collection) = collection
+        && !collection.ids.contains(&key.collected_as)
+        && !observation.tests.contains_key(&key.id)
+    {
+        return verdict(TargetStatus::NotFound, None);
     }
     if let Some(error) = &observation.runner_error {
         return verdict(TargetStatus::RunnerError, Some(error.clone()));
@@ -84,5 +85,5 @@ fn covering_error<'a>(
     mut errors: impl Iterator<Item = &'a CollectionError>,
     scopes: &[String],
 ) -> Option<&'a CollectionError> {
-    errors.find(|error| scopes.iter().any(|scope| *scope == error.scope))
+    errors.find(|error| scopes.contains(&error.scope))
 }

@@ -59,6 +59,8 @@ pub struct AdvanceOutcome {
 struct Ctx<'a> {
     state: &'a RunState,
     planned: &'a PlannedCycle,
+    /// The targets: the plan's, or the one adopted or named in their place.
+    targets: Vec<String>,
     rules: Vec<LockRules>,
     base: Snapshot,
     now: Snapshot,
@@ -78,6 +80,16 @@ impl Ctx<'_> {
 
     fn in_roots(&self, path: &str) -> bool {
         self.rules.iter().any(|r| r.root.matches(path)) || path == self.state.contract.path
+    }
+
+    /// The target id qualified with its project, as observations name it.
+    fn qualified(&self, test: &str) -> String {
+        let project = self.project_of(test);
+        if test.starts_with(&format!("{project}::")) {
+            test.to_string()
+        } else {
+            format!("{project}::{test}")
+        }
     }
 
     fn project_of(&self, test: &str) -> String {
@@ -100,6 +112,11 @@ impl Engine {
         let _guard = self.lock("advance")?;
         let mut ledger = Ledger::open(&self.location.database)?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        if let Some(blocker) = &state.blocker {
+            return Err(RunError::Blocked {
+                detail: blocker.to_string(),
+            });
+        }
         let Some(index) = state.current() else {
             return Err(RunError::NoActiveRun);
         };
@@ -114,9 +131,14 @@ impl Engine {
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
         };
+        let targets = cycle
+            .target_override
+            .clone()
+            .map_or_else(|| planned.tests.clone(), |t| vec![t]);
         let ctx = Ctx {
             state: &state,
             planned,
+            targets,
             rules,
             base,
             now,
@@ -158,8 +180,7 @@ impl Engine {
                 self.green_or_refactor(&mut ledger, &ctx, &mut outcome, progress)?
             }
             Phase::SensitivityRequired => {
-                let refusal = Refused { reason: "sensitivity_unverified", verb: Verb::RunSensitivityCheck, detail: "the target passed on arrival; this cycle cannot close until a sensitivity check shows the test can fail".into() };
-                self.refuse(&mut ledger, &ctx, &mut outcome, refusal)?;
+                self.manual_sensitivity(&mut ledger, &ctx, cycle, &mut outcome, progress)?
             }
             Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
         }
@@ -216,7 +237,7 @@ impl Engine {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
         let mut passed_all = true;
         let mut decision = None;
-        for test in &ctx.planned.tests {
+        for test in &ctx.targets {
             let name = ctx.project_of(test);
             let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
             let adapter = adapter_for(project.config.adapter);
@@ -225,7 +246,50 @@ impl Engine {
                 json!({ "target": test, "phase": ctx.phase }),
                 &format!("running target {test}..."),
             );
-            let (observation, verdict) = observe_target(adapter.as_ref(), &project, test)?;
+            let (mut observation, mut verdict) = observe_target(adapter.as_ref(), &project, test)?;
+            if verdict.status == crate::observe::TargetStatus::NotFound && ctx.targets.len() == 1 {
+                let known = &ctx
+                    .state
+                    .cycles
+                    .iter()
+                    .find(|c| c.n == ctx.planned.n)
+                    .map(|c| c.known_at_open.clone())
+                    .unwrap_or_default();
+                let candidates = new_tests(adapter.as_ref(), &project, known)?;
+                match candidates.as_slice() {
+                    [only] => {
+                        ledger.append(
+                            Some(&ctx.state.run_id),
+                            "target_adopted",
+                            &json!({ "n": ctx.planned.n, "planned": test, "test": only }),
+                        )?;
+                        progress.event(
+                            "target_adopted",
+                            json!({ "planned": test, "test": only }),
+                            &format!("{test} not found; adopting the one new test {only}"),
+                        );
+                        (observation, verdict) = observe_target(adapter.as_ref(), &project, only)?;
+                    }
+                    [] => {}
+                    many => {
+                        outcome.observations.push(observation);
+                        let detail = format!(
+                            "{test} is not collected and several tests are new in this cycle: {}; name one with `tdd target <id>`",
+                            many.join(", ")
+                        );
+                        return self.refuse(
+                            ledger,
+                            ctx,
+                            outcome,
+                            Refused {
+                                reason: "ambiguous_target",
+                                verb: Verb::NameTargetTest,
+                                detail,
+                            },
+                        );
+                    }
+                }
+            }
             let kind = observation
                 .tests
                 .get(&verdict.id)
@@ -248,7 +312,7 @@ impl Engine {
             ledger.append(
                 Some(&ctx.state.run_id),
                 "red_first_violation",
-                &json!({ "n": ctx.planned.n, "tests": ctx.planned.tests }),
+                &json!({ "n": ctx.planned.n, "tests": ctx.targets }),
             )?;
         }
         if pin && !passed_all {
@@ -288,6 +352,18 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
         let refactor = ctx.phase == Phase::AwaitingRefactor;
+        let missing = ctx.state.missing_annotations(ctx.planned.n);
+        if refactor && !missing.is_empty() {
+            let refusal = Refused {
+                reason: "missing_annotations",
+                verb: Verb::AnnotateCycle,
+                detail: format!(
+                    "the plan requires these annotations before the cycle closes: {}",
+                    missing.join(", ")
+                ),
+            };
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
         if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
@@ -301,8 +377,7 @@ impl Engine {
             );
             let observation = adapter.run(&project, &Selection::All)?;
             let targets: Vec<&String> = ctx
-                .planned
-                .tests
+                .targets
                 .iter()
                 .filter(|t| ctx.project_of(t) == *name)
                 .collect();
@@ -316,13 +391,16 @@ impl Engine {
                     ctx.state.baseline.get(name),
                 ));
             }
-            if ctx.planned.tests.is_empty() {
+            if ctx.targets.is_empty() {
                 result = super::gates::suite_gate(&observation, ctx.state.baseline.get(name));
             }
             outcome.observations.push(observation);
             if let Err(refusal) = result {
                 return self.refuse(ledger, ctx, outcome, refusal);
             }
+        }
+        if !refactor && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, progress)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
         }
         let (message, to) = if refactor {
             (
@@ -349,6 +427,155 @@ impl Engine {
             &message,
             to,
         )
+    }
+
+    /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
+    /// have seen every target fail, and the tree must now be the phase's snapshot byte for
+    /// byte, with the targets passing again.
+    fn manual_sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        cycle: &super::state::CycleState,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        let unverified: Vec<String> = ctx
+            .planned
+            .tests
+            .iter()
+            .map(|t| ctx.qualified(t))
+            .filter(|t| !cycle.failed_in_phase.contains(t))
+            .collect();
+        if !unverified.is_empty() {
+            let detail = format!(
+                "break the behaviour, run `tdd test` on {} and see it fail, restore the code exactly, then advance",
+                unverified.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "sensitivity_unverified",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        if ctx.now.tree != ctx.base.tree {
+            let changed: Vec<String> = ctx
+                .base
+                .changes_to(&self.work_tree, &ctx.now)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+            let detail = format!(
+                "the tree is not restored byte for byte; changed: {}",
+                changed.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "restore_mismatch",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        for test in &ctx.targets {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event(
+                "target_run",
+                json!({ "target": test, "phase": ctx.phase }),
+                &format!("running target {test}..."),
+            );
+            let (observation, verdict) =
+                observe_target(adapter_for(project.config.adapter).as_ref(), &project, test)?;
+            outcome.observations.push(observation);
+            if verdict.status != crate::observe::TargetStatus::Passed {
+                let detail = format!(
+                    "{test} must pass again after the restore: {}",
+                    verdict.detail.unwrap_or_default()
+                );
+                return self.refuse(
+                    ledger,
+                    ctx,
+                    outcome,
+                    Refused {
+                        reason: "target_failing",
+                        verb: Verb::RunSensitivityCheck,
+                        detail,
+                    },
+                );
+            }
+        }
+        self.commit_and_move(ledger, ctx, outcome, |_| false, "", Phase::AwaitingRefactor)
+    }
+
+    /// Every target must fail with the cycle's implementation reversed (the RED commit).
+    fn sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        for test in &ctx.targets {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event(
+                "sensitivity_check",
+                json!({ "target": test }),
+                &format!("sensitivity: running {test} without the implementation..."),
+            );
+            let result = super::sensitivity::check_at(
+                &self.work_tree,
+                "HEAD",
+                &project,
+                test,
+                &self.location.dir.join("sensitivity"),
+            )
+            .map_err(|e| match e {
+                super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
+                super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
+                super::sensitivity::SensitivityError::Temp(source) => RunError::Io {
+                    what: "creating a scratch worktree".into(),
+                    source,
+                },
+            })?;
+            let sensitive = result.sensitive();
+            let status = result.verdict.status;
+            outcome.observations.push(result.observation);
+            if status == crate::observe::TargetStatus::RunnerError {
+                let detail = result.verdict.detail.unwrap_or_default();
+                return Ok(Some(Refused {
+                    reason: "runner_error",
+                    verb: Verb::ResolveBlocker,
+                    detail: format!(
+                        "the sensitivity run of {test} could not be observed: {detail}"
+                    ),
+                }));
+            }
+            if !sensitive {
+                ledger.append(
+                    Some(&ctx.state.run_id),
+                    "insensitive_test",
+                    &json!({ "n": ctx.planned.n, "target": test }),
+                )?;
+                return Ok(Some(Refused {
+                    reason: "insensitive_test",
+                    verb: Verb::RollbackToRed,
+                    detail: format!(
+                        "{test} still passes with this cycle's implementation reversed: it does not test the change"
+                    ),
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// Lint and typecheck of the cycle's projects; the first failure refuses the close.
@@ -444,7 +671,7 @@ impl Engine {
         )?;
         let payload = json!({
             "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
-            "files": chosen, "snapshot": snapshot.tree, "red": outcome.red, "observations": outcome.observations,
+            "files": chosen, "snapshot": snapshot.tree, "head": crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?, "red": outcome.red, "observations": outcome.observations,
         });
         ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
         outcome.to = to;
@@ -452,12 +679,12 @@ impl Engine {
         outcome.undeclared = undeclared;
         outcome.next = to.verb();
         if to == Phase::Closed {
-            self.open_next(ledger, ctx, outcome)?;
+            self.close_and_open_next(ledger, ctx, outcome)?;
         }
         Ok(())
     }
 
-    fn open_next(
+    fn close_and_open_next(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
@@ -468,27 +695,32 @@ impl Engine {
             "cycle_closed",
             &json!({ "n": ctx.planned.n }),
         )?;
-        let next = ctx.state.plan.cycles.iter().find(|c| c.n > ctx.planned.n);
-        match next {
-            Some(cycle) => {
-                let phase = Phase::initial(cycle.kind);
-                let snapshot = Snapshot::take(
-                    &self.work_tree,
-                    &format!("{}/cycle-{}", ctx.state.run_id, cycle.n),
-                )?;
-                ledger.append(
-                    Some(&ctx.state.run_id),
-                    "cycle_opened",
-                    &json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree }),
-                )?;
-                outcome.next = phase.verb();
-            }
+        match self.open_next(
+            ledger,
+            &ctx.state.run_id,
+            &ctx.state.plan,
+            Some(ctx.planned.n),
+        )? {
+            Some((_, phase)) => outcome.next = phase.verb(),
             None => {
-                ledger.append(Some(&ctx.state.run_id), "run_completed", &json!({}))?;
                 outcome.next = Verb::Complete;
                 outcome.run_complete = true;
             }
         }
         Ok(())
     }
+}
+
+/// Collected tests of `project` that were not known when the cycle opened.
+pub(crate) fn new_tests(
+    adapter: &dyn crate::observe::Adapter,
+    project: &Project,
+    known: &std::collections::BTreeSet<String>,
+) -> Result<Vec<String>, RunError> {
+    let collection = adapter.collect(project)?;
+    Ok(collection
+        .ids
+        .into_iter()
+        .filter(|id| !known.contains(id))
+        .collect())
 }

@@ -4,12 +4,14 @@
 //! Every decision is an event in the ledger with the observations it rests
 //! on, and the run's state is a projection of those events ([`RunState`]).
 
+mod actions;
 mod advance;
 mod commit;
 mod gates;
 mod guard;
 mod locks;
 mod phase;
+mod sensitivity;
 mod snapshot;
 mod start;
 mod state;
@@ -90,6 +92,28 @@ pub enum RunError {
         /// The blob at HEAD.
         now: String,
     },
+    /// The named target is not a test that is new in this cycle.
+    #[error("{id} is not a test that is new in this cycle (new tests: {})", if candidates.is_empty() { "none".to_string() } else { candidates.join(", ") })]
+    TargetNotNew {
+        /// The qualified id that was named.
+        id: String,
+        /// The tests that are new in this cycle.
+        candidates: Vec<String>,
+    },
+    /// There is no earlier phase in this cycle to roll back to.
+    #[error("cycle {n} has no earlier phase than {phase} to roll back to")]
+    NoPreviousPhase {
+        /// The cycle.
+        n: u32,
+        /// Its current phase.
+        phase: Phase,
+    },
+    /// A blocker is open; only `resume --unblock` moves the run again.
+    #[error("the run is blocked: {detail}")]
+    Blocked {
+        /// The blocker as recorded.
+        detail: String,
+    },
     /// An I/O failure on the engine's own files.
     #[error("{what}: {source}")]
     Io {
@@ -157,6 +181,28 @@ impl Engine {
         Ok(RunState::project(&events).filter(|s| s.status == RunStatus::Active))
     }
 
+    /// Opens the cycle after `after` (the first when `None`), or completes the run when none
+    /// is left. Returns the opened cycle's number and phase.
+    fn open_next(
+        &self,
+        ledger: &mut Ledger,
+        run_id: &str,
+        plan: &crate::plan::Plan,
+        after: Option<u32>,
+    ) -> Result<Option<(u32, Phase)>, RunError> {
+        let next = plan.cycles.iter().find(|c| after.is_none_or(|n| c.n > n));
+        let Some(cycle) = next else {
+            ledger.append(Some(run_id), "run_completed", &serde_json::json!({}))?;
+            return Ok(None);
+        };
+        let phase = Phase::initial(cycle.kind);
+        let snapshot = Snapshot::take(&self.work_tree, &format!("{run_id}/cycle-{}", cycle.n))?;
+        let head = crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
+        let payload = serde_json::json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree, "head": head });
+        ledger.append(Some(run_id), "cycle_opened", &payload)?;
+        Ok(Some((cycle.n, phase)))
+    }
+
     fn lock(&self, what: &str) -> Result<guard::Guard, RunError> {
         match guard::acquire(&self.location.dir, &self.work_tree, what) {
             Ok(Ok(guard)) => Ok(guard),
@@ -168,3 +214,6 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -61,14 +61,6 @@ impl Drop for TempIndex {
     }
 }
 
-fn temp_index(git: &Git) -> Result<TempIndex, GitError> {
-    let git_dir = PathBuf::from(git.text(["rev-parse", "--absolute-git-dir"])?);
-    let name = format!("tdd-index-{}-{}", std::process::id(), unique());
-    Ok(TempIndex {
-        path: git_dir.join(name),
-    })
-}
-
 fn unique() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -76,34 +68,77 @@ fn unique() -> u128 {
         .unwrap_or(0)
 }
 
-/// Runs git with `GIT_INDEX_FILE` pointing at `index`.
-fn with_index(git: &Git, index: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = git
-        .command(args)
-        .env("GIT_INDEX_FILE", index)
-        .output()
-        .map_err(GitError::Spawn)?;
+/// Runs git with `GIT_INDEX_FILE` pointing at `index`, optionally feeding `stdin`, and
+/// returns stdout as raw bytes.
+fn with_index(
+    git: &Git,
+    index: &Path,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<Vec<u8>, GitError> {
+    use std::io::Write;
+    let mut cmd = git.command(args);
+    cmd.env("GIT_INDEX_FILE", index)
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(bytes).map_err(GitError::Spawn)?;
+    }
+    let out = child.wait_with_output().map_err(GitError::Spawn)?;
     if !out.status.success() {
         return Err(GitError::Failed {
             args: args.join(" "),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         });
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    Ok(out.stdout)
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).trim_end().to_string()
 }
 
 impl Snapshot {
     /// Records the work tree as it is now, keeping it reachable as `refs/tdd/<name>`.
     pub fn take(work_tree: &Path, name: &str) -> Result<Snapshot, GitError> {
+        let snapshot = Snapshot::scan(work_tree)?;
         let git = Git::new(work_tree);
-        let index = temp_index(&git)?;
-        // Seeding from the real index makes `git add -A` re-hash only files whose stat
-        // data changed, which keeps a snapshot of a large tree cheap.
-        let real_index = PathBuf::from(git.text(["rev-parse", "--git-path", "index"])?);
+        let commit = git.text([
+            "commit-tree",
+            &snapshot.tree,
+            "-m",
+            &format!("tdd snapshot {name}"),
+        ]);
+        if let Ok(commit) = commit {
+            let _ = git.output(["update-ref", &format!("refs/tdd/{name}"), &commit]);
+        }
+        Ok(snapshot)
+    }
+
+    /// The tree of the work tree as it is now, without keeping a ref.
+    ///
+    /// Starts from a copy of the user's index, so only files whose stat data changed are
+    /// hashed; the two scans (tracked files changed, untracked files) run in parallel,
+    /// since on a large tree each is a walk of every directory.
+    fn scan(work_tree: &Path) -> Result<Snapshot, GitError> {
+        let git = Git::new(work_tree);
+        let dirs = git.text(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
+        let mut lines = dirs.lines();
+        let git_dir = PathBuf::from(lines.next().unwrap_or_default());
+        let real_index = PathBuf::from(lines.next().unwrap_or_default());
         let real_index = if real_index.is_absolute() {
             real_index
         } else {
             work_tree.join(real_index)
+        };
+        let index = TempIndex {
+            path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),
         };
         if real_index.exists() {
             std::fs::copy(&real_index, &index.path).map_err(GitError::Spawn)?;
@@ -111,14 +146,42 @@ impl Snapshot {
             .text(["rev-parse", "--verify", "--quiet", "HEAD"])
             .is_ok()
         {
-            with_index(&git, &index.path, &["read-tree", "HEAD"])?;
+            with_index(&git, &index.path, &["read-tree", "HEAD"], None)?;
         }
-        with_index(&git, &index.path, &["add", "-A", "--", "."])?;
-        let tree = with_index(&git, &index.path, &["write-tree"])?;
-        let commit = git.text(["commit-tree", &tree, "-m", &format!("tdd snapshot {name}")]);
-        if let Ok(commit) = commit {
-            let _ = git.output(["update-ref", &format!("refs/tdd/{name}"), &commit]);
+        let (changed, untracked) = std::thread::scope(|scope| {
+            let changed = scope.spawn(|| {
+                with_index(
+                    &git,
+                    &index.path,
+                    &["diff-files", "-z", "--name-only"],
+                    None,
+                )
+            });
+            let untracked = with_index(
+                &git,
+                &index.path,
+                &["ls-files", "-z", "--others", "--exclude-standard"],
+                None,
+            );
+            (
+                changed.join().unwrap_or(Err(GitError::Failed {
+                    args: "diff-files".into(),
+                    stderr: "the scanning thread panicked".into(),
+                })),
+                untracked,
+            )
+        });
+        let mut paths = changed?;
+        paths.extend(untracked?);
+        if !paths.is_empty() {
+            with_index(
+                &git,
+                &index.path,
+                &["update-index", "-z", "--add", "--remove", "--stdin"],
+                Some(&paths),
+            )?;
         }
+        let tree = text(with_index(&git, &index.path, &["write-tree"], None)?);
         Ok(Snapshot { tree })
     }
 
@@ -155,7 +218,7 @@ impl Snapshot {
         work_tree: &Path,
         locked: impl Fn(&str) -> bool,
     ) -> Result<LockReport, GitError> {
-        let now = Snapshot::take(work_tree, "check")?;
+        let now = Snapshot::scan(work_tree)?;
         let mut report = LockReport::default();
         if now.tree == self.tree {
             return Ok(report);

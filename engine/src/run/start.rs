@@ -10,7 +10,6 @@ use super::Engine;
 use super::Progress;
 use super::RunError;
 use super::phase::Phase;
-use super::snapshot::Snapshot;
 use super::state::Baseline;
 use super::state::ContractRef;
 use super::state::RunStarted;
@@ -122,19 +121,14 @@ impl Engine {
             let summary = self.baseline(&mut ledger, &run_id, name, progress)?;
             baselines.insert(name.clone(), summary);
         }
-        let first = &contract.plan.cycles[0];
-        let phase = Phase::initial(first.kind);
-        let snapshot = Snapshot::take(&self.work_tree, &format!("{run_id}/cycle-{}", first.n))?;
-        ledger.append(
-            Some(&run_id),
-            "cycle_opened",
-            &json!({ "n": first.n, "phase": phase, "snapshot": snapshot.tree }),
-        )?;
+        let (cycle, phase) = self
+            .open_next(&mut ledger, &run_id, &contract.plan, None)?
+            .ok_or(RunError::NoActiveRun)?;
         Ok(StartOutcome {
             run_id,
             contract: contract_ref,
             baselines,
-            cycle: first.n,
+            cycle,
             phase,
         })
     }

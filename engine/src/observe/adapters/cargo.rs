@@ -319,3 +319,6 @@ impl Adapter for Cargo {
         "pub fn name(/* args */) -> Output {\n    unimplemented!(\"name is not implemented yet\")\n}"
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,8 @@
 //! file on its own, so the file that failed is a collection error and the
 //! other files are still observed.
 
+use std::collections::HashSet;
+
 use serde::Deserialize;
 
 use super::discover;
@@ -102,8 +104,13 @@ pub(crate) fn parse_report(
         ..ParsedReport::default()
     };
     let pending: Vec<String> = report.pending.iter().map(id).collect();
+    // `tests` lists failed tests too; they are read from `failures` below.
+    let failed: HashSet<String> = report.failures.iter().map(id).collect();
     for test in &report.tests {
         let test_id = id(test);
+        if failed.contains(&test_id) {
+            continue;
+        }
         let outcome = if pending.contains(&test_id) {
             Outcome::Skipped
         } else {
@@ -317,3 +324,6 @@ impl Mocha {
         vec!["--grep".to_string(), format!("^(?:{})$", names.join("|"))]
     }
 }
+
+#[cfg(test)]
+mod tests;

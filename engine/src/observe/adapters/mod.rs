@@ -1,13 +1,13 @@
 //! The built-in adapters, one file per runner, and what they share.
 
-mod cargo;
+pub(crate) mod cargo;
 mod go;
 mod jest;
 mod js;
 mod junit_command;
-mod mocha;
-mod node_test;
-mod pytest;
+pub(crate) mod mocha;
+pub(crate) mod node_test;
+pub(crate) mod pytest;
 mod vitest;
 
 use std::path::Path;
@@ -44,13 +44,13 @@ pub(crate) fn exit_code(ran: &Ran) -> Option<i32> {
 /// Records `ran` and, when it exited but left no report, says so with the
 /// last line of its stderr (usually the reason: "No module named pytest").
 pub(crate) fn record_missing_report(builder: &mut Builder, ran: &Ran, runner: &str) {
-    if ran.report.as_ref().is_none_or(|r| r.is_empty()) {
-        if let Some(code) = exit_code(ran) {
-            builder.fail(format!(
-                "{runner} wrote no report (exit {code}){}",
-                last_line_suffix(&ran.stderr)
-            ));
-        }
+    if ran.report.as_ref().is_none_or(|r| r.is_empty())
+        && let Some(code) = exit_code(ran)
+    {
+        builder.fail(format!(
+            "{runner} wrote no report (exit {code}){}",
+            last_line_suffix(&ran.stderr)
+        ));
     }
 }
 

@@ -118,6 +118,8 @@ impl Adapter for Pytest {
                 env: vec![
                     ("PYTHONPATH".into(), python_path),
                     ("TDD_COLLECT_OUT".into(), out.display().to_string()),
+                    no_bytecode(),
+                    fresh_bytecode(&scratch),
                 ],
             },
         );
@@ -187,7 +189,7 @@ impl Adapter for Pytest {
                 argv,
                 cwd: None,
                 report: ReportAt::File(report),
-                env: Vec::new(),
+                env: vec![no_bytecode(), fresh_bytecode(&scratch)],
             },
         );
         let mut builder = Builder::new(project, self.kind());
@@ -356,4 +358,21 @@ pub(crate) fn parse_collection(
         })
         .collect();
     Ok((output.items, errors))
+}
+
+/// Python validates cached bytecode by source mtime (one-second resolution) and size, so a
+/// file rewritten within the same second at the same size (`a + b` to `a - b` and back)
+/// would run stale bytecode and the observation would lie. No bytecode is written, so none
+/// can be stale.
+fn no_bytecode() -> (String, String) {
+    ("PYTHONDONTWRITEBYTECODE".into(), "1".into())
+}
+
+/// Points Python's bytecode cache at this run's scratch directory, so bytecode the project
+/// already has in `__pycache__` (possibly stale, as above) is never read either.
+fn fresh_bytecode(scratch: &Scratch) -> (String, String) {
+    (
+        "PYTHONPYCACHEPREFIX".into(),
+        scratch.path("pycache").display().to_string(),
+    )
 }

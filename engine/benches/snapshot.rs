@@ -1,0 +1,79 @@
+//! `Snapshot::take` plus `check_and_revert` on a generated 100,000-file repository with
+//! three changed files (one locked). Prints the median of several runs.
+//!
+//! Run: `cargo bench -p tdd-engine --bench snapshot` (FILES=N to change the size).
+
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark reports on the terminal"
+)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use tdd_engine::run::Snapshot;
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@b")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@b")
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+fn main() {
+    let files: usize = std::env::var("FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    eprintln!("generating {files} files...");
+    for i in 0..files {
+        let sub = root.join(format!("src/d{:04}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&sub).expect("mkdir");
+        }
+        std::fs::write(sub.join(format!("f{i}.txt")), format!("file {i}\n")).expect("write");
+    }
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    let base = Snapshot::take(root, "bench-base").expect("base snapshot");
+    let mut times = Vec::new();
+    for round in 0..7 {
+        for (k, name) in [
+            "src/d0001/f100.txt",
+            "src/d0500/f50000.txt",
+            "src/d0900/f90000.txt",
+        ]
+        .iter()
+        .enumerate()
+        {
+            if root.join(name).exists() {
+                std::fs::write(root.join(name), format!("changed {round} {k}\n")).expect("change");
+            }
+        }
+        let start = Instant::now();
+        let report = base
+            .check_and_revert(root, |p| p.starts_with("src/d0001/"))
+            .expect("check");
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(report.restored.len(), 1, "{report:?}");
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "snapshot take + check_and_revert, {files} files, 3 changed: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1],
+        times.len()
+    );
+}

@@ -1,0 +1,192 @@
+//! Property tests of the phase machine: gates and the event projection.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::gates::RedDecision;
+use super::gates::green_gate;
+use super::gates::red_gate;
+use super::phase::Phase;
+use super::state::Baseline;
+use super::state::RunState;
+use super::state::RunStatus;
+use crate::config::AdapterKind;
+use crate::ledger::Event;
+use crate::observe::Failure;
+use crate::observe::FailureKind;
+use crate::observe::Observation;
+use crate::observe::Outcome;
+use crate::observe::TargetStatus;
+use crate::observe::TargetVerdict;
+use crate::observe::TestResult;
+use crate::observe::Totals;
+
+fn status() -> impl Strategy<Value = TargetStatus> {
+    prop_oneof![
+        Just(TargetStatus::Passed),
+        Just(TargetStatus::FailedAssertion),
+        Just(TargetStatus::FailedError),
+        Just(TargetStatus::CompileError),
+        Just(TargetStatus::NotFound),
+        Just(TargetStatus::NotRun),
+        Just(TargetStatus::RunnerError),
+    ]
+}
+
+fn kind() -> impl Strategy<Value = Option<FailureKind>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(FailureKind::Assertion)),
+        Just(Some(FailureKind::Exception)),
+        Just(Some(FailureKind::Collection)),
+        Just(Some(FailureKind::Compile)),
+        Just(Some(FailureKind::Timeout)),
+    ]
+}
+
+fn adapter() -> impl Strategy<Value = AdapterKind> {
+    proptest::sample::select(AdapterKind::ALL.to_vec())
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        Just(Outcome::Passed),
+        Just(Outcome::Failed),
+        Just(Outcome::Error),
+        Just(Outcome::Skipped)
+    ]
+}
+
+fn observation(tests: BTreeMap<String, Outcome>, runner_error: bool) -> Observation {
+    let mut totals = Totals::default();
+    let tests: BTreeMap<String, TestResult> = tests
+        .into_iter()
+        .map(|(id, outcome)| {
+            totals.total += 1;
+            match outcome {
+                Outcome::Passed => totals.passed += 1,
+                Outcome::Failed => totals.failed += 1,
+                Outcome::Error => totals.errors += 1,
+                Outcome::Skipped => totals.skipped += 1,
+            }
+            let failure = matches!(outcome, Outcome::Failed | Outcome::Error).then(|| Failure {
+                kind: FailureKind::Assertion,
+                message: "boom".into(),
+            });
+            (id, TestResult { outcome, failure })
+        })
+        .collect();
+    Observation {
+        project: "app".into(),
+        adapter: AdapterKind::Pytest,
+        invocations: Vec::new(),
+        wall_ms: 1,
+        tests,
+        collection_errors: Vec::new(),
+        totals,
+        runner_counts: None,
+        runner_error: runner_error.then(|| "runner crashed".to_string()),
+    }
+}
+
+proptest! {
+    /// RED is only ever an assertion, an exception, or a compile error in a compiled language.
+    #[test]
+    fn red_is_only_a_failure_of_the_tests_own_body(adapter in adapter(), status in status(), kind in kind()) {
+        let verdict = TargetVerdict { id: "app::t".into(), status, detail: None };
+        if let RedDecision::Red { kind: red_kind, .. } = red_gate(adapter, &verdict, kind) {
+            let compiled = matches!(adapter, AdapterKind::Cargo | AdapterKind::Go);
+            let allowed = match status {
+                TargetStatus::FailedAssertion => true,
+                TargetStatus::FailedError => matches!(kind, Some(FailureKind::Exception | FailureKind::Assertion))
+                    || (compiled && kind == Some(FailureKind::Compile)),
+                TargetStatus::CompileError => compiled,
+                _ => false,
+            };
+            prop_assert!(allowed, "{status:?}/{kind:?} on {adapter:?} was taken as red ({red_kind:?})");
+        }
+    }
+
+    /// GREEN never passes while the target fails, nothing ran, the runner failed, or a
+    /// test that was not failing at baseline fails.
+    #[test]
+    fn green_never_hides_a_failure(
+        tests in proptest::collection::btree_map("app::t[0-9]", outcome(), 0..6),
+        baseline_failing in proptest::collection::btree_set("app::t[0-9]", 0..3),
+        target_status in status(),
+        runner_error in any::<bool>(),
+    ) {
+        let obs = observation(tests.clone(), runner_error);
+        let baseline = Baseline { failing: baseline_failing.clone(), passing: Default::default() };
+        let verdict = TargetVerdict { id: "app::target".into(), status: target_status, detail: None };
+        if green_gate(&obs, &verdict, Some(&baseline)).is_ok() {
+            prop_assert_eq!(target_status, TargetStatus::Passed);
+            prop_assert!(!runner_error);
+            prop_assert!(obs.totals.passed > 0);
+            for (id, outcome) in &tests {
+                if matches!(outcome, Outcome::Failed | Outcome::Error) {
+                    prop_assert!(baseline_failing.contains(id), "{id} fails and was not failing at baseline");
+                }
+            }
+        }
+    }
+
+    /// The projection never panics, moves a phase only on an observed transition or a skip,
+    /// and calls a run complete exactly when every cycle is closed or skipped.
+    #[test]
+    fn projection_moves_only_on_observed_transitions(steps in proptest::collection::vec((0u8..6, 1u32..4, any::<bool>(), 0u8..7), 0..40)) {
+        let mut events = vec![event(1, "run_started", started())];
+        for (i, (kind, n, observed, to)) in steps.iter().enumerate() {
+            let to = [Phase::AwaitingTest, Phase::AwaitingImpl, Phase::AwaitingRefactor, Phase::AwaitingPin, Phase::SensitivityRequired, Phase::Closed, Phase::Skipped][*to as usize % 7];
+            let observations = if *observed { json!([{}]) } else { json!([]) };
+            let (k, payload) = match kind {
+                0 => ("phase_changed", json!({ "n": n, "to": to, "observations": observations })),
+                1 => ("advance_refused", json!({ "n": n, "refusal": { "reason": "x", "verb": "write_test", "tree": "t" } })),
+                2 => ("cycle_skipped", json!({ "n": n })),
+                3 => ("annotation", json!({ "n": n, "key": "k", "value": "v" })),
+                4 => ("note", json!({ "n": n, "text": "t" })),
+                _ => ("garbage", json!(null)),
+            };
+            events.push(event(i as i64 + 2, k, payload));
+            let before = RunState::project(&events[..events.len() - 1]).expect("projects");
+            let after = RunState::project(&events).expect("projects");
+            for (b, a) in before.cycles.iter().zip(&after.cycles) {
+                if b.phase != a.phase {
+                    let moved_by = (k == "phase_changed" && *observed) || (k == "cycle_skipped" && a.phase == Phase::Skipped);
+                    prop_assert!(moved_by, "{k} moved cycle {} from {} to {}", a.n, b.phase, a.phase);
+                }
+            }
+            let all_final = after.cycles.iter().all(|c| c.phase.is_final());
+            prop_assert_eq!(after.status == RunStatus::Completed, all_final);
+        }
+    }
+}
+
+fn event(id: i64, kind: &str, payload: serde_json::Value) -> Event {
+    Event {
+        id,
+        run_id: Some("run".into()),
+        kind: kind.into(),
+        payload,
+        at: String::new(),
+        prev_hash: String::new(),
+        hash: String::new(),
+    }
+}
+
+fn started() -> serde_json::Value {
+    let cycle = |n: u32| {
+        json!({
+            "n": n, "title": "t", "kind": "standard", "projects": ["app"], "tests": ["app::t"],
+            "files": [], "stub_expected": [], "modifies_tests": [], "commit_red": null, "commit_green": null,
+            "commit_refactor": null, "commit_pin": null, "criterion": null, "meta": null,
+        })
+    };
+    json!({
+        "worktree": "/w", "contract": { "path": "p.md", "blob": "b", "sha256": "s" },
+        "plan": { "cycles": [cycle(1), cycle(2), cycle(3)], "annotation_keys": [], "ancillary_files": [] },
+        "config_sha": "c", "start_sha": "h",
+    })
+}

@@ -1,0 +1,24 @@
+//! `tdd resume`: clear a blocker and go on.
+
+use crate::commands::status::describe;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Outcome;
+
+/// Resume a run: with --unblock, clear its blocker; --note records what the human did.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// Clear the open blocker.
+    #[arg(long)]
+    unblock: bool,
+    /// What was done about it (recorded).
+    #[arg(long)]
+    note: Option<String>,
+}
+
+/// Runs `tdd resume`.
+pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Outcome, CommandError> {
+    let state = ctx.engine()?.resume(args.unblock, args.note.as_deref())?;
+    let (data, text, next) = describe(&state);
+    Ok(Outcome::new(data, text).next(next))
+}

@@ -1,0 +1,23 @@
+//! `tdd rollback`: put the work tree back exactly as the phase found it.
+
+use crate::commands::status::describe;
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Outcome;
+
+/// Restore the exact tree from the start of the current phase. With --to-previous, go back
+/// to the start of the previous phase of this cycle, undoing the commit it made (the way
+/// back to RED after `rollback_to_red`).
+#[derive(Debug, clap::Args)]
+pub struct RollbackArgs {
+    /// Go back to the start of the previous phase instead of the current one.
+    #[arg(long)]
+    to_previous: bool,
+}
+
+/// Runs `tdd rollback`.
+pub fn cmd_rollback(ctx: &Ctx, args: RollbackArgs) -> Result<Outcome, CommandError> {
+    let state = ctx.engine()?.rollback(args.to_previous)?;
+    let (data, text, next) = describe(&state);
+    Ok(Outcome::new(data, format!("rolled back\n{text}")).next(next))
+}

@@ -1,0 +1,164 @@
+//! The engine end to end on a real pytest project: an import error answered with a stub,
+//! a standard cycle, and a pin cycle with its manual sensitivity check.
+
+use crate::support::Env;
+
+const CALC: &str = "def add(a, b):\n    return a + b\n";
+const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n  - n: 2\n    project: py\n    title: addition stays\n    test: tests/test_add.py::test_add\n    pin_cycle: true\n---\n";
+
+fn project() -> Env {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
+    env.write(".tdd/plan.md", PLAN);
+    env.commit_all("calc");
+    env
+}
+
+#[test]
+fn stub_standard_and_pin_cycles() {
+    let env = project();
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+
+    env.write(
+        "tests/test_sub.py",
+        "from calc import sub\n\ndef test_sub():\n    assert sub(5, 2) == 3\n",
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "import_error");
+    assert_eq!(value["next_action"]["verb"], "create_stub");
+
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    raise NotImplementedError(\"sub\")\n"),
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["red"]["kind"], "exception");
+    let mut files = env
+        .git(&["show", "--name-only", "--format=", "HEAD"])
+        .lines()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    files.sort();
+    assert_eq!(files, vec!["calc.py", "tests/test_sub.py"]);
+
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    assert_eq!(env.json(&["advance"]).0, 0);
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+
+    // Pin: passes on arrival, then the manual sensitivity check.
+    env.write(
+        "tests/test_add.py",
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "SENSITIVITY_REQUIRED");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "sensitivity_unverified");
+
+    let restored = std::fs::read_to_string(env.root().join("calc.py")).expect("calc");
+    env.write("calc.py", &restored.replace("return a + b", "return a - b"));
+    let (exit, value) = env.json(&["test", "tests/test_add.py::test_add"]);
+    assert_eq!(exit, 0);
+    assert_eq!(value["data"]["targets"][0]["status"], "failed_assertion");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1, "not restored yet: {value}");
+    assert_eq!(value["error"]["reason"], "restore_mismatch");
+    env.write("calc.py", &restored);
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["next_action"]["verb"], "complete");
+    let log: Vec<String> = env
+        .git(&["log", "--format=%s", "--reverse"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        log,
+        vec![
+            "init",
+            "calc",
+            "test: subtraction",
+            "feat: subtraction",
+            "test: addition stays"
+        ]
+    );
+}
+
+#[test]
+fn a_sensitivity_check_without_a_failing_run_never_passes() {
+    let env = project();
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: addition stays\n    test: tests/test_add.py::test_add\n    pin_cycle: true\n---\n");
+    env.commit_all("pin plan");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write(
+        "tests/test_add.py",
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    assert_eq!(env.json(&["advance"]).0, 0);
+    // Running the target while it passes is not evidence.
+    assert_eq!(env.json(&["test", "tests/test_add.py::test_add"]).0, 0);
+    let (exit, value) = env.json(&["advance", "--retry"]);
+    assert_eq!(exit, 1);
+    assert_eq!(value["error"]["reason"], "sensitivity_unverified");
+}
+
+#[test]
+fn a_missing_target_adopts_the_one_new_test_or_asks_for_a_name() {
+    let env = project();
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n  - n: 2\n    project: py\n    title: negation\n    test: tests/test_neg.py::test_neg\n    stub_expected: [calc.py]\n---\n");
+    env.write("tests/test_old.py", "def test_old():\n    assert True\n");
+    env.commit_all("plan and an old test");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    // One new test with another name: adopted.
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    raise NotImplementedError\n"),
+    );
+    env.write(
+        "tests/test_sub.py",
+        "from calc import sub\n\ndef test_subtract():\n    assert sub(5, 2) == 3\n",
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(
+        status["data"]["cycle"]["tests"],
+        serde_json::json!(["py::tests/test_sub.py::test_subtract"])
+    );
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    assert_eq!(env.json(&["advance"]).0, 0);
+    assert_eq!(env.json(&["advance"]).0, 0);
+    // Two new tests: the engine asks which one; an old test cannot be named.
+    env.write("calc.py", &format!("{CALC}\ndef sub(a, b):\n    return a - b\n\ndef neg(a):\n    raise NotImplementedError\n"));
+    env.write("tests/test_neg.py", "from calc import neg\n\ndef test_a():\n    assert neg(1) == -1\n\ndef test_b():\n    assert neg(-2) == 2\n");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ambiguous_target");
+    assert_eq!(value["next_action"]["verb"], "name_target_test");
+    let (exit, value) = env.json(&["target", "tests/test_old.py::test_old"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "target_not_new");
+    let (exit, value) = env.json(&["target", "tests/test_neg.py::test_b"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL");
+}

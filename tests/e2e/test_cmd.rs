@@ -1,0 +1,117 @@
+//! `tdd test` against real pytest: every outcome, exit codes, and recording in a run.
+
+use crate::support::Env;
+
+const TESTS: &str = r#"
+import pytest
+from calc import add
+
+def test_passes():
+    assert add(1, 1) == 2
+
+def test_assertion():
+    assert add(1, 1) == 3
+
+def test_exception():
+    raise RuntimeError("boom from the code under test")
+
+@pytest.mark.skip(reason="later")
+def test_skipped():
+    pass
+"#;
+
+fn pytest_project() -> Env {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    env.write("calc.py", "def add(a, b):\n    return a + b\n");
+    env.write("tests/test_calc.py", TESTS);
+    env.write(
+        "tests/test_broken.py",
+        "from calc import missing_name\n\ndef test_never():\n    pass\n",
+    );
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("calc");
+    env
+}
+
+fn status_of(value: &serde_json::Value) -> String {
+    value["data"]["targets"][0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn each_target_outcome_is_reported_with_exit_0() {
+    let env = pytest_project();
+    for (target, expected) in [
+        ("tests/test_calc.py::test_passes", "passed"),
+        ("tests/test_calc.py::test_assertion", "failed_assertion"),
+        ("py::tests/test_calc.py::test_exception", "failed_error"),
+        ("tests/test_calc.py::test_skipped", "not_run"),
+        ("tests/test_calc.py::test_nope", "not_found"),
+        ("tests/test_broken.py::test_never", "failed_error"),
+    ] {
+        let (exit, value) = env.json(&["test", target]);
+        assert_eq!(exit, 0, "{target}: {value}");
+        assert_eq!(status_of(&value), expected, "{target}: {value}");
+    }
+}
+
+#[test]
+fn the_whole_suite_lists_failures_with_excerpts_on_a_terminal() {
+    let env = pytest_project();
+    let (exit, text) = env.on_terminal(&["test", "--all"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(
+        text.contains("FAIL  py::tests/test_calc.py::test_assertion"),
+        "{text}"
+    );
+    assert!(text.contains("boom from the code under test"), "{text}");
+    assert!(text.contains("test_broken.py"), "{text}");
+}
+
+#[test]
+fn a_missing_runner_is_exit_1_and_bad_arguments_exit_2() {
+    let env = pytest_project();
+    let (exit, value) = env.json(&["test", "--project", "nope"]);
+    assert_eq!(exit, 2);
+    assert_eq!(value["error"]["reason"], "unknown_project");
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"junit\"\ntest_command = \"no-such-runner-anywhere {report}\"\n",
+    );
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_error");
+}
+
+#[test]
+fn observations_are_recorded_against_the_active_cycle() {
+    let env = pytest_project();
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: t\n    test: tests/test_calc.py::test_new\n---\n");
+    env.write("tests/test_broken.py", "def test_fine():\n    pass\n");
+    env.write(
+        "tests/test_calc.py",
+        "from calc import add\n\ndef test_passes():\n    assert add(1, 1) == 2\n",
+    );
+    env.commit_all("plan");
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, value) = env.json(&["test", "tests/test_calc.py::test_passes"]);
+    assert_eq!(exit, 0);
+    assert_eq!(
+        value["data"]["recorded_in_run"],
+        value["data"]["recorded_in_run"].clone()
+    );
+    assert!(
+        value["data"]["recorded_in_run"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("run-")),
+        "{value}"
+    );
+}

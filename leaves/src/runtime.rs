@@ -179,6 +179,22 @@ impl Leaves {
         }
     }
 
+    /// The leaves of the repository whose ledger is at `location`, launched by the
+    /// `tdd` binary at `tdd` (supervisor `tdd __supervise`, leaf files under the
+    /// ledger's directory, `tdd`'s directory first on every leaf's `PATH`).
+    pub fn for_repository(location: &tdd_engine::ledger::LedgerLocation, tdd: &Path) -> Leaves {
+        let supervisor = Supervisor::new(&location.dir, tdd, ["__supervise"]);
+        let leaves = Leaves::new(
+            supervisor,
+            location.database.clone(),
+            location.dir.join("leaf-files"),
+        );
+        match tdd.parent() {
+            Some(dir) => leaves.tdd_dir(dir),
+            None => leaves,
+        }
+    }
+
     /// Replaces the environment leaves are allow-listed from (tests, embedding).
     pub fn caller_env(mut self, env: impl IntoIterator<Item = (String, String)>) -> Leaves {
         self.caller_env = env.into_iter().collect();

@@ -26,7 +26,6 @@ use tdd_prompts::RepoFacts;
 use tdd_prompts::Step;
 use tdd_prompts::TestId;
 use tdd_prompts::VerifierInput;
-use tdd_supervisor::Supervisor;
 
 use crate::support::Env;
 
@@ -47,8 +46,6 @@ fn location(env: &Env) -> LedgerLocation {
 /// The conductor's side: leaves under `tdd __supervise`, with a forge token in the
 /// conductor's environment.
 fn leaves(env: &Env) -> Leaves {
-    let location = location(env);
-    let supervisor = Supervisor::new(&location.dir, tdd_bin(), ["__supervise"]);
     let caller = [
         ("PATH", std::env::var("PATH").unwrap_or_default()),
         ("HOME", env.home.path().display().to_string()),
@@ -60,14 +57,7 @@ fn leaves(env: &Env) -> Leaves {
         ("GITHUB_TOKEN", "ghp_conductor_secret".to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v));
-    let bin_dir = tdd_bin().parent().expect("bin dir").to_path_buf();
-    Leaves::new(
-        supervisor,
-        location.database.clone(),
-        location.dir.join("leaf-files"),
-    )
-    .caller_env(caller)
-    .tdd_dir(bin_dir)
+    Leaves::for_repository(&location(env), &tdd_bin()).caller_env(caller)
 }
 
 fn scripted(env: &Env, fixture: &str) -> Scripted {

@@ -627,6 +627,18 @@ signal = "SIGSEGV"
     }
 
     #[test]
+    fn the_example_fixtures_load() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/scripted");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(examples).expect("examples").flatten() {
+            let fixture = Scripted::load(&entry.path()).expect("loads");
+            assert!(!fixture.leaf.is_empty());
+            loaded += 1;
+        }
+        assert!(loaded > 0);
+    }
+
+    #[test]
     fn unknown_actions_and_fields_are_refused() {
         let bad_action =
             "version = 1\n[[leaf]]\nrole = \"developer\"\n[[leaf.do]]\naction = \"teleport\"\n";

@@ -67,6 +67,7 @@ enum Command {
     Stop(commands::stop::StopArgs),
     #[command(name = "__supervise", hide = true)]
     Supervise(commands::supervise::SuperviseArgs),
+    Verdict(commands::verdict::VerdictArgs),
 }
 
 impl Command {
@@ -91,11 +92,12 @@ impl Command {
             Command::Target(_) => "target",
             Command::Exec(_) => "exec",
             Command::Wait(_) => "wait",
-            Command::Leaves(_) => "leaves",
+            Command::Leaves(args) => args.name(),
             Command::Logs(_) => "logs",
             Command::Kill(_) => "kill",
             Command::Stop(_) => "stop",
             Command::Supervise(_) => crate::supervision::SUPERVISE_COMMAND,
+            Command::Verdict(_) => "verdict",
         }
     }
 }
@@ -159,6 +161,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Kill(args) => commands::kill::cmd_kill(&ctx, args),
         Command::Stop(args) => commands::stop::cmd_stop(&ctx, args),
         Command::Supervise(args) => commands::supervise::cmd_supervise(args),
+        Command::Verdict(args) => commands::verdict::cmd_verdict(&ctx, args),
     };
     out.finish(name, result)
 }

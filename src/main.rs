@@ -10,5 +10,9 @@ mod output;
 mod supervision;
 
 fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(code) = commands::leaf_modes::intercept(&args) {
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     cli::main().into()
 }

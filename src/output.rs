@@ -55,6 +55,10 @@ pub enum Verb {
     Blocked,
     /// Start a run with `tdd run start --plan <path>`.
     StartRun,
+    /// A verifier leaf: run the target tests yourself, then answer with `tdd verdict`.
+    GiveVerdict,
+    /// A planner leaf: write the plan, one cycle per criterion.
+    WritePlan,
 }
 
 impl From<tdd_engine::run::Verb> for Verb {

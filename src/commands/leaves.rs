@@ -14,10 +14,34 @@ use crate::supervision;
 /// how long ago each last wrote output. A leaf whose supervisor vanished is recorded
 /// as supervisor_lost, and what is left of it is killed.
 #[derive(Debug, clap::Args)]
-pub struct LeavesArgs {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct LeavesArgs {
+    #[command(subcommand)]
+    command: Option<LeavesCommand>,
+}
 
-/// Runs `tdd leaves`.
-pub fn cmd_leaves(ctx: &Ctx, _args: LeavesArgs) -> Result<Outcome, CommandError> {
+/// `tdd leaves ...` subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum LeavesCommand {
+    /// Show one leaf's record, or with --prompt exactly what it was told.
+    Show(crate::commands::leaf_show::ShowArgs),
+}
+
+impl LeavesArgs {
+    /// The envelope's command name.
+    pub fn name(&self) -> &'static str {
+        match self.command {
+            Some(LeavesCommand::Show(_)) => "leaves show",
+            None => "leaves",
+        }
+    }
+}
+
+/// Runs `tdd leaves` (the list) or `tdd leaves show`.
+pub fn cmd_leaves(ctx: &Ctx, args: LeavesArgs) -> Result<Outcome, CommandError> {
+    if let Some(LeavesCommand::Show(show)) = args.command {
+        return crate::commands::leaf_show::cmd_leaves_show(ctx, show);
+    }
     let leaves = supervision::supervisor(ctx)?.list()?;
     let running = leaves
         .iter()

@@ -15,6 +15,10 @@ pub struct StatusArgs {}
 
 /// Runs `tdd status`.
 pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError> {
+    // Inside a leaf, the leaf's own assignment and nothing else.
+    if let Some(outcome) = crate::commands::leaf_status::inside_leaf(ctx)? {
+        return Ok(outcome);
+    }
     let engine = ctx.engine()?;
     let Some(state) = engine.status()? else {
         let next = NextAction::new(

@@ -72,7 +72,8 @@ pub fn cmd_test(ctx: &Ctx, args: TestArgs) -> Result<Outcome, CommandError> {
         }
     }
     let payload = json!({ "observations": observations, "targets": verdicts });
-    let leaf = std::env::var("TDD_LEAF_ID").ok();
+    // Only a leaf whose token checks out is recorded as the one that ran the tests.
+    let leaf = crate::commands::leaf_status::verified_leaf_id(ctx);
     let recorded = ctx
         .engine()?
         .record_test(payload.clone(), leaf.as_deref())?;

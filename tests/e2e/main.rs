@@ -8,6 +8,7 @@ mod engine_cargo;
 mod engine_pytest;
 mod exec;
 mod init;
+mod leaf_roles;
 mod leafsupport;
 mod leaves;
 mod ledger;

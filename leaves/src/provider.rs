@@ -1,0 +1,160 @@
+//! The `Provider` contract every agent CLI implements.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Map;
+use serde_json::Value;
+use tdd_supervisor::ExitRecord;
+
+use crate::envelope::AbortOutcome;
+use crate::envelope::Capabilities;
+use crate::envelope::Request;
+use crate::envelope::Response;
+use crate::envelope::Usage;
+use crate::runtime::LeafError;
+use crate::runtime::LeafRun;
+use crate::runtime::Leaves;
+
+/// Files a leaf's runtime prepares before launch, outside the work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafFiles {
+    /// The leaf's own directory of files.
+    pub dir: PathBuf,
+    /// The prompt, exactly as recorded.
+    pub prompt: PathBuf,
+    /// Where a provider may ask its CLI to write a machine-readable result.
+    pub result: PathBuf,
+}
+
+/// How to start a provider's CLI for one request. Pure data; nothing is run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// The argument vector, program first (looked up on the leaf's `PATH`).
+    pub argv: Vec<String>,
+    /// Variables of the caller's environment the CLI needs (its keys, its config
+    /// directory). Added to the base allow-list; forge tokens are dropped anyway.
+    pub pass_env: Vec<String>,
+    /// Variables set to fixed values.
+    pub set_env: Vec<(String, String)>,
+    /// Feed the prompt file to the CLI's stdin.
+    pub prompt_on_stdin: bool,
+}
+
+/// What a leaf left behind, for the provider to read.
+#[derive(Debug)]
+pub struct LeafOutput<'a> {
+    /// Its stdout (at most the supervisor's output cap).
+    pub stdout: &'a str,
+    /// Its stderr.
+    pub stderr: &'a str,
+    /// The supervisor's exit record.
+    pub exit: &'a ExitRecord,
+    /// Its files.
+    pub files: &'a LeafFiles,
+}
+
+/// What a provider read from a leaf's output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The CLI's terminal event was seen (for CLIs without one: it exited 0).
+    pub terminal: bool,
+    /// The CLI reported an error in its terminal event.
+    pub error: Option<String>,
+    /// The final text.
+    pub text: String,
+    /// The session id.
+    pub session_id: Option<String>,
+    /// Turns taken.
+    pub turns: Option<u32>,
+    /// Token usage.
+    pub usage: Option<Usage>,
+    /// Cost in USD.
+    pub cost_usd: Option<f64>,
+    /// CLI-specific facts.
+    pub meta: Map<String, Value>,
+}
+
+/// Why a provider could not build an invocation.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// A template of the `command` provider holds an unknown placeholder.
+    #[error("argument `{arg}` holds an unknown placeholder `{{{placeholder}}}`")]
+    Placeholder {
+        /// The argument.
+        arg: String,
+        /// The placeholder.
+        placeholder: String,
+    },
+    /// The provider is configured wrongly.
+    #[error("{0}")]
+    Config(String),
+    /// A file the provider needs could not be read.
+    #[error("failed to read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One agent CLI behind the contract. Every run goes through the supervisor:
+/// `run` and `abort` are implemented once, here, on top of [`Leaves`]; a provider
+/// only says how to start its CLI and how to read what it printed.
+pub trait Provider: Send + Sync {
+    /// The provider's name (recorded in the leaf's record, nowhere else).
+    fn name(&self) -> &str;
+
+    /// What it can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// How to start the CLI for `request`.
+    fn invocation(&self, request: &Request, files: &LeafFiles)
+    -> Result<Invocation, ProviderError>;
+
+    /// Reads the leaf's output.
+    fn parse(&self, output: &LeafOutput<'_>) -> Parsed;
+
+    /// Prepares, records and launches a leaf under the supervisor.
+    fn run(&self, leaves: &Leaves, request: Request) -> Result<LeafRun, LeafError> {
+        let mut run = leaves.prepare(self, request)?;
+        leaves.start(&mut run)?;
+        Ok(run)
+    }
+
+    /// Ends a run whatever its state; calling it again does nothing more.
+    fn abort(&self, leaves: &Leaves, run: &mut LeafRun) -> Result<AbortOutcome, LeafError> {
+        leaves.abort(run)
+    }
+
+    /// Waits for the leaf to end (at most `max`) and reads its response.
+    fn response(
+        &self,
+        leaves: &Leaves,
+        run: &mut LeafRun,
+        max: Option<std::time::Duration>,
+    ) -> Result<Option<Response>, LeafError> {
+        leaves.collect(self, run, max)
+    }
+}
+
+/// Reads a file into text, lossily, or an empty string when it does not exist.
+pub(crate) fn read_lossy(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
+}
+
+/// The last `max` bytes of `text`, cut at a character boundary.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}

@@ -1,0 +1,61 @@
+//! The built-in providers and the registry that picks one by name.
+
+pub mod aider;
+pub mod claude;
+pub mod codex;
+pub mod command;
+pub mod scripted;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use tdd_engine::config::Config;
+
+use crate::provider::Provider;
+use crate::provider::ProviderError;
+
+/// How to re-execute the running binary as a scripted leaf.
+#[derive(Debug, Clone)]
+pub struct SelfExe {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments before the leaf's own (`["__scripted-leaf"]`).
+    pub args: Vec<OsString>,
+}
+
+/// The provider named `name` in `config`: a built-in (`scripted`, `claude`, `codex`,
+/// `aider`), adjusted by its `[provider.NAME]` table when there is one, or the
+/// `command` provider for any other table. `scripted` reads its fixture path from
+/// `[provider.scripted] args[0]`.
+pub fn build(
+    name: &str,
+    config: &Config,
+    this: &SelfExe,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    let table = config.provider.get(name);
+    Ok(match name {
+        "claude" => Box::new(claude::Claude::new(table)),
+        "codex" => Box::new(codex::Codex::new(table)),
+        "aider" => Box::new(aider::Aider::new(table)),
+        "scripted" => {
+            let fixture = table.and_then(|t| t.args.first()).ok_or_else(|| {
+                ProviderError::Config(
+                    "the scripted provider needs a fixture: [provider.scripted] args = [\"path/to/fixture.toml\"]".into(),
+                )
+            })?;
+            Box::new(scripted::Scripted::new(
+                fixture,
+                &this.program,
+                this.args.clone(),
+            ))
+        }
+        other => match table {
+            Some(table) => Box::new(command::CommandProvider::new(other, table.clone())),
+            None => {
+                return Err(ProviderError::Config(format!(
+                    "no provider `{other}`: add a [provider.{other}] table with a command"
+                )));
+            }
+        },
+    })
+}

@@ -1,0 +1,525 @@
+//! `Leaves`: preparing, recording, launching, aborting and collecting leaves.
+//!
+//! Every leaf goes through the same four steps, whatever its provider:
+//!
+//! 1. **prepare**: a leaf id and a one-time token are made, the prompt is written
+//!    outside the work tree, and a `leaf_prepared` event records the leaf (id,
+//!    role, provider, prompt, assignment, SHA-256 of the token) in the ledger;
+//! 2. **start**: the provider's invocation is launched under the supervisor with
+//!    an allow-listed environment plus the identity variables (`leaf_started`);
+//! 3. **abort**, at any time and any number of times (`leaf_aborted`);
+//! 4. **collect**: once the supervisor recorded the exit, the provider reads the
+//!    output into a [`Response`] (`leaf_finished`).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use sha2::Digest;
+use tdd_engine::ledger::Ledger;
+use tdd_engine::ledger::LedgerError;
+use tdd_supervisor::ExitClass;
+use tdd_supervisor::ExitRecord;
+use tdd_supervisor::LaunchError;
+use tdd_supervisor::LeafHandle;
+use tdd_supervisor::LeafSpec;
+use tdd_supervisor::LeafStatus;
+use tdd_supervisor::Supervisor;
+use tdd_supervisor::WaitOutcome;
+
+use crate::env::leaf_env;
+use crate::envelope::AbortOutcome;
+use crate::envelope::Completion;
+use crate::envelope::Request;
+use crate::envelope::Response;
+use crate::provider::Invocation;
+use crate::provider::LeafFiles;
+use crate::provider::LeafOutput;
+use crate::provider::Provider;
+use crate::provider::ProviderError;
+use crate::provider::read_lossy;
+
+/// Each output stream of a leaf is cut at this many bytes (and the leaf killed).
+pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a leaf could not be prepared, started, aborted or collected.
+#[derive(Debug, thiserror::Error)]
+pub enum LeafError {
+    /// The provider could not build its invocation.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The ledger failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The supervisor refused or failed the launch.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// The supervisor's records could not be read.
+    #[error(transparent)]
+    Supervision(#[from] tdd_supervisor::LeafError),
+    /// The leaf was aborted before it started.
+    #[error("leaf {id} was aborted before it started")]
+    Aborted {
+        /// The leaf.
+        id: String,
+    },
+    /// The run is not in a state that allows the operation.
+    #[error("leaf {id} {why}")]
+    State {
+        /// The leaf.
+        id: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A file of the leaf could not be written or read.
+    #[error("{what} {}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+enum State {
+    Prepared(Box<LeafSpec>),
+    Running(Box<LeafHandle>),
+    AbortedBeforeStart,
+}
+
+/// One leaf, from preparation to its end.
+pub struct LeafRun {
+    id: String,
+    provider: String,
+    run_id: Option<String>,
+    files: LeafFiles,
+    state: State,
+    collected: bool,
+}
+
+impl std::fmt::Debug for LeafRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeafRun")
+            .field("id", &self.id)
+            .field("provider", &self.provider)
+            .field("supervisor_id", &self.supervisor_id())
+            .finish()
+    }
+}
+
+impl LeafRun {
+    /// The leaf id (`TDD_LEAF_ID`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The supervisor's handle, once started.
+    pub fn handle(&self) -> Option<&LeafHandle> {
+        match &self.state {
+            State::Running(handle) => Some(handle.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The supervisor's id of the leaf, once started.
+    pub fn supervisor_id(&self) -> Option<&str> {
+        self.handle().map(|handle| handle.id())
+    }
+
+    /// The leaf's files (prompt, result).
+    pub fn files(&self) -> &LeafFiles {
+        &self.files
+    }
+
+    /// Waits for the leaf to end, at most `max`; `None` while it still runs.
+    pub fn wait(&mut self, max: Option<Duration>) -> Result<Option<ExitRecord>, LeafError> {
+        match &mut self.state {
+            State::Running(handle) => match handle.wait(max)? {
+                WaitOutcome::Finished(exit) => Ok(Some(exit)),
+                WaitOutcome::StillRunning => Ok(None),
+            },
+            State::Prepared(_) => Err(LeafError::State {
+                id: self.id.clone(),
+                why: "has not started",
+            }),
+            State::AbortedBeforeStart => Err(LeafError::Aborted {
+                id: self.id.clone(),
+            }),
+        }
+    }
+}
+
+/// The leaves of one repository: a supervisor, the ledger, and the directory of
+/// leaf files.
+pub struct Leaves {
+    supervisor: Supervisor,
+    database: PathBuf,
+    files_dir: PathBuf,
+    caller_env: BTreeMap<String, String>,
+    tdd_dir: Option<PathBuf>,
+}
+
+impl Leaves {
+    /// Leaves launched through `supervisor`, recorded in the ledger at `database`,
+    /// with their files under `files_dir`. The caller's environment is read from
+    /// this process.
+    pub fn new(supervisor: Supervisor, database: PathBuf, files_dir: PathBuf) -> Leaves {
+        Leaves {
+            supervisor,
+            database,
+            files_dir,
+            caller_env: std::env::vars().collect(),
+            tdd_dir: None,
+        }
+    }
+
+    /// The leaves of the repository whose ledger is at `location`, launched by the
+    /// `tdd` binary at `tdd` (supervisor `tdd __supervise --ledger DB`, so launch, signal
+    /// and exit events reach the ledger; leaf files under the ledger's directory; `tdd`'s
+    /// directory first on every leaf's `PATH`).
+    pub fn for_repository(location: &tdd_engine::ledger::LedgerLocation, tdd: &Path) -> Leaves {
+        let args = [
+            std::ffi::OsString::from("__supervise"),
+            std::ffi::OsString::from("--ledger"),
+            location.database.clone().into_os_string(),
+        ];
+        let supervisor = Supervisor::new(&location.dir, tdd, args);
+        let leaves = Leaves::new(
+            supervisor,
+            location.database.clone(),
+            location.dir.join("leaf-files"),
+        );
+        match tdd.parent() {
+            Some(dir) => leaves.tdd_dir(dir),
+            None => leaves,
+        }
+    }
+
+    /// Replaces the environment leaves are allow-listed from (tests, embedding).
+    pub fn caller_env(mut self, env: impl IntoIterator<Item = (String, String)>) -> Leaves {
+        self.caller_env = env.into_iter().collect();
+        self
+    }
+
+    /// Puts this directory first on every leaf's `PATH`, so that `tdd` inside a
+    /// leaf is the binary that launched it.
+    pub fn tdd_dir(mut self, dir: impl Into<PathBuf>) -> Leaves {
+        self.tdd_dir = Some(dir.into());
+        self
+    }
+
+    /// The ledger database.
+    pub fn database(&self) -> &Path {
+        &self.database
+    }
+
+    /// The supervisor.
+    pub fn supervisor(&self) -> &Supervisor {
+        &self.supervisor
+    }
+
+    /// Makes the leaf's identity and files, records it, and builds its launch spec.
+    pub fn prepare<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        request: Request,
+    ) -> Result<LeafRun, LeafError> {
+        let id = format!(
+            "{}-i{}-s{}-{}-a{}-{}",
+            request.role(),
+            request.issue,
+            request.step,
+            request.phase_name(),
+            request.attempt,
+            &random_hex(3)?
+        );
+        let token = random_hex(32)?;
+        let dir = self.files_dir.join(&id);
+        std::fs::create_dir_all(&dir).map_err(|source| LeafError::Io {
+            what: "failed to create",
+            path: dir.clone(),
+            source,
+        })?;
+        let files = LeafFiles {
+            prompt: dir.join("prompt.md"),
+            result: dir.join("result.json"),
+            dir,
+        };
+        std::fs::write(&files.prompt, request.prompt.text()).map_err(|source| LeafError::Io {
+            what: "failed to write",
+            path: files.prompt.clone(),
+            source,
+        })?;
+        let invocation = provider.invocation(&request, &files)?;
+        let spec = self.spec(&id, &token, &request, &invocation, &files);
+        let prompt = &request.prompt;
+        let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
+        env_names.sort();
+        let payload = json!({
+            "leaf_id": id,
+            "role": request.role(),
+            "provider": provider.name(),
+            "issue": request.issue,
+            "step": request.step,
+            "phase": request.phase_name(),
+            "attempt": request.attempt,
+            "workdir": request.workdir,
+            "prompt": {
+                "template": prompt.template(),
+                "text": prompt.text(),
+                "sha256": prompt.sha256(),
+                "bytes": prompt.text().len(),
+                "fixed_bytes": prompt.fixed_bytes(),
+                "variable_bytes": prompt.variable_bytes(),
+            },
+            "assignment": prompt.assignment(),
+            "token_sha256": token_sha256(&token),
+            "argv": invocation.argv,
+            "env": env_names,
+            "files": files.dir,
+        });
+        self.ledger()?
+            .append(request.run_id.as_deref(), "leaf_prepared", &payload)?;
+        Ok(LeafRun {
+            id,
+            provider: provider.name().to_string(),
+            run_id: request.run_id,
+            files,
+            state: State::Prepared(Box::new(spec)),
+            collected: false,
+        })
+    }
+
+    fn spec(
+        &self,
+        id: &str,
+        token: &str,
+        request: &Request,
+        invocation: &Invocation,
+        files: &LeafFiles,
+    ) -> LeafSpec {
+        let mut set = invocation.set_env.clone();
+        set.extend([
+            ("TDD_ROLE".to_string(), request.role().to_string()),
+            ("TDD_ISSUE".to_string(), request.issue.to_string()),
+            ("TDD_STEP".to_string(), request.step.to_string()),
+            ("TDD_PHASE".to_string(), request.phase_name().to_string()),
+            ("TDD_LEAF_ID".to_string(), id.to_string()),
+            ("TDD_LEAF_TOKEN".to_string(), token.to_string()),
+        ]);
+        if let Some(dir) = &self.tdd_dir {
+            let path = match self.caller_env.get("PATH") {
+                Some(path) if !path.is_empty() => format!("{}:{path}", dir.display()),
+                _ => dir.display().to_string(),
+            };
+            set.push(("PATH".to_string(), path));
+        }
+        let env = leaf_env(&self.caller_env, &invocation.pass_env, &set);
+        let mut spec = LeafSpec::new(invocation.argv.clone())
+            .name(id)
+            .cwd(&request.workdir)
+            .wall_timeout(request.wall_timeout)
+            .max_output_bytes(MAX_OUTPUT_BYTES);
+        if let Some(idle) = request.idle_timeout {
+            spec = spec.idle_timeout(idle);
+        }
+        if invocation.prompt_on_stdin {
+            spec = spec.stdin(&files.prompt);
+        }
+        for (key, value) in env {
+            spec = spec.env(key, value);
+        }
+        spec
+    }
+
+    /// Launches a prepared leaf. Refuses one that was aborted, here or in another
+    /// process.
+    pub fn start(&self, run: &mut LeafRun) -> Result<(), LeafError> {
+        let State::Prepared(spec) = &run.state else {
+            return match run.state {
+                State::AbortedBeforeStart => Err(LeafError::Aborted { id: run.id.clone() }),
+                _ => Err(LeafError::State {
+                    id: run.id.clone(),
+                    why: "has already started",
+                }),
+            };
+        };
+        let mut ledger = self.ledger()?;
+        let aborted = ledger
+            .events_of_kind(run.run_id.as_deref(), "leaf_aborted")?
+            .iter()
+            .any(|e| e.payload["leaf_id"] == run.id.as_str());
+        if aborted {
+            run.state = State::AbortedBeforeStart;
+            return Err(LeafError::Aborted { id: run.id.clone() });
+        }
+        let handle = self.supervisor.launch(spec)?;
+        ledger.append(
+            run.run_id.as_deref(),
+            "leaf_started",
+            &json!({ "leaf_id": run.id, "supervisor_id": handle.id() }),
+        )?;
+        run.state = State::Running(Box::new(handle));
+        Ok(())
+    }
+
+    /// Aborts a run in any state. Idempotent: a second call, or a call on a run that
+    /// already ended, does nothing and says so.
+    pub fn abort(&self, run: &mut LeafRun) -> Result<AbortOutcome, LeafError> {
+        let outcome = match &mut run.state {
+            State::AbortedBeforeStart => return Ok(AbortOutcome::AlreadyOver),
+            State::Prepared(_) => {
+                run.state = State::AbortedBeforeStart;
+                AbortOutcome::NotStarted
+            }
+            State::Running(handle) => match handle.status()? {
+                LeafStatus::Finished(_) => return Ok(AbortOutcome::AlreadyOver),
+                LeafStatus::Starting | LeafStatus::Running { .. } => {
+                    if std::fs::metadata(handle.dir().join("kill.json")).is_ok() {
+                        return Ok(AbortOutcome::AlreadyOver);
+                    }
+                    handle.kill(false)?;
+                    AbortOutcome::Killed
+                }
+            },
+        };
+        self.ledger()?.append(
+            run.run_id.as_deref(),
+            "leaf_aborted",
+            &json!({ "leaf_id": run.id, "outcome": outcome }),
+        )?;
+        Ok(outcome)
+    }
+
+    /// Waits at most `max` for the leaf to end, then reads its response through the
+    /// provider and records `leaf_finished` (once). `None` while it still runs.
+    pub fn collect<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        run: &mut LeafRun,
+        max: Option<Duration>,
+    ) -> Result<Option<Response>, LeafError> {
+        let Some(exit) = run.wait(max)? else {
+            return Ok(None);
+        };
+        let Some(handle) = run.handle() else {
+            return Err(LeafError::State {
+                id: run.id.clone(),
+                why: "has not started",
+            });
+        };
+        let stdout = read_lossy(handle.stdout_path());
+        let stderr = handle.stderr_path().map(read_lossy).unwrap_or_default();
+        let parsed = provider.parse(&LeafOutput {
+            stdout: &stdout,
+            stderr: &stderr,
+            exit: &exit,
+            files: &run.files,
+        });
+        let completion = completion(&exit.class, &parsed);
+        let mut meta = parsed.meta;
+        meta.insert("provider".into(), json!(provider.name()));
+        let response = Response {
+            leaf_id: run.id.clone(),
+            completion,
+            exit: exit.class.clone(),
+            text: parsed.text,
+            session_id: parsed.session_id,
+            turns: parsed.turns,
+            usage: parsed.usage,
+            cost_usd: parsed.cost_usd,
+            meta,
+        };
+        if !run.collected {
+            self.ledger()?.append(
+                run.run_id.as_deref(),
+                "leaf_finished",
+                &json!({
+                    "leaf_id": run.id,
+                    "exit": exit.class,
+                    "completion": response.completion,
+                    "session_id": response.session_id,
+                    "turns": response.turns,
+                    "usage": response.usage,
+                    "cost_usd": response.cost_usd,
+                    "duration_ms": exit.duration_ms,
+                }),
+            )?;
+            run.collected = true;
+        }
+        Ok(Some(response))
+    }
+
+    fn ledger(&self) -> Result<Ledger, LedgerError> {
+        Ledger::open(&self.database)
+    }
+}
+
+fn spec_env_names<'a>(
+    caller: &'a BTreeMap<String, String>,
+    invocation: &Invocation,
+) -> Vec<&'a String> {
+    let env = leaf_env(caller, &invocation.pass_env, &[]);
+    caller.keys().filter(|k| env.contains_key(*k)).collect()
+}
+
+/// How a leaf ended: the supervisor's class first (our kills decide), then what the
+/// provider saw in the stream.
+fn completion(class: &ExitClass, parsed: &crate::provider::Parsed) -> Completion {
+    match class {
+        ExitClass::KillStuck { reason } => Completion::KilledStuck {
+            reason: reason.to_string(),
+        },
+        ExitClass::Stopped => Completion::Aborted,
+        ExitClass::KilledExternal { signal } => Completion::Crashed {
+            reason: format!("killed by {signal}"),
+        },
+        ExitClass::SupervisorLost => Completion::Crashed {
+            reason: "its supervisor was lost".into(),
+        },
+        ExitClass::SpawnFailed { error } => Completion::Crashed {
+            reason: format!("it never ran: {error}"),
+        },
+        ExitClass::Exited { code } => {
+            if !parsed.terminal {
+                Completion::Crashed {
+                    reason: format!("it exited with code {code} before its final event"),
+                }
+            } else if let Some(error) = &parsed.error {
+                Completion::Failed {
+                    reason: error.clone(),
+                }
+            } else if *code != 0 {
+                Completion::Failed {
+                    reason: format!("it exited with code {code}"),
+                }
+            } else {
+                Completion::Completed
+            }
+        }
+    }
+}
+
+/// `bytes` random bytes as hex, from the kernel.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, LeafError> {
+    let mut buffer = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(&mut buffer))
+        .map_err(|source| LeafError::Io {
+            what: "failed to read",
+            path: PathBuf::from("/dev/urandom"),
+            source,
+        })?;
+    Ok(hex::encode(buffer))
+}
+
+/// The SHA-256 of a leaf token, hex: what the ledger keeps instead of the token.
+pub fn token_sha256(token: &str) -> String {
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+}

@@ -172,6 +172,8 @@ impl Git {
 pub struct Discovered {
     /// The work tree's top-level directory.
     pub toplevel: PathBuf,
+    /// This work tree's own git directory (its index and HEAD live here).
+    pub git_dir: PathBuf,
     /// The canonical common git directory.
     pub common_dir: PathBuf,
 }
@@ -213,10 +215,11 @@ pub fn discover(dir: &Path) -> Option<Discovered> {
                 git_dir.join(common)
             }
         }
-        Err(_) => git_dir,
+        Err(_) => git_dir.clone(),
     };
     Some(Discovered {
         toplevel,
+        git_dir,
         common_dir: common_dir.canonicalize().ok()?,
     })
 }

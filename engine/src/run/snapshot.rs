@@ -128,14 +128,20 @@ impl Snapshot {
     /// since on a large tree each is a walk of every directory.
     pub fn scan(work_tree: &Path) -> Result<Snapshot, GitError> {
         let git = Git::new(work_tree);
-        let dirs = git.text(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
-        let mut lines = dirs.lines();
-        let git_dir = PathBuf::from(lines.next().unwrap_or_default());
-        let real_index = PathBuf::from(lines.next().unwrap_or_default());
-        let real_index = if real_index.is_absolute() {
-            real_index
-        } else {
-            work_tree.join(real_index)
+        let (git_dir, real_index) = match crate::git::discover(work_tree) {
+            Some(found) => (found.git_dir.clone(), found.git_dir.join("index")),
+            None => {
+                let dirs = git.text(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
+                let mut lines = dirs.lines();
+                let git_dir = PathBuf::from(lines.next().unwrap_or_default());
+                let index = PathBuf::from(lines.next().unwrap_or_default());
+                let index = if index.is_absolute() {
+                    index
+                } else {
+                    work_tree.join(index)
+                };
+                (git_dir, index)
+            }
         };
         let index = TempIndex {
             path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),

@@ -391,6 +391,50 @@ impl Leaves {
         Ok(outcome)
     }
 
+    /// Aborts the leaf recorded as `leaf_id`, from any process (a conductor resuming
+    /// after a crash): a leaf never started is marked aborted so it never will; a
+    /// running one is killed through its supervisor; an ended one is left alone.
+    pub fn abort_recorded(&self, leaf_id: &str) -> Result<AbortOutcome, LeafError> {
+        let mut ledger = self.ledger()?;
+        let events = ledger.events(None)?;
+        let of_leaf = |kind: &str| {
+            events
+                .iter()
+                .rfind(|e| e.kind == kind && e.payload["leaf_id"] == leaf_id)
+        };
+        let Some(prepared) = of_leaf("leaf_prepared") else {
+            return Err(LeafError::State {
+                id: leaf_id.to_string(),
+                why: "is not recorded in this ledger",
+            });
+        };
+        let run_id = prepared.run_id.clone();
+        if of_leaf("leaf_aborted").is_some() || of_leaf("leaf_finished").is_some() {
+            return Ok(AbortOutcome::AlreadyOver);
+        }
+        let outcome = match of_leaf("leaf_started")
+            .and_then(|e| e.payload["supervisor_id"].as_str().map(str::to_string))
+        {
+            None => AbortOutcome::NotStarted,
+            Some(supervisor_id) => {
+                let mut handle = self.supervisor.open(&supervisor_id)?;
+                match handle.status()? {
+                    LeafStatus::Finished(_) => return Ok(AbortOutcome::AlreadyOver),
+                    LeafStatus::Starting | LeafStatus::Running { .. } => {
+                        handle.kill(false)?;
+                        AbortOutcome::Killed
+                    }
+                }
+            }
+        };
+        ledger.append(
+            run_id.as_deref(),
+            "leaf_aborted",
+            &json!({ "leaf_id": leaf_id, "outcome": outcome }),
+        )?;
+        Ok(outcome)
+    }
+
     /// Waits at most `max` for the leaf to end, then reads its response through the
     /// provider and records `leaf_finished` (once). `None` while it still runs.
     pub fn collect<P: Provider + ?Sized>(

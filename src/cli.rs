@@ -59,9 +59,15 @@ enum Command {
     Resume(commands::resume::ResumeArgs),
     Rollback(commands::rollback::RollbackArgs),
     Target(commands::target::TargetArgs),
+    Exec(commands::exec::ExecArgs),
+    Wait(commands::wait::WaitArgs),
+    Leaves(commands::leaves::LeavesArgs),
+    Logs(commands::logs::LogsArgs),
+    Kill(commands::kill::KillArgs),
+    Stop(commands::stop::StopArgs),
+    #[command(name = "__supervise", hide = true)]
+    Supervise(commands::supervise::SuperviseArgs),
     Verdict(commands::verdict::VerdictArgs),
-    #[command(subcommand)]
-    Leaves(commands::leaf_show::LeavesCommand),
 }
 
 impl Command {
@@ -84,8 +90,14 @@ impl Command {
             Command::Resume(_) => "resume",
             Command::Rollback(_) => "rollback",
             Command::Target(_) => "target",
+            Command::Exec(_) => "exec",
+            Command::Wait(_) => "wait",
+            Command::Leaves(args) => args.name(),
+            Command::Logs(_) => "logs",
+            Command::Kill(_) => "kill",
+            Command::Stop(_) => "stop",
+            Command::Supervise(_) => crate::supervision::SUPERVISE_COMMAND,
             Command::Verdict(_) => "verdict",
-            Command::Leaves(c) => c.name(),
         }
     }
 }
@@ -142,8 +154,14 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Resume(args) => commands::resume::cmd_resume(&ctx, args),
         Command::Rollback(args) => commands::rollback::cmd_rollback(&ctx, args),
         Command::Target(args) => commands::target::cmd_target(&ctx, args),
+        Command::Exec(args) => commands::exec::cmd_exec(&ctx, args),
+        Command::Wait(args) => commands::wait::cmd_wait(&ctx, args),
+        Command::Leaves(args) => commands::leaves::cmd_leaves(&ctx, args),
+        Command::Logs(args) => commands::logs::cmd_logs(&ctx, args),
+        Command::Kill(args) => commands::kill::cmd_kill(&ctx, args),
+        Command::Stop(args) => commands::stop::cmd_stop(&ctx, args),
+        Command::Supervise(args) => commands::supervise::cmd_supervise(args),
         Command::Verdict(args) => commands::verdict::cmd_verdict(&ctx, args),
-        Command::Leaves(cmd) => commands::leaf_show::cmd_leaves(&ctx, cmd),
     };
     out.finish(name, result)
 }

@@ -9,6 +9,9 @@ use tdd_engine::git::GitError;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::plan::PlanError;
 use tdd_engine::run::RunError;
+use tdd_supervisor::LaunchError;
+use tdd_supervisor::LeafError;
+use tdd_supervisor::StopError;
 
 use crate::exit::Exit;
 use crate::output::NextAction;
@@ -175,6 +178,50 @@ impl From<LedgerError> for CommandError {
                 CommandError::internal("ledger_failed", message)
             }
         }
+    }
+}
+
+impl From<LaunchError> for CommandError {
+    fn from(err: LaunchError) -> Self {
+        let message = error_chain(&err);
+        match err {
+            LaunchError::StopPending { .. } => CommandError::refused("stop_pending", message).hint(
+                "wait for the stop to be handled, or run `tdd stop --clear` to allow new leaves",
+            ),
+            LaunchError::InvalidSpec { .. } => CommandError::bad_input("exec_invalid", message),
+            LaunchError::Prepare { .. } | LaunchError::Record(_) => {
+                CommandError::refused("write_failed", message)
+                    .hint("make the ledger directory writable (see `tdd ledger path`)")
+            }
+            LaunchError::SpawnSupervisor { .. }
+            | LaunchError::SupervisorFailed { .. }
+            | LaunchError::SupervisorTimeout { .. } => {
+                CommandError::internal("supervisor_failed", message)
+                    .hint("the supervisor's own log is named in the message")
+            }
+        }
+    }
+}
+
+impl From<LeafError> for CommandError {
+    fn from(err: LeafError) -> Self {
+        let message = error_chain(&err);
+        match err {
+            LeafError::NotFound { .. } | LeafError::InvalidId { .. } => {
+                CommandError::bad_input("leaf_not_found", message)
+                    .hint("`tdd leaves` lists the leaves of this repository")
+            }
+            LeafError::Record(_) | LeafError::List { .. } | LeafError::Output { .. } => {
+                CommandError::refused("leaf_unreadable", message)
+            }
+        }
+    }
+}
+
+impl From<StopError> for CommandError {
+    fn from(err: StopError) -> Self {
+        CommandError::refused("write_failed", error_chain(&err))
+            .hint("make the ledger directory writable (see `tdd ledger path`)")
     }
 }
 

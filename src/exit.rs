@@ -17,6 +17,10 @@ pub enum Exit {
     Stopped,
     /// A bug in `tdd` (including a panic).
     Internal,
+    /// A code derived from a leaf's exit class: `tdd exec` passes the leaf's own code
+    /// on (124 kill_stuck, 125 supervisor_lost, 127 spawn_failed, 130 stopped, 137
+    /// killed_external); `tdd wait` gives 1 and 2 their documented meanings.
+    Leaf(u8),
 }
 
 impl Exit {
@@ -30,6 +34,7 @@ impl Exit {
             Exit::Bailed => 4,
             Exit::Stopped => 5,
             Exit::Internal => 70,
+            Exit::Leaf(code) => code,
         }
     }
 }

@@ -7,6 +7,7 @@ mod error;
 mod exit;
 mod failpoint;
 mod output;
+mod supervision;
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();

@@ -128,6 +128,8 @@ pub struct Outcome {
     pub text: String,
     /// The envelope's `next_action`.
     pub next_action: Option<NextAction>,
+    /// The exit status (`Exit::Ok` unless a command derives it from a leaf).
+    pub exit: Exit,
 }
 
 impl Outcome {
@@ -137,12 +139,19 @@ impl Outcome {
             data: serde_json::to_value(data).unwrap_or(Value::Null),
             text: text.into(),
             next_action: None,
+            exit: Exit::Ok,
         }
     }
 
     /// Sets the next action.
     pub fn next(mut self, action: NextAction) -> Outcome {
         self.next_action = Some(action);
+        self
+    }
+
+    /// Sets the exit status of a command that succeeded (the envelope stays `ok`).
+    pub fn exit(mut self, exit: Exit) -> Outcome {
+        self.exit = exit;
         self
     }
 }
@@ -220,7 +229,7 @@ impl Output {
                     }
                     write_out(&text);
                 }
-                Exit::Ok
+                outcome.exit
             }
             Err(err) => {
                 if self.json {

@@ -123,6 +123,9 @@ impl Git {
 
     /// The work tree's top-level directory, or `NotARepository`.
     pub fn toplevel(&self) -> Result<PathBuf, GitError> {
+        if let Some(found) = discover(&self.dir) {
+            return Ok(found.toplevel);
+        }
         match self.text(["rev-parse", "--show-toplevel"]) {
             Ok(path) if !path.is_empty() => Ok(PathBuf::from(path)),
             Ok(_) | Err(GitError::Failed { .. }) => Err(GitError::NotARepository(self.dir.clone())),
@@ -132,6 +135,9 @@ impl Git {
 
     /// The canonical common git directory, shared by every worktree of a repository.
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        if let Some(found) = discover(&self.dir) {
+            return Ok(found.common_dir);
+        }
         let raw = match self.text(["rev-parse", "--path-format=absolute", "--git-common-dir"]) {
             Ok(path) => path,
             Err(GitError::Failed { .. }) => {
@@ -161,6 +167,60 @@ impl Git {
     }
 }
 
+/// A repository found by reading the file system, the way git itself finds one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// The work tree's top-level directory.
+    pub toplevel: PathBuf,
+    /// The canonical common git directory.
+    pub common_dir: PathBuf,
+}
+
+/// Finds the work tree containing `dir` without starting git: the nearest ancestor with a
+/// `.git` directory, or a `.git` file naming one (`gitdir: ...`, as worktrees and
+/// submodules have), whose common directory is given by its `commondir` file.
+///
+/// Returns `None` for anything unusual (no `HEAD`, unreadable files); callers then ask git,
+/// which stays the authority. Starting git costs a few milliseconds per call, which matters
+/// to commands such as `tdd status` that a leaf runs often.
+pub fn discover(dir: &Path) -> Option<Discovered> {
+    let start = dir.canonicalize().ok()?;
+    let toplevel = start
+        .ancestors()
+        .find(|a| a.join(".git").exists())?
+        .to_path_buf();
+    let dot_git = toplevel.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
+        if target.is_absolute() {
+            target
+        } else {
+            toplevel.join(target)
+        }
+    };
+    if !git_dir.join("HEAD").is_file() {
+        return None;
+    }
+    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => {
+            let common = PathBuf::from(text.trim());
+            if common.is_absolute() {
+                common
+            } else {
+                git_dir.join(common)
+            }
+        }
+        Err(_) => git_dir,
+    };
+    Some(Discovered {
+        toplevel,
+        common_dir: common_dir.canonicalize().ok()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +248,49 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let err = Git::new(dir.path()).toplevel().expect_err("not a repo");
         assert!(matches!(err, GitError::NotARepository(_)));
+    }
+
+    #[test]
+    fn discovery_agrees_with_git_in_a_repo_and_a_worktree() {
+        let dir = init_repo();
+        let git = Git::new(dir.path());
+        git.output([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "c",
+        ])
+        .expect("commit");
+        let wt = dir.path().join("wt");
+        git.output([
+            std::ffi::OsStr::new("worktree"),
+            "add".as_ref(),
+            "-q".as_ref(),
+            wt.as_os_str(),
+        ])
+        .expect("worktree add");
+        let sub = wt.join("deep/er");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        for place in [dir.path().to_path_buf(), sub] {
+            let found = discover(&place).expect("discovered");
+            let by_git = |args: &[&str]| {
+                PathBuf::from(Git::new(&place).text(args).expect("git answers"))
+                    .canonicalize()
+                    .expect("canonical")
+            };
+            assert_eq!(found.toplevel, by_git(&["rev-parse", "--show-toplevel"]));
+            assert_eq!(
+                found.common_dir,
+                by_git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            );
+        }
+        let outside = tempfile::tempdir().expect("tempdir");
+        assert_eq!(discover(outside.path()), None);
     }
 
     #[test]

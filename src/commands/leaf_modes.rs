@@ -2,9 +2,8 @@
 //! parsing, since a leaf prints what its script says and no envelope.
 //!
 //! - `tdd __scripted-leaf ...`: a scripted leaf (`tdd_leaves::providers::scripted`).
-//! - `tdd __supervise <leaf-dir>`: the supervisor process of one leaf. The supervisor
-//!   commands own this mode once they land; until then this minimal form (no ledger
-//!   reporter) lets leaves run under `tdd`.
+//!
+//! (`tdd __supervise` is a hidden subcommand of its own: it prints an envelope.)
 
 use tdd_leaves::providers::scripted::SCRIPTED_LEAF_COMMAND;
 
@@ -12,13 +11,6 @@ use tdd_leaves::providers::scripted::SCRIPTED_LEAF_COMMAND;
 pub fn intercept(args: &[String]) -> Option<i32> {
     match args.get(1).map(String::as_str) {
         Some(SCRIPTED_LEAF_COMMAND) => Some(tdd_leaves::providers::scripted::run_leaf(&args[2..])),
-        Some("__supervise") => {
-            let dir = std::path::PathBuf::from(args.last()?);
-            Some(tdd_supervisor::run_supervisor(
-                &dir,
-                &tdd_supervisor::NoopReporter,
-            ))
-        }
         _ => None,
     }
 }

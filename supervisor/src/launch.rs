@@ -160,8 +160,9 @@ impl Supervisor {
 
     /// Waits until the supervisor records the launch or an exit, or gives up.
     fn await_launch(&self, handle: &mut LeafHandle, log: &Path) -> Result<(), LaunchError> {
-        let deadline = Instant::now() + self.launch_timeout;
-        let mut backoff = Backoff::new();
+        let start = Instant::now();
+        let deadline = start + self.launch_timeout;
+        let mut backoff = Backoff::since(start);
         loop {
             if handle.dir_paths().launch().exists() || handle.dir_paths().exit().exists() {
                 return Ok(());
@@ -268,6 +269,10 @@ fn resolve(spec: &LeafSpec, id: &str, state_dir: &Path, here: &Path, dir: &LeafD
         (Some(path), false) => Some(absolute(here, path)),
         (None, false) => Some(dir.default_stderr()),
     };
+    let mut env = spec.env.clone();
+    if let Some(name) = &spec.id_env {
+        env.insert(name.clone(), id.to_owned());
+    }
     let millis = |duration: Option<Duration>| duration.map(clock::millis);
     Job {
         version: records::FORMAT_VERSION,
@@ -276,7 +281,7 @@ fn resolve(spec: &LeafSpec, id: &str, state_dir: &Path, here: &Path, dir: &LeafD
         state_dir: state_dir.to_path_buf(),
         argv: spec.argv.clone(),
         cwd,
-        env: spec.env.clone(),
+        env,
         stdin: spec.stdin.as_deref().map(|path| absolute(here, path)),
         stdout: spec
             .stdout

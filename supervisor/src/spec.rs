@@ -26,6 +26,7 @@ pub struct LeafSpec {
     pub(crate) name: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) env: BTreeMap<String, String>,
+    pub(crate) id_env: Option<String>,
     pub(crate) stdin: Option<PathBuf>,
     pub(crate) stdout: Option<PathBuf>,
     pub(crate) stderr: Option<PathBuf>,
@@ -51,6 +52,7 @@ impl LeafSpec {
             name: None,
             cwd: None,
             env: BTreeMap::new(),
+            id_env: None,
             stdin: None,
             stdout: None,
             stderr: None,
@@ -95,6 +97,13 @@ impl LeafSpec {
                 self.env.insert(name.to_owned(), value);
             }
         }
+        self
+    }
+
+    /// Exports the leaf's id in its environment under `name`, so that what the leaf
+    /// runs (a test command reporting back) can say which leaf it belongs to.
+    pub fn id_env(mut self, name: impl Into<String>) -> Self {
+        self.id_env = Some(name.into());
         self
     }
 
@@ -170,6 +179,11 @@ impl LeafSpec {
         }
         if self.heartbeat.is_zero() {
             return Err(String::from("the heartbeat interval is zero"));
+        }
+        if let Some(name) = &self.id_env
+            && (name.is_empty() || name.contains('=') || name.contains('\0'))
+        {
+            return Err(format!("{name:?} cannot name an environment variable"));
         }
         if self.max_output_bytes == Some(0) {
             return Err(String::from("the maximum output is zero bytes"));

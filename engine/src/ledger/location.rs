@@ -119,13 +119,12 @@ fn refuse_inside_work_tree(home: &Path) -> Result<(), LedgerError> {
             None => return Ok(()),
         }
     }
-    match Git::new(probe).toplevel() {
-        Ok(work_tree) => Err(LedgerError::HomeInsideWorkTree {
+    match crate::git::discover(probe) {
+        Some(found) => Err(LedgerError::HomeInsideWorkTree {
             home: home.to_path_buf(),
-            work_tree,
+            work_tree: found.toplevel,
         }),
-        Err(GitError::NotARepository(_)) => Ok(()),
-        Err(other) => Err(LedgerError::Git(other)),
+        None => Ok(()),
     }
 }
 

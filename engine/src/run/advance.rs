@@ -127,7 +127,7 @@ impl Engine {
             .iter()
             .map(|p| LockRules::for_project(&self.config, p))
             .collect::<Result<Vec<_>, _>>()?;
-        let now = Snapshot::take(&self.work_tree, &format!("{}/attempt", state.run_id))?;
+        let now = Snapshot::scan(&self.work_tree)?;
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
         };
@@ -213,7 +213,7 @@ impl Engine {
         outcome: &mut AdvanceOutcome,
         locked: impl Fn(&str) -> bool,
     ) -> Result<(), RunError> {
-        let report = ctx.base.check_and_revert(&self.work_tree, locked)?;
+        let report = ctx.base.revert_locked(&self.work_tree, &ctx.now, locked)?;
         if report.reverted_any() {
             let kind = if ctx.phase == Phase::AwaitingTest {
                 "implementation_during_red"
@@ -671,7 +671,7 @@ impl Engine {
         )?;
         let payload = json!({
             "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
-            "files": chosen, "snapshot": snapshot.tree, "head": crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?, "red": outcome.red, "observations": outcome.observations,
+            "files": chosen, "snapshot": snapshot.tree, "head": match &commit { Some(sha) => sha.clone(), None => crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])? }, "red": outcome.red, "observations": outcome.observations,
         });
         ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
         outcome.to = to;

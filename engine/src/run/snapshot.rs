@@ -126,7 +126,7 @@ impl Snapshot {
     /// Starts from a copy of the user's index, so only files whose stat data changed are
     /// hashed; the two scans (tracked files changed, untracked files) run in parallel,
     /// since on a large tree each is a walk of every directory.
-    fn scan(work_tree: &Path) -> Result<Snapshot, GitError> {
+    pub fn scan(work_tree: &Path) -> Result<Snapshot, GitError> {
         let git = Git::new(work_tree);
         let dirs = git.text(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
         let mut lines = dirs.lines();
@@ -219,12 +219,22 @@ impl Snapshot {
         locked: impl Fn(&str) -> bool,
     ) -> Result<LockReport, GitError> {
         let now = Snapshot::scan(work_tree)?;
+        self.revert_locked(work_tree, &now, locked)
+    }
+
+    /// Like [`Snapshot::check_and_revert`], against a scan `now` the caller already took.
+    pub fn revert_locked(
+        &self,
+        work_tree: &Path,
+        now: &Snapshot,
+        locked: impl Fn(&str) -> bool,
+    ) -> Result<LockReport, GitError> {
         let mut report = LockReport::default();
         if now.tree == self.tree {
             return Ok(report);
         }
         let git = Git::new(work_tree);
-        for change in self.changes_to(work_tree, &now)? {
+        for change in self.changes_to(work_tree, now)? {
             if !locked(&change.path) {
                 report.kept.push(change.path);
                 continue;

@@ -35,23 +35,38 @@ pub(super) enum LeafStatus {
     Signal(i32),
 }
 
-/// Reaps every child that has ended (the leaf and re-parented orphans alike) and
-/// returns the leaf's status if the leaf was among them.
-pub(super) fn reap(leaf_pid: i32) -> Option<LeafStatus> {
-    let mut leaf = None;
+/// What one round of reaping found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Reaped {
+    /// The leaf's status, if the leaf was among the children reaped.
+    pub leaf: Option<LeafStatus>,
+    /// False once `waitpid` reported that no child is left at all.
+    pub children_left: bool,
+}
+
+/// Reaps every child that has ended (the leaf and re-parented orphans alike).
+pub(super) fn reap(leaf_pid: i32) -> Reaped {
+    let mut reaped = Reaped {
+        leaf: None,
+        children_left: true,
+    };
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == leaf_pid => {
-                leaf = Some(LeafStatus::Code(code));
+                reaped.leaf = Some(LeafStatus::Code(code));
             }
             Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == leaf_pid => {
-                leaf = Some(LeafStatus::Signal(signal as i32));
+                reaped.leaf = Some(LeafStatus::Signal(signal as i32));
             }
-            Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => return leaf,
+            Ok(WaitStatus::StillAlive) => return reaped,
+            Err(Errno::ECHILD) => {
+                reaped.children_left = false;
+                return reaped;
+            }
             Err(Errno::EINTR) | Ok(_) => continue,
             Err(error) => {
                 super::supervise::log(format_args!("waitpid failed: {error}"));
-                return leaf;
+                return reaped;
             }
         }
     }
@@ -86,7 +101,13 @@ pub(super) fn kill_leftovers(leaf_pid: i32, incoming: &Incoming) -> u32 {
     let deadline = Instant::now() + CLEANUP_BOUND;
     let mut killed: HashSet<ProcessId> = HashSet::new();
     loop {
-        let _ = reap(leaf_pid);
+        // As the subreaper, we are an ancestor of every live descendant: each has a
+        // living chain of parents ending at one of our children. No child left means
+        // no descendant left, and the /proc scan below can be skipped.
+        let subreaper = nix::sys::prctl::get_child_subreaper().unwrap_or(false);
+        if !reap(leaf_pid).children_left && subreaper {
+            break;
+        }
         let alive = live_tree();
         if alive.is_empty() {
             break;

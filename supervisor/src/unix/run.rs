@@ -118,7 +118,7 @@ impl<'a> Run<'a> {
             }
             let poked = self.wait_for_events();
             self.read_output();
-            if let Some(status) = cleanup::reap(self.leaf.pid) {
+            if let Some(status) = cleanup::reap(self.leaf.pid).leaf {
                 break status;
             }
             let now = Instant::now();

@@ -35,9 +35,12 @@ use crate::report::Reporter;
 /// [`crate::Supervisor::new`], followed by the leaf directory), on the main thread,
 /// before starting any other thread. It makes the process a session leader and a
 /// child subreaper, installs signal handlers, and reaps every child of the process,
-/// so the process must do nothing else.
+/// so the process must do nothing else. It first closes every descriptor above 2 it
+/// inherited without close-on-exec, so nothing the caller's parents left open (a CI
+/// log pipe, a jobserver) is held for the leaf's lifetime or passed on to the leaf.
 pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     let dir = LeafDir::new(leaf_dir);
+    close_inherited_descriptors();
     detach();
     let job = match records::read_json::<Job>(&dir.job()) {
         Ok(Some(job)) if job.version == records::FORMAT_VERSION => job,
@@ -60,10 +63,36 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     if crate::stop::read_stop(&job.state_dir).is_some_and(|stop| stop.mode.kills_running()) {
         return record_exit(&dir, &job.id, ExitClass::Stopped, reporter);
     }
-    let spawned = match spawn_leaf(&job) {
-        Ok(spawned) => spawned,
-        Err(error) => return unstartable(&dir, &job.id, &error, reporter),
+    // The FIFO exists before the launch record: a caller that sees the launch can
+    // always wake us.
+    let wake = match super::wake::open_for_supervisor(&dir.wake()) {
+        Ok(fifo) => Some(fifo),
+        Err(error) => {
+            log(format_args!(
+                "no wake FIFO, requests wait for the heartbeat: {error}"
+            ));
+            None
+        }
     };
+    let exit = match spawn_leaf(&job) {
+        Ok(spawned) => {
+            record_launch(&dir, &job, &spawned, reporter);
+            super::run::Run::new(&job, &dir, reporter, spawned, incoming, wake).supervise()
+        }
+        Err(error) => {
+            log(format_args!("cannot start the leaf: {error}"));
+            let mut exit = ExitRecord::without_run(&job.id, ExitClass::SpawnFailed { error }, 0);
+            exit.supervisor_peak_rss_kib = super::procfs::peak_rss_kib(None);
+            exit
+        }
+    };
+    // Nobody reads the FIFO any more; a later poke finds no file and does nothing.
+    let _ = std::fs::remove_file(dir.wake());
+    write_exit(&dir, &exit, reporter)
+}
+
+/// Writes `launch.json` and reports the launch.
+fn record_launch(dir: &LeafDir, job: &Job, spawned: &Spawned, reporter: &dyn Reporter) {
     let launch = LaunchRecord {
         version: records::FORMAT_VERSION,
         id: job.id.clone(),
@@ -75,28 +104,47 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
     if let Err(error) = records::write_json(&dir.launch(), &launch) {
         log(format_args!("{error}: {}", error_chain(&error)));
     }
+    let argv = job.argv.clone();
     report(
         reporter,
         &LeafEvent::Launched {
-            launch: launch.clone(),
-            argv: job.argv.clone(),
+            launch,
+            argv,
             name: job.name.clone(),
         },
     );
-    let wake = match super::wake::open_for_supervisor(&dir.wake()) {
-        Ok(fifo) => Some(fifo),
-        Err(error) => {
-            log(format_args!(
-                "no wake FIFO, requests wait for the heartbeat: {error}"
-            ));
-            None
-        }
+}
+
+/// Closes every inherited descriptor above stderr. Rust opens its own descriptors
+/// close-on-exec, but a caller's parent may not have: such a descriptor would stay open
+/// in this long-lived process and in the leaf, and whoever waits for its other end
+/// (a pipe's reader waiting for end-of-file) would wait for as long as the leaf runs.
+/// A descriptor that crossed `exec` into this process lacks close-on-exec by
+/// definition, and one this process opened has it, so only the former are closed.
+fn close_inherited_descriptors() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
     };
-    let run = super::run::Run::new(&job, &dir, reporter, spawned, incoming, wake);
-    let exit = run.supervise();
-    // Nobody reads the FIFO any more; a later poke finds no file and does nothing.
-    let _ = std::fs::remove_file(dir.wake());
-    write_exit(&dir, &exit, reporter)
+    let candidates: Vec<i32> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in candidates {
+        if !close_on_exec(fd).unwrap_or(true) {
+            let _ = nix::unistd::close(fd);
+        }
+    }
+}
+
+/// Whether `fd` has close-on-exec, from the octal `flags:` line of
+/// `/proc/self/fdinfo/<fd>`; `None` when it cannot be read (the listing's own
+/// descriptor, already closed).
+fn close_on_exec(fd: i32) -> Option<bool> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let flags = info.lines().find_map(|line| line.strip_prefix("flags:"))?;
+    let flags = u32::from_str_radix(flags.trim(), 8).ok()?;
+    Some(flags & libc::O_CLOEXEC as u32 != 0)
 }
 
 /// Leaves the caller's session and becomes the reaper of the leaf's orphans.

@@ -18,6 +18,7 @@ pub fn trials() -> Vec<Trial> {
         a_missing_binary_is_spawn_failed,
         a_missing_working_directory_is_spawn_failed,
         the_leaf_gets_exactly_its_allow_listed_environment,
+        the_leaf_inherits_no_descriptor_but_stdin_stdout_stderr,
         a_broken_supervisor_program_is_a_launch_error,
     ]
 }
@@ -73,16 +74,20 @@ fn the_leaf_gets_exactly_its_allow_listed_environment() {
     let env = Env::new();
     let spec = LeafSpec::new(["/usr/bin/env"])
         .env("PATH", PATH)
-        .env("TDD_TEST_VALUE", "kept");
+        .env("TDD_TEST_VALUE", "kept")
+        .id_env("TDD_TEST_LEAF");
     let mut leaf = env.launch(&spec);
     assert_eq!(finish(&mut leaf).class, ExitClass::Exited { code: 0 });
     let out = std::fs::read_to_string(leaf.stdout_path()).expect("stdout");
     let mut lines: Vec<&str> = out.lines().collect();
     lines.sort_unstable();
-    assert_eq!(
-        lines,
-        [format!("PATH={PATH}").as_str(), "TDD_TEST_VALUE=kept"]
-    );
+    let id_line = format!("TDD_TEST_LEAF={}", leaf.id());
+    let expected = [
+        format!("PATH={PATH}"),
+        id_line,
+        String::from("TDD_TEST_VALUE=kept"),
+    ];
+    assert_eq!(lines, expected);
 }
 
 fn a_broken_supervisor_program_is_a_launch_error() {
@@ -124,4 +129,15 @@ fn a_broken_supervisor_program_is_a_launch_error() {
             .iter()
             .any(|(_, class)| matches!(class, Some(ExitClass::SpawnFailed { .. })))
     );
+}
+
+fn the_leaf_inherits_no_descriptor_but_stdin_stdout_stderr() {
+    let env = Env::new();
+    // A pipe without close-on-exec, as a careless parent of the caller might leave.
+    let (reader, writer) = nix::unistd::pipe().expect("pipe");
+    let mut leaf = env.launch(&sh("ls /proc/$$/fd"));
+    assert_eq!(finish(&mut leaf).class, ExitClass::Exited { code: 0 });
+    let out = std::fs::read_to_string(leaf.stdout_path()).expect("stdout");
+    assert_eq!(out, "0\n1\n2\n");
+    drop((reader, writer));
 }

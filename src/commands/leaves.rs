@@ -1,0 +1,84 @@
+//! `tdd leaves`: the leaves of this repository, with state and ages.
+
+use serde_json::json;
+use tdd_supervisor::ExitClass;
+use tdd_supervisor::LeafState;
+use tdd_supervisor::LeafSummary;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Outcome;
+use crate::supervision;
+
+/// List this repository's leaves, oldest first: state (or exit class), pid, age, and
+/// how long ago each last wrote output. A leaf whose supervisor vanished is recorded
+/// as supervisor_lost, and what is left of it is killed.
+#[derive(Debug, clap::Args)]
+pub struct LeavesArgs {
+    /// `show <id> [--prompt]`: one leaf's record, or exactly what it was told.
+    #[command(subcommand)]
+    command: Option<crate::commands::leaf_show::LeavesCommand>,
+}
+
+impl LeavesArgs {
+    /// The envelope's command name.
+    pub fn name(&self) -> &'static str {
+        self.command.as_ref().map_or("leaves", |c| c.name())
+    }
+}
+
+/// Runs `tdd leaves`.
+pub fn cmd_leaves(ctx: &Ctx, args: LeavesArgs) -> Result<Outcome, CommandError> {
+    if let Some(command) = args.command {
+        return crate::commands::leaf_show::cmd_leaves(ctx, command);
+    }
+    let leaves = supervision::supervisor(ctx)?.list()?;
+    let running = leaves
+        .iter()
+        .filter(|leaf| leaf.state == LeafState::Running)
+        .count();
+    let text = render(&leaves);
+    Ok(Outcome::new(
+        json!({ "leaves": leaves, "running": running }),
+        text,
+    ))
+}
+
+fn render(leaves: &[LeafSummary]) -> String {
+    if leaves.is_empty() {
+        return String::from("no leaves\n");
+    }
+    let mut text = format!(
+        "{:<36} {:<28} {:>8} {:>9} {:>12}  command\n",
+        "id", "state", "pid", "age", "last output"
+    );
+    for leaf in leaves {
+        let state = match (&leaf.class, leaf.state) {
+            // The error text of a spawn failure is too long for a column.
+            (Some(class @ ExitClass::SpawnFailed { .. }), _) => class.tag().to_string(),
+            (Some(class), _) => class.to_string(),
+            (None, LeafState::Starting) => String::from("starting"),
+            (None, LeafState::Running) => String::from("running"),
+            (None, LeafState::Finished) => String::from("finished"),
+            (None, LeafState::Unreadable) => String::from("unreadable"),
+        };
+        let age = |ms: Option<u64>| ms.map_or_else(|| String::from("-"), supervision::seconds);
+        let pid = leaf
+            .pid
+            .map_or_else(|| String::from("-"), |pid| pid.to_string());
+        let command = match &leaf.problem {
+            Some(problem) => problem.clone(),
+            None => leaf.argv.join(" "),
+        };
+        text.push_str(&format!(
+            "{:<36} {:<28} {:>8} {:>9} {:>12}  {}\n",
+            leaf.id,
+            state,
+            pid,
+            age(leaf.age_ms),
+            age(leaf.last_output_age_ms),
+            command
+        ));
+    }
+    text
+}

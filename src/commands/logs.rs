@@ -1,0 +1,86 @@
+//! `tdd logs`: a leaf's captured output, whole or followed live.
+
+use serde_json::json;
+use tdd_supervisor::Follower;
+use tdd_supervisor::LeafStatus;
+use tdd_supervisor::WaitOutcome;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::Outcome;
+use crate::supervision;
+
+/// In a JSON envelope, at most this much of each output file.
+const JSON_BYTES: u64 = 64 * 1024;
+
+/// Print a leaf's output: its stdout log to stdout and its stderr log to stderr. With
+/// --follow, keep printing as it is written until the leaf ends. In JSON mode the
+/// envelope carries the paths and the last 64 KiB of each log.
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    /// The leaf id (see `tdd leaves`).
+    id: String,
+    /// Keep printing new output until the leaf ends.
+    #[arg(long)]
+    follow: bool,
+}
+
+/// Runs `tdd logs`.
+pub fn cmd_logs(ctx: &Ctx, args: LogsArgs) -> Result<Outcome, CommandError> {
+    let mut leaf = supervision::supervisor(ctx)?.open(&args.id)?;
+    let finished = if ctx.out.is_json() {
+        if args.follow {
+            leaf.wait(None)?;
+        }
+        matches!(leaf.status()?, LeafStatus::Finished(_))
+    } else if args.follow {
+        let mut stdout = std::io::stdout();
+        let mut stderr = std::io::stderr();
+        matches!(
+            leaf.follow(&mut stdout, &mut stderr, None)?,
+            WaitOutcome::Finished(_)
+        )
+    } else {
+        copy(leaf.stdout_path(), &mut std::io::stdout())?;
+        if let Some(path) = leaf.stderr_path() {
+            copy(path, &mut std::io::stderr())?;
+        }
+        matches!(leaf.status()?, LeafStatus::Finished(_))
+    };
+    let tail = |path: &std::path::Path| -> Result<(String, bool), CommandError> {
+        let bytes =
+            tdd_supervisor::tail_bytes(path, JSON_BYTES).map_err(|e| unreadable(path, &e))?;
+        let whole = std::fs::metadata(path).map_or(0, |m| m.len()) <= JSON_BYTES;
+        Ok((String::from_utf8_lossy(&bytes).into_owned(), !whole))
+    };
+    let (stdout, stdout_cut) = tail(leaf.stdout_path())?;
+    let stderr = match leaf.stderr_path() {
+        Some(path) => Some(tail(path)?),
+        None => None,
+    };
+    let data = json!({
+        "id": leaf.id(),
+        "finished": finished,
+        "stdout_path": leaf.stdout_path(),
+        "stderr_path": leaf.stderr_path(),
+        "stdout": stdout,
+        "stdout_truncated": stdout_cut,
+        "stderr": stderr.as_ref().map(|(text, _)| text),
+        "stderr_truncated": stderr.as_ref().is_some_and(|(_, cut)| *cut),
+    });
+    Ok(Outcome::new(data, ""))
+}
+
+fn copy(path: &std::path::Path, sink: &mut dyn std::io::Write) -> Result<(), CommandError> {
+    Follower::new(path)
+        .pump(sink)
+        .map(drop)
+        .map_err(|e| unreadable(path, &e))
+}
+
+fn unreadable(path: &std::path::Path, error: &std::io::Error) -> CommandError {
+    CommandError::refused(
+        "leaf_unreadable",
+        format!("cannot read {}: {error}", path.display()),
+    )
+}

@@ -296,6 +296,9 @@ argv = ["env"]
 "#,
     );
     let response = run(&leaves, &provider, developer_request(&env));
+    // The supervisor process reported the leaf's launch and exit into the ledger.
+    assert_eq!(events(&env, "leaf_launched").len(), 1);
+    assert_eq!(events(&env, "leaf_exited").len(), 1);
     let names: Vec<&str> = response
         .text
         .lines()

@@ -232,7 +232,7 @@ impl Leaves {
         provider: &P,
         request: Request,
     ) -> Result<LeafRun, LeafError> {
-        let id = format!(
+        let mut id = format!(
             "{}-i{}-s{}-{}-a{}-{}",
             request.role(),
             request.issue,
@@ -241,6 +241,10 @@ impl Leaves {
             request.attempt,
             &random_hex(3)?
         );
+        // The id is also the supervisor's leaf name, which is at most 64 characters.
+        if id.len() > 64 {
+            id = format!("{}-{}", request.role(), random_hex(8)?);
+        }
         let token = random_hex(32)?;
         let dir = self.files_dir.join(&id);
         std::fs::create_dir_all(&dir).map_err(|source| LeafError::Io {

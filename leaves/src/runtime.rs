@@ -180,15 +180,13 @@ impl Leaves {
     }
 
     /// The leaves of the repository whose ledger is at `location`, launched by the
-    /// `tdd` binary at `tdd`: the supervisor is `tdd __supervise --ledger <db>` (so
-    /// launch, signal and exit events reach the ledger), leaf files live under the
-    /// ledger's directory, and `tdd`'s directory comes first on every leaf's `PATH`.
-    /// A caller that also wants caller-side supervision events (a lost supervisor)
-    /// builds its own [`Supervisor`] with a reporter and uses [`Leaves::new`].
+    /// `tdd` binary at `tdd` (supervisor `tdd __supervise --ledger DB`, so launch, signal
+    /// and exit events reach the ledger; leaf files under the ledger's directory; `tdd`'s
+    /// directory first on every leaf's `PATH`).
     pub fn for_repository(location: &tdd_engine::ledger::LedgerLocation, tdd: &Path) -> Leaves {
         let args = [
             std::ffi::OsString::from("__supervise"),
-            "--ledger".into(),
+            std::ffi::OsString::from("--ledger"),
             location.database.clone().into_os_string(),
         ];
         let supervisor = Supervisor::new(&location.dir, tdd, args);

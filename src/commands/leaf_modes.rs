@@ -3,7 +3,7 @@
 //!
 //! - `tdd __scripted-leaf ...`: a scripted leaf (`tdd_leaves::providers::scripted`).
 //!
-//! (`tdd __supervise` is a hidden subcommand of its own: it prints an envelope.)
+//! The supervisor process (`tdd __supervise`) is an ordinary hidden subcommand.
 
 use tdd_leaves::providers::scripted::SCRIPTED_LEAF_COMMAND;
 

@@ -26,7 +26,7 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
         None => None,
     };
     let Some(record) = record else {
-        return Err(CommandError::refused(
+        return Err(CommandError::bad_input(
             "leaf_not_found",
             format!(
                 "no leaf {} is recorded in this repository's ledger",
@@ -58,27 +58,4 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
         prompt.remove("text");
     }
     Ok(Outcome::new(data, text))
-}
-
-/// `tdd leaves ...` subcommands this module provides.
-#[derive(Debug, clap::Subcommand)]
-pub enum LeavesCommand {
-    /// Show one leaf's record, or with --prompt exactly what it was told.
-    Show(ShowArgs),
-}
-
-impl LeavesCommand {
-    /// The envelope's command name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LeavesCommand::Show(_) => "leaves show",
-        }
-    }
-}
-
-/// Runs `tdd leaves ...`.
-pub fn cmd_leaves(ctx: &Ctx, cmd: LeavesCommand) -> Result<Outcome, CommandError> {
-    match cmd {
-        LeavesCommand::Show(args) => cmd_leaves_show(ctx, args),
-    }
 }

@@ -14,23 +14,33 @@ use crate::supervision;
 /// how long ago each last wrote output. A leaf whose supervisor vanished is recorded
 /// as supervisor_lost, and what is left of it is killed.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LeavesArgs {
-    /// `show <id> [--prompt]`: one leaf's record, or exactly what it was told.
     #[command(subcommand)]
-    command: Option<crate::commands::leaf_show::LeavesCommand>,
+    command: Option<LeavesCommand>,
+}
+
+/// `tdd leaves ...` subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum LeavesCommand {
+    /// Show one leaf's record, or with --prompt exactly what it was told.
+    Show(crate::commands::leaf_show::ShowArgs),
 }
 
 impl LeavesArgs {
     /// The envelope's command name.
     pub fn name(&self) -> &'static str {
-        self.command.as_ref().map_or("leaves", |c| c.name())
+        match self.command {
+            Some(LeavesCommand::Show(_)) => "leaves show",
+            None => "leaves",
+        }
     }
 }
 
-/// Runs `tdd leaves`.
+/// Runs `tdd leaves` (the list) or `tdd leaves show`.
 pub fn cmd_leaves(ctx: &Ctx, args: LeavesArgs) -> Result<Outcome, CommandError> {
-    if let Some(command) = args.command {
-        return crate::commands::leaf_show::cmd_leaves(ctx, command);
+    if let Some(LeavesCommand::Show(show)) = args.command {
+        return crate::commands::leaf_show::cmd_leaves_show(ctx, show);
     }
     let leaves = supervision::supervisor(ctx)?.list()?;
     let running = leaves

@@ -336,7 +336,7 @@ fn leaves_show_prompt_prints_exactly_what_the_leaf_was_told() {
     assert_eq!(text_code, 0);
     assert!(text.starts_with(&told), "{text}");
     let (missing, value) = env.json(&["leaves", "show", "no-such-leaf"]);
-    assert_eq!(missing, 1);
+    assert_eq!(missing, 2);
     assert_eq!(value["error"]["reason"], "leaf_not_found");
     assert!(Path::new(&tdd_bin()).exists());
 }

@@ -230,7 +230,7 @@ impl Leaves {
         provider: &P,
         request: Request,
     ) -> Result<LeafRun, LeafError> {
-        let id = format!(
+        let mut id = format!(
             "{}-i{}-s{}-{}-a{}-{}",
             request.role(),
             request.issue,
@@ -239,6 +239,10 @@ impl Leaves {
             request.attempt,
             &random_hex(3)?
         );
+        // The id is also the supervisor's leaf name, which is at most 64 characters.
+        if id.len() > 64 {
+            id = format!("{}-{}", request.role(), random_hex(8)?);
+        }
         let token = random_hex(32)?;
         let dir = self.files_dir.join(&id);
         std::fs::create_dir_all(&dir).map_err(|source| LeafError::Io {
@@ -393,6 +397,50 @@ impl Leaves {
             run.run_id.as_deref(),
             "leaf_aborted",
             &json!({ "leaf_id": run.id, "outcome": outcome }),
+        )?;
+        Ok(outcome)
+    }
+
+    /// Aborts the leaf recorded as `leaf_id`, from any process (a conductor resuming
+    /// after a crash): a leaf never started is marked aborted so it never will; a
+    /// running one is killed through its supervisor; an ended one is left alone.
+    pub fn abort_recorded(&self, leaf_id: &str) -> Result<AbortOutcome, LeafError> {
+        let mut ledger = self.ledger()?;
+        let events = ledger.events(None)?;
+        let of_leaf = |kind: &str| {
+            events
+                .iter()
+                .rfind(|e| e.kind == kind && e.payload["leaf_id"] == leaf_id)
+        };
+        let Some(prepared) = of_leaf("leaf_prepared") else {
+            return Err(LeafError::State {
+                id: leaf_id.to_string(),
+                why: "is not recorded in this ledger",
+            });
+        };
+        let run_id = prepared.run_id.clone();
+        if of_leaf("leaf_aborted").is_some() || of_leaf("leaf_finished").is_some() {
+            return Ok(AbortOutcome::AlreadyOver);
+        }
+        let outcome = match of_leaf("leaf_started")
+            .and_then(|e| e.payload["supervisor_id"].as_str().map(str::to_string))
+        {
+            None => AbortOutcome::NotStarted,
+            Some(supervisor_id) => {
+                let mut handle = self.supervisor.open(&supervisor_id)?;
+                match handle.status()? {
+                    LeafStatus::Finished(_) => return Ok(AbortOutcome::AlreadyOver),
+                    LeafStatus::Starting | LeafStatus::Running { .. } => {
+                        handle.kill(false)?;
+                        AbortOutcome::Killed
+                    }
+                }
+            }
+        };
+        ledger.append(
+            run_id.as_deref(),
+            "leaf_aborted",
+            &json!({ "leaf_id": leaf_id, "outcome": outcome }),
         )?;
         Ok(outcome)
     }

@@ -296,6 +296,9 @@ argv = ["env"]
 "#,
     );
     let response = run(&leaves, &provider, developer_request(&env));
+    // The supervisor process reported the leaf's launch and exit into the ledger.
+    assert_eq!(events(&env, "leaf_launched").len(), 1);
+    assert_eq!(events(&env, "leaf_exited").len(), 1);
     let names: Vec<&str> = response
         .text
         .lines()
@@ -450,4 +453,50 @@ argv = ["tdd", "verdict", "accept", "--json", "--reason", "the target passes and
         events(&env, "test_observed").last().expect("observed")["leaf"],
         Value::Null
     );
+}
+
+#[test]
+fn the_example_misbehaving_agents_are_each_classified() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scripted/misbehaving.toml");
+    let provider = Scripted::new(fixture, tdd_bin(), ["__scripted-leaf"]);
+    let attempt = |n: u32, idle: Option<Duration>| {
+        let env = Env::new();
+        env.write("calc.py", "def add(a, b):\n    return a + b\n");
+        env.commit_all("calc");
+        let mut request = developer_request(&env);
+        request.attempt = n;
+        request.idle_timeout = idle;
+        let response = run(&leaves(&env), &provider, request);
+        (env, response)
+    };
+
+    let (env, cheat) = attempt(1, None);
+    assert_eq!(cheat.completion, tdd_leaves::Completion::Completed);
+    assert!(env.root().join(".tdd/issue-12.md").exists());
+    assert_eq!(
+        events(&env, "verdict_refused")[0]["reason"],
+        "verdict_not_verifier"
+    );
+
+    let (_, hang) = attempt(2, Some(Duration::from_secs(1)));
+    assert_eq!(
+        hang.completion,
+        tdd_leaves::Completion::KilledStuck {
+            reason: "idle_timeout".into()
+        }
+    );
+
+    let (env, crash) = attempt(3, None);
+    assert!(
+        matches!(crash.completion, tdd_leaves::Completion::Crashed { .. }),
+        "{crash:?}"
+    );
+    assert!(env.root().join("tests/test_add.py").exists());
+
+    let (_, garbage) = attempt(4, None);
+    assert!(
+        matches!(garbage.completion, tdd_leaves::Completion::Crashed { .. }),
+        "{garbage:?}"
+    );
+    assert!(garbage.text.contains('\u{fffd}'));
 }

@@ -23,6 +23,16 @@ pub struct SelfExe {
     pub args: Vec<OsString>,
 }
 
+impl SelfExe {
+    /// The running executable as `<exe> __scripted-leaf`.
+    pub fn current() -> std::io::Result<SelfExe> {
+        Ok(SelfExe {
+            program: std::env::current_exe()?,
+            args: vec![scripted::SCRIPTED_LEAF_COMMAND.into()],
+        })
+    }
+}
+
 /// The provider named `name` in `config`: a built-in (`scripted`, `claude`, `codex`,
 /// `aider`), adjusted by its `[provider.NAME]` table when there is one, or the
 /// `command` provider for any other table. `scripted` reads its fixture path from
@@ -58,4 +68,47 @@ pub fn build(
             }
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use tdd_engine::config::ProviderConfig;
+
+    use super::*;
+
+    #[test]
+    fn names_resolve_to_builtins_tables_or_an_error() {
+        let mut config = Config::default();
+        let this = SelfExe {
+            program: "/bin/tdd".into(),
+            args: vec![],
+        };
+        for name in ["claude", "codex", "aider"] {
+            assert_eq!(build(name, &config, &this).expect(name).name(), name);
+        }
+        assert!(build("scripted", &config, &this).is_err());
+        assert!(build("local-agent", &config, &this).is_err());
+        let table = |command: &str, args: &[&str]| ProviderConfig {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: vec![],
+            model: None,
+        };
+        config
+            .provider
+            .insert("scripted".into(), table("unused", &["fixture.toml"]));
+        config
+            .provider
+            .insert("local-agent".into(), table("my-agent", &["{prompt_file}"]));
+        assert_eq!(
+            build("scripted", &config, &this).expect("scripted").name(),
+            "scripted"
+        );
+        assert_eq!(
+            build("local-agent", &config, &this)
+                .expect("command")
+                .name(),
+            "local-agent"
+        );
+    }
 }

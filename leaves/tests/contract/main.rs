@@ -135,6 +135,7 @@ const CHECKS: &[(&str, Check)] = &[
     ),
     ("abort_of_a_finished_leaf_does_nothing", abort_finished),
     ("a_crash_is_classified_as_crashed", crash_classified),
+    ("abort_by_id_works_from_another_runtime", abort_by_id),
 ];
 
 fn capabilities_shape(case: &Case) -> Result<(), String> {
@@ -348,6 +349,50 @@ fn abort_finished(case: &Case) -> Result<(), String> {
         .ok_or("no response")?;
     if response.completion != Completion::Completed {
         return fail("completion", response);
+    }
+    Ok(())
+}
+
+/// A conductor that crashed aborts its leaves by id through a fresh runtime.
+fn abort_by_id(case: &Case) -> Result<(), String> {
+    let sandbox = Sandbox::new()?;
+    let provider = (case.make)(&sandbox, Scenario::Hang)?;
+    let leaves = sandbox.leaves()?;
+    let mut running = provider
+        .run(&leaves, sandbox.developer_request()?)
+        .map_err(|e| e.to_string())?;
+    let mut pending = leaves
+        .prepare(provider.as_ref(), sandbox.developer_request()?)
+        .map_err(|e| e.to_string())?;
+    let resumed = sandbox.leaves()?;
+    let outcomes = [
+        resumed.abort_recorded(running.id()),
+        resumed.abort_recorded(running.id()),
+        resumed.abort_recorded(pending.id()),
+    ]
+    .map(|o| o.map_err(|e| e.to_string()));
+    let expected = [
+        AbortOutcome::Killed,
+        AbortOutcome::AlreadyOver,
+        AbortOutcome::NotStarted,
+    ];
+    if outcomes
+        .iter()
+        .zip(expected)
+        .any(|(got, want)| got.as_ref() != Ok(&want))
+    {
+        return fail("abort outcomes", outcomes);
+    }
+    match leaves.start(&mut pending) {
+        Err(LeafError::Aborted { .. }) => {}
+        other => return fail("start after abort by id", other.map(|()| "started")),
+    }
+    let exit = running
+        .wait(Some(Duration::from_secs(120)))
+        .map_err(|e| e.to_string())?
+        .ok_or("the killed leaf did not end")?;
+    if exit.class != ExitClass::Stopped {
+        return fail("exit class", exit);
     }
     Ok(())
 }

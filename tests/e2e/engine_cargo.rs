@@ -259,3 +259,37 @@ fn rollback_restores_the_phase_start_and_to_previous_undoes_red() {
     assert_eq!(exit, 0, "{value}");
     assert_eq!(value["data"]["to"], "AWAITING_IMPL");
 }
+
+#[test]
+fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
+    let env = project();
+    let count = "mkdir -p generated && grep -c 'pub fn' src/lib.rs > generated/count.txt";
+    env.write(
+        "tdd.toml",
+        &format!("{CONFIG}\n[artifact.count]\npath = \"generated\"\nproduced_by = \"app\"\nregenerate = \"{count}\"\ncheck = \"test \\\"$(grep -c 'pub fn' src/lib.rs)\\\" = \\\"$(cat generated/count.txt)\\\"\"\n"),
+    );
+    env.write("generated/count.txt", "1\n");
+    env.commit_all("count artifact");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    assert_eq!(advance(&env).0, 0);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("generated/count.txt")).expect("count"),
+        "2\n"
+    );
+    let log = log(&env);
+    assert_eq!(
+        &log[log.len() - 3..],
+        [
+            "test: subtraction",
+            "feat: subtraction",
+            "chore(count): regenerate"
+        ]
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+}

@@ -162,3 +162,41 @@ fn a_missing_target_adopts_the_one_new_test_or_asks_for_a_name() {
     assert_eq!(exit, 0, "{value}");
     assert_eq!(value["data"]["to"], "AWAITING_IMPL");
 }
+
+#[test]
+fn a_second_baseline_or_advance_is_refused_naming_the_holder() {
+    let env = project();
+    let started = env.root().join(".started");
+    let release = env.root().join(".release");
+    env.write(
+        ".gitignore",
+        "__pycache__/\n.pytest_cache/\n.started\n.release\n",
+    );
+    env.write(
+        "tests/test_gate.py",
+        &format!(
+            "import os, time\n\ndef test_gate():\n    open({s:?}, 'w').close()\n    while not os.path.exists({r:?}):\n        time.sleep(0.01)\n",
+            s = started.display().to_string(),
+            r = release.display().to_string()
+        ),
+    );
+    env.commit_all("a suite that waits to be released");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("tdd"))
+        .args(["run", "start", "--plan", ".tdd/plan.md", "--json"])
+        .current_dir(env.root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home.path())
+        .env("TDD_LEDGER_HOME", env.ledger_home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("first run start");
+    crate::leafsupport::wait_until("the baseline to start", || started.exists());
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "baseline_in_progress");
+    assert_eq!(value["data"]["pid"], child.id());
+    std::fs::write(&release, "").expect("release");
+    assert!(child.wait().expect("first finishes").success());
+}

@@ -367,7 +367,26 @@ impl Engine {
         if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
-        for name in &ctx.planned.projects {
+        let mut sweep = ctx.planned.projects.clone();
+        if refactor {
+            let run_id = &ctx.state.run_id;
+            if let Some(refusal) = self.refresh_artifacts(
+                ledger,
+                run_id,
+                ctx.planned.n,
+                &ctx.planned.projects,
+                progress,
+            )? {
+                return self.refuse(ledger, ctx, outcome, refusal);
+            }
+            let (_, downstream) = super::artifacts::reachable(&self.config, &ctx.planned.projects);
+            sweep.extend(
+                downstream
+                    .into_iter()
+                    .filter(|p| self.config.project[p].in_close_sweep),
+            );
+        }
+        for name in &sweep {
             let project = Project::new(&self.work_tree, name, self.config.project[name].clone())?;
             let adapter = adapter_for(project.config.adapter);
             progress.event(
@@ -391,7 +410,7 @@ impl Engine {
                     ctx.state.baseline.get(name),
                 ));
             }
-            if ctx.targets.is_empty() {
+            if ctx.targets.is_empty() || !ctx.planned.projects.contains(name) {
                 result = super::gates::suite_gate(&observation, ctx.state.baseline.get(name));
             }
             outcome.observations.push(observation);

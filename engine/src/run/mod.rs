@@ -6,6 +6,7 @@
 
 mod actions;
 mod advance;
+mod artifacts;
 mod commit;
 mod gates;
 mod guard;

@@ -108,16 +108,22 @@ impl Engine {
             "run_started",
             &serde_json::to_value(&started).unwrap_or_default(),
         )?;
-        let mut projects: Vec<&String> = contract
+        let mut cycle_projects: Vec<String> = contract
             .plan
             .cycles
             .iter()
-            .flat_map(|c| &c.projects)
+            .flat_map(|c| c.projects.iter().cloned())
             .collect();
+        cycle_projects.sort();
+        cycle_projects.dedup();
+        // Projects downstream through artifacts are swept at close, so they need a baseline.
+        let (_, downstream) = super::artifacts::reachable(&self.config, &cycle_projects);
+        let mut projects = cycle_projects;
+        projects.extend(downstream);
         projects.sort();
         projects.dedup();
         let mut baselines = BTreeMap::new();
-        for name in projects {
+        for name in &projects {
             let summary = self.baseline(&mut ledger, &run_id, name, progress)?;
             baselines.insert(name.clone(), summary);
         }

@@ -1,0 +1,202 @@
+//! Generated artifacts at a cycle's close: stale ones are regenerated and committed on
+//! their own, and the suites of the projects that consume them run in the close sweep.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::Engine;
+use super::Progress;
+use super::RunError;
+use super::commit::changed_paths;
+use super::commit::commit_paths;
+use super::gates::Refused;
+use super::phase::Verb;
+use crate::config::Config;
+use crate::ledger::Ledger;
+
+/// Artifacts reachable from `projects` (in production order) and the projects downstream
+/// of them that are not among `projects`.
+pub(crate) fn reachable(config: &Config, projects: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut producers: BTreeSet<String> = projects.iter().cloned().collect();
+    loop {
+        let next: Vec<String> = config
+            .artifact
+            .iter()
+            .filter(|(name, a)| {
+                !order.contains(name)
+                    && a.produced_by
+                        .as_ref()
+                        .is_some_and(|p| producers.contains(p))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        for name in next {
+            producers.insert(format!("artifact.{name}"));
+            order.push(name);
+        }
+    }
+    let downstream: BTreeSet<String> = order
+        .iter()
+        .flat_map(|name| config.artifact[name].consumed_by.iter())
+        .filter(|c| {
+            !c.starts_with("artifact.") && !projects.contains(c) && config.project.contains_key(*c)
+        })
+        .cloned()
+        .collect();
+    (order, downstream.into_iter().collect())
+}
+
+/// Runs `command` through `sh -c` in `dir`; `Ok(None)` on success, else the output's tail.
+fn run_shell(command: &str, dir: &Path) -> Result<Option<String>, RunError> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .output()
+        .map_err(|source| RunError::Io {
+            what: format!("running `{command}`"),
+            source,
+        })?;
+    if out.status.success() {
+        return Ok(None);
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    Ok(Some(lines[lines.len().saturating_sub(20)..].join("\n")))
+}
+
+impl Engine {
+    /// Regenerates the stale artifacts reachable from the cycle's projects, committing each
+    /// as `chore(<artifact>): regenerate`; a stale artifact that cannot be regenerated
+    /// refuses the close.
+    pub(crate) fn refresh_artifacts(
+        &self,
+        ledger: &mut Ledger,
+        run_id: &str,
+        n: u32,
+        projects: &[String],
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        let (artifacts, _) = reachable(&self.config, projects);
+        for name in artifacts {
+            let artifact = &self.config.artifact[&name];
+            if let Some(check) = &artifact.check {
+                progress.event(
+                    "artifact_check",
+                    json!({ "artifact": name }),
+                    &format!("checking artifact {name}..."),
+                );
+                if run_shell(check, &self.work_tree)?.is_none() {
+                    continue;
+                }
+            }
+            let Some(regenerate) = &artifact.regenerate else {
+                if artifact.check.is_some() {
+                    ledger.append(
+                        Some(run_id),
+                        "stale_artifact",
+                        &json!({ "n": n, "artifact": name }),
+                    )?;
+                    let detail =
+                        format!("artifact {name} is stale and has no `regenerate` command");
+                    return Ok(Some(Refused {
+                        reason: "stale_artifact",
+                        verb: Verb::FixRegression,
+                        detail,
+                    }));
+                }
+                continue;
+            };
+            progress.event(
+                "artifact_regenerate",
+                json!({ "artifact": name }),
+                &format!("regenerating artifact {name}..."),
+            );
+            if let Some(tail) = run_shell(regenerate, &self.work_tree)? {
+                ledger.append(
+                    Some(run_id),
+                    "artifact_regenerate_failed",
+                    &json!({ "n": n, "artifact": name, "output": tail }),
+                )?;
+                let detail = format!("`{regenerate}` failed for artifact {name}:\n{tail}");
+                return Ok(Some(Refused {
+                    reason: "artifact_regenerate_failed",
+                    verb: Verb::FixRegression,
+                    detail,
+                }));
+            }
+            let prefix = format!("{}/", artifact.path.trim_end_matches('/'));
+            let files: Vec<String> = changed_paths(&self.work_tree)?
+                .into_iter()
+                .filter(|p| p == artifact.path.trim_end_matches('/') || p.starts_with(&prefix))
+                .collect();
+            if files.is_empty() {
+                continue;
+            }
+            let trailers = [
+                ("TDD-Run", run_id.to_string()),
+                ("TDD-Cycle", n.to_string()),
+                ("TDD-Phase", "artifact".to_string()),
+            ];
+            let commit = commit_paths(
+                &self.work_tree,
+                &files,
+                &format!("chore({name}): regenerate"),
+                &trailers,
+            )?;
+            ledger.append(
+                Some(run_id),
+                "artifact_regenerated",
+                &json!({ "n": n, "artifact": name, "files": files, "commit": commit }),
+            )?;
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifacts_chain_and_reach_downstream_projects() {
+        let config = Config::parse(
+            Path::new("tdd.toml"),
+            r#"
+[project.backend]
+adapter = "pytest"
+[project.frontend]
+adapter = "vitest"
+[project.docs]
+adapter = "junit"
+[artifact.openapi]
+path = "schema.json"
+produced_by = "backend"
+consumed_by = ["frontend"]
+[artifact.client]
+path = "frontend/generated"
+produced_by = "artifact.openapi"
+consumed_by = ["frontend", "docs"]
+[artifact.unrelated]
+path = "x"
+produced_by = "docs"
+"#,
+        )
+        .expect("config");
+        let (order, downstream) = reachable(&config, &["backend".to_string()]);
+        assert_eq!(order, vec!["openapi", "client"]);
+        assert_eq!(downstream, vec!["docs", "frontend"]);
+        let (order, downstream) = reachable(&config, &["frontend".to_string()]);
+        assert!(order.is_empty() && downstream.is_empty());
+    }
+}

@@ -97,8 +97,10 @@ def main():
     target = "tests/test_many.py::test_7"
     bare = ["python3", "-m", "pytest", f"--junitxml={work}/r.xml", "-o", "junit_family=xunit1", "-q",
             "-p", "no:cacheprovider", "--continue-on-collection-errors", target]
-    bare_ms = median([timed(bare, repo, env)[0] for _ in range(RUNS)])
-    tdd_ms = median([timed([TDD, "test", target, "--json"], repo, env)[0] for _ in range(RUNS)])
+    # Interleaved, so drift in the machine's load hits both sides alike.
+    pairs = [(timed(bare, repo, env)[0], timed([TDD, "test", target, "--json"], repo, env)[0]) for _ in range(RUNS)]
+    bare_ms = median([b for b, _ in pairs])
+    tdd_ms = median([t for _, t in pairs])
     print(f"tdd test TARGET       median {tdd_ms:7.1f} ms   bare pytest {bare_ms:7.1f} ms   overhead {tdd_ms - bare_ms:6.1f} ms")
 
     run([TDD, "run", "start", "--plan", ".tdd/plan.md", "--json"], repo, env)

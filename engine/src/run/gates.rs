@@ -159,12 +159,34 @@ pub fn green_gate(
         );
         return Err(refused("target_failing", Verb::WriteImplementation, detail));
     }
-    if !observation.collection_errors.is_empty() {
-        let detail: Vec<String> = observation
-            .collection_errors
-            .iter()
-            .map(|e| format!("{}: {}", e.scope, e.message))
-            .collect();
+    suite_rest(observation, baseline, &verdict.id)
+}
+
+/// The suite part of a close with no target (refactor cycles, downstream projects): green
+/// apart from the baseline.
+pub fn suite_gate(observation: &Observation, baseline: Option<&Baseline>) -> Result<(), Refused> {
+    if let Some(error) = &observation.runner_error {
+        return Err(refused("runner_error", Verb::ResolveBlocker, error.clone()));
+    }
+    suite_rest(observation, baseline, "")
+}
+
+/// What every suite must satisfy besides its target: everything loads, something ran, and
+/// every failure other than `target` is excused by the baseline.
+fn suite_rest(
+    observation: &Observation,
+    baseline: Option<&Baseline>,
+    target: &str,
+) -> Result<(), Refused> {
+    let excused = |scope: &str| baseline.is_some_and(|b| b.broken.contains(scope));
+    let broken: Vec<String> = observation
+        .collection_errors
+        .iter()
+        .filter(|e| !excused(&e.scope))
+        .map(|e| format!("{}: {}", e.scope, e.message))
+        .collect();
+    if !broken.is_empty() {
+        let detail = broken;
         return Err(refused(
             "collection_error",
             Verb::FixRegression,
@@ -178,27 +200,7 @@ pub fn green_gate(
             "zero tests passed; an empty run is never green",
         ));
     }
-    let regressions = regressions(observation, baseline, &verdict.id);
-    if !regressions.is_empty() {
-        let detail: Vec<String> = regressions
-            .iter()
-            .map(|(id, msg)| format!("{id}: {msg}"))
-            .collect();
-        return Err(refused(
-            "regression",
-            Verb::FixRegression,
-            detail.join("\n"),
-        ));
-    }
-    Ok(())
-}
-
-/// The suite part of a close with no target (refactor cycles): green apart from the baseline.
-pub fn suite_gate(observation: &Observation, baseline: Option<&Baseline>) -> Result<(), Refused> {
-    if let Some(error) = &observation.runner_error {
-        return Err(refused("runner_error", Verb::ResolveBlocker, error.clone()));
-    }
-    let regressions = regressions(observation, baseline, "");
+    let regressions = regressions(observation, baseline, target);
     if !regressions.is_empty() {
         let detail: Vec<String> = regressions
             .iter()

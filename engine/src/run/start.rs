@@ -173,6 +173,11 @@ impl Engine {
                 Outcome::Skipped => {}
             }
         }
+        baseline.broken = observation
+            .collection_errors
+            .iter()
+            .map(|e| e.scope.clone())
+            .collect();
         let summary = json!({
             "passing": baseline.passing.len(),
             "failing": baseline.failing.len(),

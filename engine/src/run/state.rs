@@ -29,6 +29,9 @@ pub struct Baseline {
     pub failing: BTreeSet<String>,
     /// Tests that passed before the run: they must stay green.
     pub passing: BTreeSet<String>,
+    /// Files, packages or binaries that already failed to load or compile.
+    #[serde(default)]
+    pub broken: BTreeSet<String>,
 }
 
 /// Why the last `advance` of a cycle was refused.

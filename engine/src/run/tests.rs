@@ -119,7 +119,7 @@ proptest! {
         runner_error in any::<bool>(),
     ) {
         let obs = observation(tests.clone(), runner_error);
-        let baseline = Baseline { failing: baseline_failing.clone(), passing: Default::default() };
+        let baseline = Baseline { failing: baseline_failing.clone(), ..Default::default() };
         let verdict = TargetVerdict { id: "app::target".into(), status: target_status, detail: None };
         if green_gate(&obs, &verdict, Some(&baseline)).is_ok() {
             prop_assert_eq!(target_status, TargetStatus::Passed);

@@ -56,15 +56,15 @@ pub struct AdvanceOutcome {
 }
 
 /// The cycle being advanced, with everything the gates need.
-struct Ctx<'a> {
-    state: &'a RunState,
-    planned: &'a PlannedCycle,
+pub(super) struct Ctx<'a> {
+    pub(super) state: &'a RunState,
+    pub(super) planned: &'a PlannedCycle,
     /// The targets: the plan's, or the one adopted or named in their place.
-    targets: Vec<String>,
-    rules: Vec<LockRules>,
-    base: Snapshot,
-    now: Snapshot,
-    phase: Phase,
+    pub(super) targets: Vec<String>,
+    pub(super) rules: Vec<LockRules>,
+    pub(super) base: Snapshot,
+    pub(super) now: Snapshot,
+    pub(super) phase: Phase,
 }
 
 impl Ctx<'_> {
@@ -83,7 +83,7 @@ impl Ctx<'_> {
     }
 
     /// The target id qualified with its project, as observations name it.
-    fn qualified(&self, test: &str) -> String {
+    pub(super) fn qualified(&self, test: &str) -> String {
         let project = self.project_of(test);
         if test.starts_with(&format!("{project}::")) {
             test.to_string()
@@ -92,7 +92,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn project_of(&self, test: &str) -> String {
+    pub(super) fn project_of(&self, test: &str) -> String {
         self.planned
             .projects
             .iter()
@@ -187,7 +187,7 @@ impl Engine {
         Ok(outcome)
     }
 
-    fn refuse(
+    pub(super) fn refuse(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
@@ -448,212 +448,8 @@ impl Engine {
         )
     }
 
-    /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
-    /// have seen every target fail, and the tree must now be the phase's snapshot byte for
-    /// byte, with the targets passing again.
-    fn manual_sensitivity(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        cycle: &super::state::CycleState,
-        outcome: &mut AdvanceOutcome,
-        progress: &dyn Progress,
-    ) -> Result<(), RunError> {
-        let unverified: Vec<String> = ctx
-            .planned
-            .tests
-            .iter()
-            .map(|t| ctx.qualified(t))
-            .filter(|t| !cycle.failed_in_phase.contains(t))
-            .collect();
-        if !unverified.is_empty() {
-            let detail = format!(
-                "break the behaviour, run `tdd test` on {} and see it fail, restore the code exactly, then advance",
-                unverified.join(", ")
-            );
-            return self.refuse(
-                ledger,
-                ctx,
-                outcome,
-                Refused {
-                    reason: "sensitivity_unverified",
-                    verb: Verb::RunSensitivityCheck,
-                    detail,
-                },
-            );
-        }
-        if ctx.now.tree != ctx.base.tree {
-            let changed: Vec<String> = ctx
-                .base
-                .changes_to(&self.work_tree, &ctx.now)?
-                .into_iter()
-                .map(|c| c.path)
-                .collect();
-            let detail = format!(
-                "the tree is not restored byte for byte; changed: {}",
-                changed.join(", ")
-            );
-            return self.refuse(
-                ledger,
-                ctx,
-                outcome,
-                Refused {
-                    reason: "restore_mismatch",
-                    verb: Verb::RunSensitivityCheck,
-                    detail,
-                },
-            );
-        }
-        for test in &ctx.targets {
-            let name = ctx.project_of(test);
-            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
-            progress.event(
-                "target_run",
-                json!({ "target": test, "phase": ctx.phase }),
-                &format!("running target {test}..."),
-            );
-            let (observation, verdict) =
-                observe_target(adapter_for(project.config.adapter).as_ref(), &project, test)?;
-            outcome.observations.push(observation);
-            if verdict.status != crate::observe::TargetStatus::Passed {
-                let detail = format!(
-                    "{test} must pass again after the restore: {}",
-                    verdict.detail.unwrap_or_default()
-                );
-                return self.refuse(
-                    ledger,
-                    ctx,
-                    outcome,
-                    Refused {
-                        reason: "target_failing",
-                        verb: Verb::RunSensitivityCheck,
-                        detail,
-                    },
-                );
-            }
-        }
-        self.commit_and_move(ledger, ctx, outcome, |_| false, "", Phase::AwaitingRefactor)
-    }
-
-    /// Every target must fail with the cycle's implementation reversed (the RED commit).
-    fn sensitivity(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        outcome: &mut AdvanceOutcome,
-        progress: &dyn Progress,
-    ) -> Result<Option<Refused>, RunError> {
-        for test in &ctx.targets {
-            let name = ctx.project_of(test);
-            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
-            progress.event(
-                "sensitivity_check",
-                json!({ "target": test }),
-                &format!("sensitivity: running {test} without the implementation..."),
-            );
-            let result = super::sensitivity::check_at(
-                &self.work_tree,
-                "HEAD",
-                &project,
-                test,
-                &self.location.dir.join("sensitivity"),
-            )
-            .map_err(|e| match e {
-                super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
-                super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
-                super::sensitivity::SensitivityError::Temp(source) => RunError::Io {
-                    what: "creating a scratch worktree".into(),
-                    source,
-                },
-            })?;
-            let sensitive = result.sensitive();
-            let status = result.verdict.status;
-            outcome.observations.push(result.observation);
-            if status == crate::observe::TargetStatus::RunnerError {
-                let detail = result.verdict.detail.unwrap_or_default();
-                return Ok(Some(Refused {
-                    reason: "runner_error",
-                    verb: Verb::ResolveBlocker,
-                    detail: format!(
-                        "the sensitivity run of {test} could not be observed: {detail}"
-                    ),
-                }));
-            }
-            if !sensitive {
-                ledger.append(
-                    Some(&ctx.state.run_id),
-                    "insensitive_test",
-                    &json!({ "n": ctx.planned.n, "target": test }),
-                )?;
-                return Ok(Some(Refused {
-                    reason: "insensitive_test",
-                    verb: Verb::RollbackToRed,
-                    detail: format!(
-                        "{test} still passes with this cycle's implementation reversed: it does not test the change"
-                    ),
-                }));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Lint and typecheck of the cycle's projects; the first failure refuses the close.
-    fn close_gates(
-        &self,
-        ctx: &Ctx<'_>,
-        progress: &dyn Progress,
-    ) -> Result<Option<Refused>, RunError> {
-        for name in &ctx.planned.projects {
-            let project = &self.config.project[name];
-            let root = self.work_tree.join(&project.root);
-            for (kind, command) in project
-                .lint
-                .iter()
-                .map(|c| ("lint", c))
-                .chain(project.typecheck.iter().map(|c| ("typecheck", c)))
-            {
-                progress.event(
-                    "gate_run",
-                    json!({ "project": name, "kind": kind, "command": command }),
-                    &format!("{kind}: {command}"),
-                );
-                let out = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(command)
-                    .current_dir(&root)
-                    .output()
-                    .map_err(|source| RunError::Io {
-                        what: format!("running `{command}`"),
-                        source,
-                    })?;
-                if !out.status.success() {
-                    let text = format!(
-                        "{}{}",
-                        String::from_utf8_lossy(&out.stdout),
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    let tail: String = text
-                        .lines()
-                        .rev()
-                        .take(20)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    return Ok(Some(Refused {
-                        reason: "gate_failed",
-                        verb: Verb::FixRegression,
-                        detail: format!("{kind} `{command}` failed in {name}:\n{tail}"),
-                    }));
-                }
-            }
-        }
-        Ok(None)
-    }
-
     /// Commits the changed paths `select` picks, records the move and opens what follows.
-    fn commit_and_move(
+    pub(super) fn commit_and_move(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,

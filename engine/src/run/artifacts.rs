@@ -1,5 +1,6 @@
-//! Generated artifacts at a cycle's close: stale ones are regenerated and committed on
-//! their own, and the suites of the projects that consume them run in the close sweep.
+//! The close sweep before a cycle closes: lint and typecheck gates, and generated
+//! artifacts (stale ones are regenerated and committed on their own; the suites of the
+//! projects that consume them run in the sweep).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -9,6 +10,7 @@ use serde_json::json;
 use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::advance::Ctx;
 use super::commit::changed_paths;
 use super::commit::commit_paths;
 use super::gates::Refused;
@@ -159,6 +161,63 @@ impl Engine {
                 "artifact_regenerated",
                 &json!({ "n": n, "artifact": name, "files": files, "commit": commit }),
             )?;
+        }
+        Ok(None)
+    }
+}
+
+impl Engine {
+    /// Lint and typecheck of the cycle's projects; the first failure refuses the close.
+    pub(super) fn close_gates(
+        &self,
+        ctx: &Ctx<'_>,
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        for name in &ctx.planned.projects {
+            let project = &self.config.project[name];
+            let root = self.work_tree.join(&project.root);
+            for (kind, command) in project
+                .lint
+                .iter()
+                .map(|c| ("lint", c))
+                .chain(project.typecheck.iter().map(|c| ("typecheck", c)))
+            {
+                progress.event(
+                    "gate_run",
+                    json!({ "project": name, "kind": kind, "command": command }),
+                    &format!("{kind}: {command}"),
+                );
+                let out = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(command)
+                    .current_dir(&root)
+                    .output()
+                    .map_err(|source| RunError::Io {
+                        what: format!("running `{command}`"),
+                        source,
+                    })?;
+                if !out.status.success() {
+                    let text = format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    let tail: String = text
+                        .lines()
+                        .rev()
+                        .take(20)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    return Ok(Some(Refused {
+                        reason: "gate_failed",
+                        verb: Verb::FixRegression,
+                        detail: format!("{kind} `{command}` failed in {name}:\n{tail}"),
+                    }));
+                }
+            }
         }
         Ok(None)
     }

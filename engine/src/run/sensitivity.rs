@@ -1,5 +1,9 @@
-//! The automatic sensitivity check at GREEN: with the cycle's implementation
-//! diff reversed, the target must fail, or the test does not test the change.
+//! Sensitivity: a test must be able to fail.
+//!
+//! The automatic check at GREEN: with the cycle's implementation diff reversed,
+//! the target must fail, or the test does not test the change. The manual check
+//! at SENSITIVITY_REQUIRED (pins, red-first violations) is judged from recorded
+//! `tdd test` runs and a byte-exact restore.
 //!
 //! The check runs in a scratch `git worktree` detached at the RED commit. The
 //! test files there are the ones GREEN sees (tests are locked after RED), and
@@ -10,8 +14,18 @@
 use std::path::Path;
 use std::path::PathBuf;
 
+use serde_json::json;
+
+use super::Progress;
+use super::RunError;
+use super::advance::AdvanceOutcome;
+use super::advance::Ctx;
+use super::gates::Refused;
+use super::phase::Phase;
+use super::phase::Verb;
 use crate::git::Git;
 use crate::git::GitError;
+use crate::ledger::Ledger;
 use crate::observe::Observation;
 use crate::observe::ObserveError;
 use crate::observe::Project;
@@ -109,4 +123,155 @@ pub fn check_at(
         verdict,
         observation,
     })
+}
+
+impl super::Engine {
+    /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
+    /// have seen every target fail, and the tree must now be the phase's snapshot byte for
+    /// byte, with the targets passing again.
+    pub(super) fn manual_sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        cycle: &super::state::CycleState,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        let unverified: Vec<String> = ctx
+            .planned
+            .tests
+            .iter()
+            .map(|t| ctx.qualified(t))
+            .filter(|t| !cycle.failed_in_phase.contains(t))
+            .collect();
+        if !unverified.is_empty() {
+            let detail = format!(
+                "break the behaviour, run `tdd test` on {} and see it fail, restore the code exactly, then advance",
+                unverified.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "sensitivity_unverified",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        if ctx.now.tree != ctx.base.tree {
+            let changed: Vec<String> = ctx
+                .base
+                .changes_to(&self.work_tree, &ctx.now)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+            let detail = format!(
+                "the tree is not restored byte for byte; changed: {}",
+                changed.join(", ")
+            );
+            return self.refuse(
+                ledger,
+                ctx,
+                outcome,
+                Refused {
+                    reason: "restore_mismatch",
+                    verb: Verb::RunSensitivityCheck,
+                    detail,
+                },
+            );
+        }
+        for test in &ctx.targets {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event(
+                "target_run",
+                json!({ "target": test, "phase": ctx.phase }),
+                &format!("running target {test}..."),
+            );
+            let (observation, verdict) =
+                observe_target(adapter_for(project.config.adapter).as_ref(), &project, test)?;
+            outcome.observations.push(observation);
+            if verdict.status != crate::observe::TargetStatus::Passed {
+                let detail = format!(
+                    "{test} must pass again after the restore: {}",
+                    verdict.detail.unwrap_or_default()
+                );
+                return self.refuse(
+                    ledger,
+                    ctx,
+                    outcome,
+                    Refused {
+                        reason: "target_failing",
+                        verb: Verb::RunSensitivityCheck,
+                        detail,
+                    },
+                );
+            }
+        }
+        self.commit_and_move(ledger, ctx, outcome, |_| false, "", Phase::AwaitingRefactor)
+    }
+
+    /// Every target must fail with the cycle's implementation reversed (the RED commit).
+    pub(super) fn sensitivity(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        for test in &ctx.targets {
+            let name = ctx.project_of(test);
+            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            progress.event(
+                "sensitivity_check",
+                json!({ "target": test }),
+                &format!("sensitivity: running {test} without the implementation..."),
+            );
+            let result = super::sensitivity::check_at(
+                &self.work_tree,
+                "HEAD",
+                &project,
+                test,
+                &self.location.dir.join("sensitivity"),
+            )
+            .map_err(|e| match e {
+                super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
+                super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
+                super::sensitivity::SensitivityError::Temp(source) => RunError::Io {
+                    what: "creating a scratch worktree".into(),
+                    source,
+                },
+            })?;
+            let sensitive = result.sensitive();
+            let status = result.verdict.status;
+            outcome.observations.push(result.observation);
+            if status == crate::observe::TargetStatus::RunnerError {
+                let detail = result.verdict.detail.unwrap_or_default();
+                return Ok(Some(Refused {
+                    reason: "runner_error",
+                    verb: Verb::ResolveBlocker,
+                    detail: format!(
+                        "the sensitivity run of {test} could not be observed: {detail}"
+                    ),
+                }));
+            }
+            if !sensitive {
+                ledger.append(
+                    Some(&ctx.state.run_id),
+                    "insensitive_test",
+                    &json!({ "n": ctx.planned.n, "target": test }),
+                )?;
+                return Ok(Some(Refused {
+                    reason: "insensitive_test",
+                    verb: Verb::RollbackToRed,
+                    detail: format!(
+                        "{test} still passes with this cycle's implementation reversed: it does not test the change"
+                    ),
+                }));
+            }
+        }
+        Ok(None)
+    }
 }

@@ -5,6 +5,7 @@ mod config;
 mod doctor;
 mod engine_actions;
 mod engine_cargo;
+mod engine_machine;
 mod engine_pytest;
 mod exec;
 mod init;

@@ -300,6 +300,9 @@ impl From<RunError> for CommandError {
                     .hint("name one of the tests that are new in this cycle")
                     .data(data)
             }
+            RunError::UnknownProject { .. } => CommandError::bad_input("config_invalid", message)
+                .verb(Verb::FixConfig)
+                .hint("declare the project again in tdd.toml, or abandon the run"),
             RunError::NoPreviousPhase { .. } => CommandError::refused("no_previous_phase", message)
                 .hint("roll back within the current phase with `tdd rollback`"),
             RunError::Blocked { .. } => CommandError::refused("run_blocked", message)

@@ -192,13 +192,7 @@ impl Engine {
         } else {
             format!("{project_name}::{id}")
         };
-        let config = self
-            .config
-            .project
-            .get(&project_name)
-            .cloned()
-            .ok_or(RunError::NoActiveRun)?;
-        let project = crate::observe::Project::new(&self.work_tree, &project_name, config)?;
+        let project = self.project(&project_name)?;
         let adapter = crate::observe::adapter_for(project.config.adapter);
         let candidates =
             super::advance::new_tests(adapter.as_ref(), &project, &cycle.known_at_open)?;

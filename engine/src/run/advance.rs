@@ -239,7 +239,7 @@ impl Engine {
         let mut decision = None;
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            let project = self.project(&name)?;
             let adapter = adapter_for(project.config.adapter);
             progress.event(
                 "target_run",
@@ -383,11 +383,11 @@ impl Engine {
             sweep.extend(
                 downstream
                     .into_iter()
-                    .filter(|p| self.config.project[p].in_close_sweep),
+                    .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
             );
         }
         for name in &sweep {
-            let project = Project::new(&self.work_tree, name, self.config.project[name].clone())?;
+            let project = self.project(name)?;
             let adapter = adapter_for(project.config.adapter);
             progress.event(
                 "suite_run",

@@ -174,7 +174,9 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         for name in &ctx.planned.projects {
-            let project = &self.config.project[name];
+            let Some(project) = self.config.project.get(name) else {
+                return Err(RunError::UnknownProject { name: name.clone() });
+            };
             let root = self.work_tree.join(&project.root);
             for (kind, command) in project
                 .lint

@@ -101,6 +101,12 @@ pub enum RunError {
         /// The tests that are new in this cycle.
         candidates: Vec<String>,
     },
+    /// The plan names a project that `tdd.toml` no longer declares.
+    #[error("the run's plan names project `{name}`, which tdd.toml no longer declares")]
+    UnknownProject {
+        /// The project name.
+        name: String,
+    },
     /// There is no earlier phase in this cycle to roll back to.
     #[error("cycle {n} has no earlier phase than {phase} to roll back to")]
     NoPreviousPhase {
@@ -202,6 +208,19 @@ impl Engine {
         let payload = serde_json::json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree, "head": head });
         ledger.append(Some(run_id), "cycle_opened", &payload)?;
         Ok(Some((cycle.n, phase)))
+    }
+
+    /// The observation view of project `name`, or `UnknownProject` if tdd.toml lost it.
+    pub(crate) fn project(&self, name: &str) -> Result<crate::observe::Project, RunError> {
+        let config =
+            self.config
+                .project
+                .get(name)
+                .cloned()
+                .ok_or_else(|| RunError::UnknownProject {
+                    name: name.to_string(),
+                })?;
+        Ok(crate::observe::Project::new(&self.work_tree, name, config)?)
     }
 
     fn lock(&self, what: &str) -> Result<guard::Guard, RunError> {

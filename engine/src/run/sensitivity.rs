@@ -184,7 +184,7 @@ impl super::Engine {
         }
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            let project = self.project(&name)?;
             progress.event(
                 "target_run",
                 json!({ "target": test, "phase": ctx.phase }),
@@ -223,7 +223,7 @@ impl super::Engine {
     ) -> Result<Option<Refused>, RunError> {
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = Project::new(&self.work_tree, &name, self.config.project[&name].clone())?;
+            let project = self.project(&name)?;
             progress.event(
                 "sensitivity_check",
                 json!({ "target": test }),

@@ -16,7 +16,6 @@ use super::state::RunStarted;
 use crate::git::Git;
 use crate::ledger::Ledger;
 use crate::observe::Outcome;
-use crate::observe::Project;
 use crate::observe::Selection;
 use crate::observe::adapter_for;
 use crate::plan::read_committed;
@@ -147,14 +146,8 @@ impl Engine {
         name: &str,
         progress: &dyn Progress,
     ) -> Result<serde_json::Value, RunError> {
-        let config = self
-            .config
-            .project
-            .get(name)
-            .cloned()
-            .ok_or_else(|| RunError::NoActiveRun)?;
-        let project = Project::new(&self.work_tree, name, config.clone())?;
-        let adapter = adapter_for(config.adapter);
+        let project = self.project(name)?;
+        let adapter = adapter_for(project.config.adapter);
         progress.event(
             "baseline_started",
             json!({ "project": name }),

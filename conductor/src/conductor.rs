@@ -263,6 +263,7 @@ impl<'p> Conductor<'p> {
     fn prepare_branch(&mut self) -> Result<(), Halt> {
         let git = Git::new(&self.work_tree);
         if self.resumed {
+            self.end_orphaned_leaves()?;
             self.reset_half_done_step()?;
         }
         let dirty = git.dirty_paths()?;
@@ -305,6 +306,33 @@ impl<'p> Conductor<'p> {
             )?;
         }
         crate::failpoint::hit("conduct_branch");
+        Ok(())
+    }
+
+    /// Kills and waits for the leaves of this issue that a killed conductor left
+    /// running, so none of them writes into the tree while the step is reset.
+    fn end_orphaned_leaves(&self) -> Result<(), ConductError> {
+        let supervisor = self.leaves.supervisor();
+        let tag = format!("-i{}-", self.issue.number());
+        let running = supervisor
+            .list()
+            .map_err(|e| ConductError::Leaf(e.into()))?
+            .into_iter()
+            .filter(|l| l.state == tdd_supervisor::LeafState::Running)
+            .filter(|l| l.id.contains(&tag) || l.name.as_deref().is_some_and(|n| n.contains(&tag)));
+        for leaf in running {
+            let mut handle = supervisor
+                .open(&leaf.id)
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            handle
+                .kill(true)
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            handle
+                .wait(Some(std::time::Duration::from_secs(30)))
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            self.journal
+                .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
+        }
         Ok(())
     }
 

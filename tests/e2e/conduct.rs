@@ -1,0 +1,277 @@
+//! `tdd conduct` and `tdd demo` end to end: real scripted leaves under the supervisor,
+//! a real cargo suite, the local forge.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+const MARKER: &str = "DEVELOPER-LEAF-MARKER-3f9c";
+
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn subjects(dir: &Path) -> Vec<String> {
+    git_in(dir, &["log", "--format=%s", "--reverse"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn read(path: &Value) -> String {
+    std::fs::read_to_string(path.as_str().expect("a path")).expect("readable")
+}
+
+/// Every file named `name` in the directories of `dir` whose names contain `part`.
+fn files_of(dir: &Path, part: &str, name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .filter_map(|e| std::fs::read_to_string(e.path().join(name)).ok())
+        .collect()
+}
+
+#[test]
+fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
+    let env = Env::bare();
+    let dir = env.home.path().join("demo");
+    let (code, value) = env.json(&["demo", "--keep", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{value}");
+    let pr = read(&value["data"]["pr"]);
+    for n in 1..=3 {
+        assert!(pr.contains(&format!("- [x] Step {n}:")), "{pr}");
+    }
+    assert!(!pr.contains("- [ ] Step"), "{pr}");
+    assert!(pr.contains("RED REJECT"), "{pr}");
+    assert!(pr.contains("the engine reverted tests/mul.rs"), "{pr}");
+    assert!(pr.contains(value["data"]["run_id"].as_str().expect("run id")));
+    let log = subjects(&dir.join("calc"));
+    let expected: Vec<String> = ["subtraction", "multiplication", "clamping"]
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("test: {t}"),
+                format!("feat: {t}"),
+                format!("refactor: {t}"),
+            ]
+        })
+        .collect();
+    assert_eq!(log[2..], expected[..], "{log:?}");
+    assert!(log[1].starts_with("plan: issue #1"), "{log:?}");
+    // The cheat did not survive: the committed test is the strict one.
+    let test = git_in(&dir.join("calc"), &["show", "HEAD:tests/mul.rs"]);
+    assert!(test.contains("assert_eq!(calc::mul(3, 4), 12)"), "{test}");
+    // Blindness: every developer leaf printed the marker; no verifier was told it.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"))
+        .join("../..")
+        .canonicalize()
+        .expect("ledger dir");
+    let developers = files_of(&ledger_dir.join("leaves"), "-developer-", "stdout.log");
+    assert!(developers.len() >= 9, "{}", developers.len());
+    assert!(developers.iter().all(|out| out.contains(MARKER)));
+    let prompts = files_of(&ledger_dir.join("leaf-files"), "verifier-", "prompt.md");
+    assert!(prompts.len() >= 10, "{}", prompts.len());
+    assert!(prompts.iter().all(|p| !p.contains(MARKER)));
+    let thread = std::fs::read_to_string(
+        PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("thread.md"),
+    )
+    .expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+}
+
+const CONFIG: &str = include_str!("../../examples/demo/tdd.toml");
+const PLAN_ONE: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n---\n";
+const ISSUE_ONE: &str = "# Subtraction\n\nUsers need to subtract.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n";
+const LIB: &str = include_str!("../../examples/demo/src/lib.rs");
+const STUB: &str = "\npub fn sub(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
+const IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+const TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+
+/// A one-criterion fixture: `planner` and `verifier` are the leaves' entries for those
+/// roles; the developer's are fixed.
+fn fixture(planner: &str, verifier: &str) -> String {
+    format!(
+        r#"version = 1
+{planner}
+[[leaf]]
+role = "developer"
+phase = "red"
+[[leaf.do]]
+action = "write"
+path = "tests/sub.rs"
+content = '''{TEST}'''
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{STUB}'''
+[[leaf]]
+role = "developer"
+phase = "green"
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{IMPL}'''
+[[leaf]]
+role = "developer"
+phase = "refactor"
+[[leaf.do]]
+action = "print"
+text = "nothing to do"
+{verifier}
+"#
+    )
+}
+
+fn good_planner(extra: &str) -> String {
+    format!(
+        "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = '''{PLAN_ONE}'''\n{extra}"
+    )
+}
+
+const GOOD_VERIFIER: &str = r#"[[leaf]]
+role = "verifier"
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "test", "app::calc::sub subtracts"]
+[[leaf.do]]
+action = "verdict"
+decision = "accept"
+reason = "ran it"
+"#;
+
+/// The calc crate with the demo's config pointing at `fixture`; returns the issue path.
+fn project(env: &Env, fixture: &str) -> String {
+    let fixture_path = env.home.path().join("fixture.toml");
+    std::fs::write(&fixture_path, fixture).expect("fixture");
+    let issue = env.home.path().join("issue-1.md");
+    std::fs::write(&issue, ISSUE_ONE).expect("issue");
+    env.write("Cargo.toml", include_str!("../../examples/demo/Cargo.toml"));
+    env.write("src/lib.rs", LIB);
+    env.write(
+        "tests/add.rs",
+        include_str!("../../examples/demo/tests/add.rs"),
+    );
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write(
+        "tdd.toml",
+        &CONFIG.replace("{fixture}", &fixture_path.display().to_string()),
+    );
+    env.commit_all("calc");
+    issue.display().to_string()
+}
+
+fn bail_of(value: &Value) -> (&str, &str) {
+    (
+        value["error"]["reason"].as_str().unwrap_or_default(),
+        value["data"]["bail"]["class"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn a_verifier_that_writes_to_the_work_tree_halts_the_run() {
+    let env = Env::new();
+    let target = env.root().join("src/lib.rs").display().to_string();
+    let verifier = format!(
+        "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"write\"\npath = \"{target}\"\ncontent = \"tampered\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"x\"\n"
+    );
+    let issue = project(&env, &fixture(&good_planner(""), &verifier));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("verifier_modified_tree", "system"));
+    assert_eq!(value["data"]["bail"]["step"], 1);
+    // The half-done step is reset: only the plan is left on top of the base.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let pr = read(&value["data"]["run"]["pr"]);
+    assert!(pr.contains("verifier_modified_tree"), "{pr}");
+}
+
+#[test]
+fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
+    let env = Env::new();
+    let planner = "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = \"---\\ncycles:\\n  - n: 1\\n    title: no project\\n---\\n\"\n";
+    let issue = project(&env, &fixture(planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("plan_invalid", "process"));
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("calc")
+    );
+    assert!(!env.root().join(".tdd/issue-1.md").exists());
+    // The second planner was told why the first plan was refused.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let prompts = files_of(
+        &ledger_dir.join("leaf-files"),
+        "planner-i1-s0-plan-a2",
+        "prompt.md",
+    );
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        prompts[0].contains("- ") && prompts[0].contains("project"),
+        "{}",
+        prompts[0]
+    );
+    assert!(!prompts[0].contains("(none: this is the first attempt)"));
+}
+
+#[test]
+fn a_stop_at_leaf_exits_5_and_a_second_conduct_finishes_the_issue() {
+    let env = Env::new();
+    let planner = good_planner(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-leaf\"]\n",
+    );
+    let issue = project(&env, &fixture(&planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    assert_eq!(value["error"]["reason"], "stopped");
+    assert_eq!(value["data"]["mode"], "at-leaf");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["steps_done"], 1);
+    let log = subjects(env.root());
+    assert_eq!(
+        log[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+}
+
+#[test]
+fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
+    let env = Env::new();
+    let planner = good_planner(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"conduct\", \"--json\", \"ISSUE\"]\n",
+    );
+    let issue = project(&env, "");
+    let fixture = fixture(&planner.replace("ISSUE", &issue), GOOD_VERIFIER);
+    std::fs::write(env.home.path().join("fixture.toml"), fixture).expect("fixture");
+    // The planner's own `tdd conduct` runs while the first conductor holds the lock.
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
+    assert!(out.contains("conductor_running"), "{out}");
+    assert!(out.contains("\"pid\":\""), "{out}");
+}

@@ -254,6 +254,13 @@ impl<'p> Conductor<'p> {
             self.step(&state, index)?;
             done += 1;
         }
+        // A conductor killed between a step's close and its comment left it unwritten:
+        // the upsert is idempotent, so every finished step's comment is (re)written.
+        for (n, ticked) in crate::plan::ticks_at_head(&self.work_tree, &self.plan_path) {
+            if ticked {
+                self.write_step_comment(n)?;
+            }
+        }
         self.publish()?;
         Ok(false)
     }
@@ -333,6 +340,14 @@ impl<'p> Conductor<'p> {
             self.journal
                 .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
         }
+        Ok(())
+    }
+
+    /// Creates or edits step `n`'s comment on the forge.
+    pub(crate) fn write_step_comment(&self, n: u32) -> Result<(), Halt> {
+        let body = crate::report::step_comment(self, n)?;
+        self.forge.comment(&format!("step-{n}"), &body)?;
+        crate::failpoint::hit("conduct_comment_written");
         Ok(())
     }
 

@@ -26,7 +26,6 @@ use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::ConductError;
 use crate::error::Halt;
-use crate::forge::Forge;
 use crate::leaf::Who;
 
 /// Refused advances of one phase tolerated before `gate_refused_repeatedly`.
@@ -83,9 +82,7 @@ impl Conductor<'_> {
                     "engine_ms": ms(timing.engine), "overhead_ms": ms(overhead) }),
         )?;
         crate::failpoint::hit("conduct_step_done");
-        let body = crate::report::step_comment(self, n)?;
-        self.forge.comment(&format!("step-{n}"), &body)?;
-        crate::failpoint::hit("conduct_comment_written");
+        self.write_step_comment(n)?;
         self.publish()?;
         self.progress.event(
             "step_done",

@@ -275,3 +275,62 @@ fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
     assert!(out.contains("conductor_running"), "{out}");
     assert!(out.contains("\"pid\":\""), "{out}");
 }
+
+/// The failpoints of one step, in the order a run reaches them.
+const CRASH_POINTS: &[&str] = &[
+    "conduct_branch",
+    "conduct_plan_committed",
+    "conduct_run_started",
+    "conduct_before_leaf_red",
+    "conduct_after_leaf_red",
+    "conduct_after_advance_red",
+    "conduct_before_leaf_green",
+    "conduct_after_leaf_green",
+    "conduct_after_advance_green",
+    "conduct_before_leaf_refactor",
+    "conduct_step_done",
+    "conduct_comment_written",
+    "conduct_pr_written",
+];
+
+#[test]
+fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    for point in CRASH_POINTS {
+        let out = env
+            .tdd()
+            .env("TDD_FAILPOINT", format!("{point}=kill"))
+            .args(["conduct", &issue, "--json"])
+            .output()
+            .expect("tdd runs");
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{point}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let log = subjects(env.root());
+    assert_eq!(
+        log,
+        [
+            "init",
+            "calc",
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
+    assert_eq!(lib, format!("{LIB}{IMPL}"));
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
+    assert!(read(&value["data"]["pr"]).contains("- [x] Step 1:"));
+}

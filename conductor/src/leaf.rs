@@ -55,7 +55,9 @@ impl Conductor<'_> {
                 Who::Developer => &self.developer,
                 Who::Verifier => &self.verifier,
             };
-            let mut run = provider.run(&self.leaves, request.clone())?;
+            // The position is written before the launch, so the leaf itself (and anyone
+            // watching) never sees the previous leaf's.
+            let mut run = self.leaves.prepare(provider.as_ref(), request.clone())?;
             self.lock.set_position(&Position {
                 issue: self.issue.number(),
                 step,
@@ -65,6 +67,7 @@ impl Conductor<'_> {
                 leaf_started_s: Some(crate::lock::now_s()),
                 pid: std::process::id(),
             });
+            self.leaves.start(&mut run)?;
             self.progress.event(
                 "leaf_started",
                 json!({ "leaf": run.id(), "role": role.as_str(), "step": step, "phase": phase }),

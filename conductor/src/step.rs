@@ -82,11 +82,13 @@ impl Conductor<'_> {
                     "engine_ms": ms(timing.engine), "overhead_ms": ms(overhead) }),
         )?;
         crate::failpoint::hit("conduct_step_done");
+        let forge = Instant::now();
         self.write_step_comment(n)?;
         self.publish()?;
+        let forge = forge.elapsed();
         self.progress.event(
             "step_done",
-            json!({ "step": n, "overhead_ms": ms(overhead) }),
+            json!({ "step": n, "overhead_ms": ms(overhead), "forge_ms": ms(forge) }),
             &format!("step {n} done: {}", planned.title),
         );
         Ok(())
@@ -324,16 +326,24 @@ impl Conductor<'_> {
     }
 
     fn remove_scratch(&self, scratch: &std::path::Path) {
-        // Best effort both ways: a leftover scratch tree is harmless and pruned next time.
+        if !scratch.exists() {
+            return;
+        }
+        // Best effort: a leftover scratch tree is harmless, and pruned the next time one
+        // cannot be removed cleanly.
         let git = Git::new(&self.work_tree);
-        let _ = git.output([
-            "worktree",
-            "remove",
-            "--force",
-            &scratch.display().to_string(),
-        ]);
-        let _ = std::fs::remove_dir_all(scratch);
-        let _ = git.output(["worktree", "prune"]);
+        let removed = git
+            .output([
+                "worktree",
+                "remove",
+                "--force",
+                &scratch.display().to_string(),
+            ])
+            .is_ok();
+        if !removed {
+            let _ = std::fs::remove_dir_all(scratch);
+            let _ = git.output(["worktree", "prune"]);
+        }
     }
 
     /// Ticks step `n` in the plan file; the REFACTOR advance commits it with the phase.

@@ -128,8 +128,8 @@ content = '''{LIB}{IMPL}'''
 role = "developer"
 phase = "refactor"
 [[leaf.do]]
-action = "print"
-text = "nothing to do"
+action = "run"
+argv = ["env", "-u", "TDD_LEAF_ID", "-u", "TDD_LEAF_TOKEN", "tdd", "status", "--json"]
 {verifier}
 "#
     )
@@ -256,6 +256,26 @@ fn a_stop_at_leaf_exits_5_and_a_second_conduct_finishes_the_issue() {
             "refactor: subtraction"
         ]
     );
+    // While the REFACTOR leaf ran, `tdd status` (outside a leaf's identity) showed
+    // the conductor's position.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let out = files_of(
+        &ledger_dir.join("leaves"),
+        "-developer-i1-s1-refactor",
+        "stdout.log",
+    );
+    let status: Value = serde_json::from_str(out[0].trim()).expect("an envelope");
+    let conductor = &status["data"]["conductor"];
+    assert_eq!(conductor["issue"], 1, "{status}");
+    assert_eq!(conductor["step"], 1);
+    assert_eq!(conductor["of"], 1);
+    assert_eq!(conductor["phase"], "refactor");
+    assert!(
+        conductor["leaf"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("developer-i1-s1-refactor"))
+    );
+    assert!(conductor["leaf_age_s"].is_u64());
 }
 
 #[test]

@@ -354,3 +354,91 @@ fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() 
     assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
     assert!(read(&value["data"]["pr"]).contains("- [x] Step 1:"));
 }
+
+/// Runs `tdd conduct` and checks it bailed with `cause` of `class`, exit 4; returns
+/// the envelope.
+fn expect_bail(env: &Env, issue: &str, cause: &str, class: &str) -> Value {
+    let (code, value) = env.json(&["conduct", issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), (cause, class), "{value}");
+    assert!(
+        !value["data"]["bail"]["action"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    );
+    value
+}
+
+const SILENT_VERIFIER: &str =
+    "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"print\"\ntext = \"no opinion\"\n";
+
+const REJECTING_VERIFIER: &str = "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"never good enough\"\nfindings = [\"tests/sub.rs: try harder\"]\n";
+
+#[test]
+fn a_verifier_without_a_verdict_bails_verdict_missing_and_the_step_is_reset() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), SILENT_VERIFIER));
+    let value = expect_bail(&env, &issue, "verdict_missing", "process");
+    assert_eq!(value["data"]["bail"]["phase"], "red");
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    assert!(!env.root().join("tests/sub.rs").exists());
+}
+
+#[test]
+fn rejects_beyond_the_revise_budget_bail_revise_budget_exhausted() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), REJECTING_VERIFIER));
+    let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("tests/sub.rs: try harder")),
+        "{value}"
+    );
+    // The demo config's budget is one revise round: two RED verifiers ran.
+    let pr = read(&value["data"]["run"]["pr"]);
+    assert!(pr.contains("revise_budget_exhausted"), "{pr}");
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let verifiers = files_of(
+        &ledger_dir.join("leaf-files"),
+        "verifier-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(verifiers.len(), 2);
+}
+
+#[test]
+fn a_developer_that_never_satisfies_the_gate_bails_gate_refused_repeatedly() {
+    let env = Env::new();
+    let idle = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"print\"\ntext = \"thinking\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{idle}")),
+    );
+    expect_bail(&env, &issue, "gate_refused_repeatedly", "process");
+}
+
+#[test]
+fn a_red_baseline_and_a_dirty_tree_bail_as_system_causes() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    env.write("notes.txt", "uncommitted\n");
+    let value = expect_bail(&env, &issue, "dirty_tree", "system");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("notes.txt"))
+    );
+    std::fs::remove_file(env.root().join("notes.txt")).expect("rm");
+    env.write(
+        "tests/broken.rs",
+        "#[test]\nfn broken() {\n    assert_eq!(1, 2);\n}\n",
+    );
+    env.commit_all("a failing test");
+    expect_bail(&env, &issue, "baseline_red", "system");
+}

@@ -244,6 +244,7 @@ impl<'p> Conductor<'p> {
         self.ensure_plan()?;
         self.ensure_run()?;
         self.check_agreement()?;
+        self.judge_unjudged_refactors()?;
         let mut done = 0;
         while let Some(state) = self.engine.status()? {
             if self.options.max_steps.is_some_and(|m| done >= m) {

@@ -113,34 +113,14 @@ impl Conductor<'_> {
             if phase == Phase::AwaitingRefactor {
                 self.tick(n)?;
             }
-            let git = Git::new(&self.work_tree);
-            let base = git.text(["rev-parse", "HEAD"])?;
+            let base = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
             let began = Instant::now();
             let outcome = self.engine.advance(true, self.progress)?;
             timing.engine += began.elapsed();
             crate::failpoint::hit(&format!("conduct_after_advance_{name}"));
             if let Some(refused) = &outcome.refused {
                 refusals += 1;
-                self.journal.record("gate_refused", json!({ "step": n, "phase": name, "reason": refused.reason, "detail": refused.detail }))?;
-                self.progress.event(
-                    "gate_refused",
-                    json!({ "step": n, "phase": name, "reason": refused.reason }),
-                    &format!(
-                        "step {n} {name}: the engine refused: {} ({})",
-                        refused.reason, refused.detail
-                    ),
-                );
-                if refusals > MAX_REFUSALS {
-                    return Err(Bail::new(
-                        BailCause::GateRefusedRepeatedly,
-                        format!("the engine refused {name} of step {n} {refusals} times; last: {}: {}", refused.reason, refused.detail),
-                        "read `tdd status` for what the gate wants, do it by hand or adjust the plan, then run `tdd conduct` again",
-                    )
-                    .at(n, name)
-                    .tail(&response.text)
-                    .into());
-                }
-                findings = vec![format!("{}: {}", refused.reason, refused.detail)];
+                findings = self.refused(n, name, refused, refusals, &response.text)?;
                 attempt += 1;
                 continue;
             }
@@ -155,20 +135,7 @@ impl Conductor<'_> {
                     outcome.to
                 ),
             );
-            let verdict = self.verify(planned, phase, &commit, &base, revisions + 1, timing)?;
-            self.journal.record("phase_verdict", json!({
-                "step": n, "phase": name, "commit": commit, "round": revisions,
-                "decision": verdict.decision, "reason": verdict.reason, "findings": verdict.findings,
-                "verifier": verdict.leaf_id,
-            }))?;
-            self.progress.event(
-                "verdict",
-                json!({ "step": n, "phase": name, "decision": verdict.decision }),
-                &format!(
-                    "step {n} {name}: verifier says {:?}: {}",
-                    verdict.decision, verdict.reason
-                ),
-            );
+            let verdict = self.judge(planned, phase, &commit, &base, revisions, timing)?;
             if verdict.decision == Decision::Accept {
                 self.journal.record("conduct_phase", json!({
                     "step": n, "phase": name, "commit": commit, "revisions": revisions,
@@ -190,6 +157,132 @@ impl Conductor<'_> {
                 verdict.findings.clone()
             };
         }
+    }
+
+    /// Records a refused advance; bails after too many; returns the findings for the
+    /// next developer attempt.
+    fn refused(
+        &self,
+        n: u32,
+        name: &str,
+        refused: &tdd_engine::run::Refused,
+        refusals: u32,
+        output: &str,
+    ) -> Result<Vec<String>, Halt> {
+        self.journal.record(
+            "gate_refused",
+            json!({ "step": n, "phase": name, "reason": refused.reason, "detail": refused.detail }),
+        )?;
+        self.progress.event(
+            "gate_refused",
+            json!({ "step": n, "phase": name, "reason": refused.reason }),
+            &format!(
+                "step {n} {name}: the engine refused: {} ({})",
+                refused.reason, refused.detail
+            ),
+        );
+        if refusals > MAX_REFUSALS {
+            return Err(Bail::new(
+                BailCause::GateRefusedRepeatedly,
+                format!(
+                    "the engine refused {name} of step {n} {refusals} times; last: {}: {}",
+                    refused.reason, refused.detail
+                ),
+                "read `tdd status` for what the gate wants, do it by hand or adjust the plan, then run `tdd conduct` again",
+            )
+            .at(n, name)
+            .tail(output)
+            .into());
+        }
+        Ok(vec![format!("{}: {}", refused.reason, refused.detail)])
+    }
+
+    /// The blind verifier's verdict on `commit`, recorded with its round.
+    fn judge(
+        &self,
+        planned: &PlannedCycle,
+        phase: Phase,
+        commit: &str,
+        base: &str,
+        revisions: u32,
+        timing: &mut Timing,
+    ) -> Result<VerifierVerdict, Halt> {
+        let (n, name) = (planned.n, phase.trailer());
+        let verdict = self.verify(planned, phase, commit, base, revisions + 1, timing)?;
+        self.journal.record(
+            "phase_verdict",
+            json!({
+                "step": n, "phase": name, "commit": commit, "round": revisions,
+                "decision": verdict.decision, "reason": verdict.reason, "findings": verdict.findings,
+                "verifier": verdict.leaf_id,
+            }),
+        )?;
+        self.progress.event(
+            "verdict",
+            json!({ "step": n, "phase": name, "decision": verdict.decision }),
+            &format!(
+                "step {n} {name}: verifier says {:?}: {}",
+                verdict.decision, verdict.reason
+            ),
+        );
+        Ok(verdict)
+    }
+
+    /// A conductor killed right after a REFACTOR advance closed a cycle left that
+    /// commit unjudged: its verifier runs now, before anything else.
+    pub(crate) fn judge_unjudged_refactors(&mut self) -> Result<(), Halt> {
+        let Some(run_id) = self.run_id.clone() else {
+            return Ok(());
+        };
+        let events =
+            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
+        let Some(state) = RunState::project(&events) else {
+            return Ok(());
+        };
+        let mut judged = std::collections::BTreeSet::new();
+        for (kind, p) in self.journal.events()? {
+            match (kind.as_str(), p["step"].as_u64()) {
+                ("step_reset", Some(step)) => {
+                    judged.remove(&step);
+                }
+                ("conduct_phase", Some(step)) if p["phase"] == "refactor" => {
+                    judged.insert(step);
+                }
+                _ => {}
+            }
+        }
+        for (index, cycle) in state.cycles.iter().enumerate() {
+            let refactor = cycle.commits.iter().rev().find(|(t, _)| t == "refactor");
+            let (Phase::Closed, Some((_, commit))) = (cycle.phase, refactor) else {
+                continue;
+            };
+            if judged.contains(&u64::from(cycle.n)) {
+                continue;
+            }
+            let planned = state.plan.cycles[index].clone();
+            let base = Git::new(&self.work_tree).text(["rev-parse", &format!("{commit}^")])?;
+            let mut timing = Timing::default();
+            let verdict = self.judge(
+                &planned,
+                Phase::AwaitingRefactor,
+                commit,
+                &base,
+                0,
+                &mut timing,
+            )?;
+            if verdict.decision != Decision::Accept {
+                self.reject(&planned, Phase::AwaitingRefactor, &verdict, 0)?;
+            }
+            self.journal.record(
+                "conduct_phase",
+                json!({
+                    "step": cycle.n, "phase": "refactor", "commit": commit, "revisions": 0,
+                    "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
+                    "reverted": [], "undeclared": [], "red_first_violation": false,
+                }),
+            )?;
+        }
+        Ok(())
     }
 
     /// A REJECT beyond the budget (or of a closed cycle's REFACTOR) bails.

@@ -308,17 +308,26 @@ const CRASH_POINTS: &[&str] = &[
     "conduct_after_leaf_green",
     "conduct_after_advance_green",
     "conduct_before_leaf_refactor",
-    "conduct_step_done",
+    "conduct_after_advance_refactor",
     "conduct_comment_written",
     "conduct_pr_written",
 ];
 
 #[test]
 fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() {
+    crash_and_resume(CRASH_POINTS);
+    // Killed after a step's close, before its comment (the resume finds every step
+    // closed and writes the comment it missed).
+    crash_and_resume(&["conduct_step_done"]);
+}
+
+/// Kills `tdd conduct` at each point in turn, then resumes it to the end and checks
+/// the result equals an uninterrupted run's.
+fn crash_and_resume(points: &[&str]) {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
-    for point in CRASH_POINTS {
+    for point in points {
         let out = env
             .tdd()
             .env("TDD_FAILPOINT", format!("{point}=kill"))
@@ -352,7 +361,14 @@ fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() 
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
     assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
-    assert!(read(&value["data"]["pr"]).contains("- [x] Step 1:"));
+    let pr = read(&value["data"]["pr"]);
+    assert!(pr.contains("- [x] Step 1:"), "{pr}");
+    for phase in ["RED", "GREEN", "REFACTOR"] {
+        assert!(
+            pr.contains(&format!("- {phase} ACCEPT")),
+            "{points:?}: {pr}"
+        );
+    }
 }
 
 /// Runs `tdd conduct` and checks it bailed with `cause` of `class`, exit 4; returns

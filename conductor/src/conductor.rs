@@ -118,6 +118,38 @@ fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<Stri
         .map(str::to_string))
 }
 
+/// A provider chosen by name at run time.
+type DynProvider = Box<dyn Provider>;
+
+/// The developer (and planner) provider and the verifier provider: the options'
+/// names, else `[conductor]`'s; the verifier defaults to the developer's.
+fn providers(
+    config: &Config,
+    options: &Options,
+) -> Result<(DynProvider, DynProvider), ConductError> {
+    let this = SelfExe {
+        program: options.tdd_exe.clone(),
+        args: vec!["__scripted-leaf".into()],
+    };
+    let name = options
+        .provider
+        .clone()
+        .or_else(|| config.conductor.provider.clone())
+        .ok_or_else(|| {
+            ConductError::Config(
+                "no provider: pass --provider or set [conductor] provider in tdd.toml".into(),
+            )
+        })?;
+    let verifier_name = options
+        .verifier_provider
+        .clone()
+        .or_else(|| config.conductor.verifier_provider.clone())
+        .unwrap_or_else(|| name.clone());
+    let developer = tdd_leaves::providers::build(&name, config, &this)?;
+    let verifier = tdd_leaves::providers::build(&verifier_name, config, &this)?;
+    Ok((developer, verifier))
+}
+
 impl<'p> Conductor<'p> {
     /// Prepares a run: the lock, the config, the providers, the conduct id (new or
     /// resumed) and the forge. Nothing in the work tree changes yet.
@@ -133,26 +165,7 @@ impl<'p> Conductor<'p> {
         let location = LedgerLocation::resolve(&work_tree)?;
         let lock = WorktreeLock::acquire(&location.dir, &work_tree)?;
         let issue = crate::issue::read_local(&options.issue_path)?;
-        let this = SelfExe {
-            program: options.tdd_exe.clone(),
-            args: vec!["__scripted-leaf".into()],
-        };
-        let name = options
-            .provider
-            .clone()
-            .or_else(|| config.conductor.provider.clone())
-            .ok_or_else(|| {
-                ConductError::Config(
-                    "no provider: pass --provider or set [conductor] provider in tdd.toml".into(),
-                )
-            })?;
-        let verifier_name = options
-            .verifier_provider
-            .clone()
-            .or_else(|| config.conductor.verifier_provider.clone())
-            .unwrap_or_else(|| name.clone());
-        let developer = tdd_leaves::providers::build(&name, &config, &this)?;
-        let verifier = tdd_leaves::providers::build(&verifier_name, &config, &this)?;
+        let (developer, verifier) = providers(&config, &options)?;
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
         let n = issue.number();
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;

@@ -127,12 +127,20 @@ impl Conductor<'_> {
             let commit = outcome.commit.clone().unwrap_or_else(|| base.clone());
             self.progress.event(
                 "phase_committed",
-                json!({ "step": n, "phase": name, "commit": commit }),
+                json!({ "step": n, "phase": name, "commit": commit, "reverted": outcome.reverted }),
                 &format!(
-                    "step {n} {name}: committed {} ({} -> {})",
+                    "step {n} {name}: committed {} ({} -> {}){}",
                     &commit[..commit.len().min(10)],
                     outcome.from,
-                    outcome.to
+                    outcome.to,
+                    if outcome.reverted.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; the engine reverted locked {}",
+                            outcome.reverted.join(", ")
+                        )
+                    }
                 ),
             );
             let verdict = self.judge(planned, phase, &commit, &base, revisions, timing)?;

@@ -234,15 +234,27 @@ fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
 
 #[test]
 fn a_stop_at_leaf_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-leaf");
+}
+
+#[test]
+fn a_stop_at_ledger_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-ledger");
+}
+
+/// The planner requests a stop in `mode` (from inside the run, so no timing is
+/// involved); the conductor stops before the next leaf, and a second `tdd conduct`
+/// finishes the issue.
+fn stop_then_resume(mode: &str) {
     let env = Env::new();
-    let planner = good_planner(
-        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-leaf\"]\n",
-    );
+    let planner = good_planner(&format!(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"{mode}\"]\n"
+    ));
     let issue = project(&env, &fixture(&planner, GOOD_VERIFIER));
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 5, "{value}");
     assert_eq!(value["error"]["reason"], "stopped");
-    assert_eq!(value["data"]["mode"], "at-leaf");
+    assert_eq!(value["data"]["mode"], mode);
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["data"]["steps_done"], 1);
@@ -457,4 +469,36 @@ fn a_red_baseline_and_a_dirty_tree_bail_as_system_causes() {
     );
     env.commit_all("a failing test");
     expect_bail(&env, &issue, "baseline_red", "system");
+}
+
+#[test]
+fn a_stop_now_kills_the_running_leaf_and_a_second_conduct_finishes_the_issue() {
+    let env = Env::new();
+    // The REFACTOR leaf asks for a `now` stop and then would hang: the supervisor kills it.
+    let stopping = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"refactor\"\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"now\"]\n[[leaf.do]]\naction = \"hang\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{stopping}")),
+    );
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    assert_eq!(value["data"]["mode"], "now");
+    assert_eq!(value["data"]["run"]["steps_done"], 0);
+    // The same issue, with a REFACTOR leaf that does not stop.
+    std::fs::write(
+        env.home.path().join("fixture.toml"),
+        fixture(&good_planner(""), GOOD_VERIFIER),
+    )
+    .expect("fixture");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(
+        subjects(env.root())[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
 }

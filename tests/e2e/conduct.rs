@@ -502,3 +502,56 @@ fn a_stop_now_kills_the_running_leaf_and_a_second_conduct_finishes_the_issue() {
         ]
     );
 }
+
+#[test]
+fn a_leaf_killed_by_someone_else_bails_killed_external_at_once() {
+    let env = Env::new();
+    let crash = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"crash\"\nsignal = \"SIGKILL\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{crash}")),
+    );
+    let value = expect_bail(&env, &issue, "killed_external", "system");
+    assert_eq!(value["data"]["bail"]["phase"], "green");
+    // No retry: one GREEN developer leaf ran.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let greens = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-green",
+        "prompt.md",
+    );
+    assert_eq!(greens.len(), 1);
+    // The half-done step (its RED commit) is rolled back.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+}
+
+#[test]
+fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
+    let env = Env::new();
+    let hang = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"hang\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{hang}")),
+    );
+    // A one-second idle limit: the supervisor's timer ends each hanging leaf.
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &config.replace("idle_timeout_s = 300", "idle_timeout_s = 1"),
+    );
+    env.commit_all("a short idle limit");
+    let value = expect_bail(&env, &issue, "kill_stuck", "system");
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    // stuck_retries = 1: the leaf ran twice.
+    let reds = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(reds.len(), 2);
+}

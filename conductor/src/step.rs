@@ -44,6 +44,28 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Removes a verifier's scratch worktree, if it is there.
+fn remove_scratch(work_tree: &std::path::Path, scratch: &std::path::Path) {
+    if !scratch.exists() {
+        return;
+    }
+    // Best effort: a leftover scratch tree is harmless, and pruned the next time one
+    // cannot be removed cleanly.
+    let git = Git::new(work_tree);
+    let removed = git
+        .output([
+            "worktree",
+            "remove",
+            "--force",
+            &scratch.display().to_string(),
+        ])
+        .is_ok();
+    if !removed {
+        let _ = std::fs::remove_dir_all(scratch);
+        let _ = git.output(["worktree", "prune"]);
+    }
+}
+
 impl Conductor<'_> {
     /// Drives the step at `index` until its cycle closes, then reports it.
     pub(crate) fn step(&mut self, state: &RunState, index: usize) -> Result<(), Halt> {
@@ -381,21 +403,26 @@ impl Conductor<'_> {
             phase,
         );
         let scratch = self.dir.join(format!("verify-s{n}-{name}-r{round}"));
-        self.remove_scratch(&scratch);
-        let before = Snapshot::scan(&self.work_tree)?;
-        git.output([
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            &scratch.display().to_string(),
-            commit,
-        ])?;
+        remove_scratch(&self.work_tree, &scratch);
+        // The scratch worktree is made (and later removed) while the real tree is
+        // scanned: git touches only its own metadata for it, never the real tree.
+        let scratch_arg = scratch.display().to_string();
+        let (before, added) = std::thread::scope(|scope| {
+            let added = scope
+                .spawn(|| git.output(["worktree", "add", "-q", "--detach", &scratch_arg, commit]));
+            let before = Snapshot::scan(&self.work_tree);
+            (before, added.join())
+        });
+        let before = before?;
+        added.map_err(|_| ConductError::Config("the worktree thread panicked".into()))??;
         let mut request = Request::new(Prompt::verifier(&input)?, self.issue.number(), n, &scratch);
         request.attempt = round;
         let result = self.run_leaf(Who::Verifier, request, n, name);
-        let after = Snapshot::scan(&self.work_tree)?;
-        self.remove_scratch(&scratch);
+        let work_tree = self.work_tree.as_path();
+        let after = std::thread::scope(|scope| {
+            scope.spawn(|| remove_scratch(work_tree, &scratch));
+            Snapshot::scan(work_tree)
+        })?;
         let (response, took) = result?;
         timing.leaf += took;
         if before.tree != after.tree {
@@ -424,27 +451,6 @@ impl Conductor<'_> {
             .tail(&response.text)
             .into()
         })
-    }
-
-    fn remove_scratch(&self, scratch: &std::path::Path) {
-        if !scratch.exists() {
-            return;
-        }
-        // Best effort: a leftover scratch tree is harmless, and pruned the next time one
-        // cannot be removed cleanly.
-        let git = Git::new(&self.work_tree);
-        let removed = git
-            .output([
-                "worktree",
-                "remove",
-                "--force",
-                &scratch.display().to_string(),
-            ])
-            .is_ok();
-        if !removed {
-            let _ = std::fs::remove_dir_all(scratch);
-            let _ = git.output(["worktree", "prune"]);
-        }
     }
 
     /// Ticks step `n` in the plan file; the REFACTOR advance commits it with the phase.

@@ -338,10 +338,19 @@ impl Conductor<'_> {
             .at(n, name)
             .into());
         }
-        if revisions >= self.config.conductor.revise_budget {
+        // Every REJECT of this step and phase in this conduct run counts, including
+        // those of earlier invocations: a resume does not refill the budget.
+        let rejects = self
+            .journal
+            .of_kind("phase_verdict")?
+            .iter()
+            .filter(|v| v["step"] == n && v["phase"] == name && v["decision"] == "reject")
+            .count();
+        let budget = self.config.conductor.revise_budget;
+        if rejects > usize::try_from(budget).unwrap_or(usize::MAX) {
             return Err(Bail::new(
                 BailCause::ReviseBudgetExhausted,
-                format!("the verifier rejected {name} of step {n} after {revisions} revise rounds: {findings}"),
+                format!("the verifier rejected {name} of step {n} {rejects} times ({revisions} revise rounds in this invocation, budget {budget}): {findings}"),
                 "read the findings, fix the step by hand or raise [conductor] revise_budget, then run `tdd conduct` again",
             )
             .at(n, name)

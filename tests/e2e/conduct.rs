@@ -438,6 +438,14 @@ fn rejects_beyond_the_revise_budget_bail_revise_budget_exhausted() {
         "prompt.md",
     );
     assert_eq!(verifiers.len(), 2);
+    // A resume does not refill the budget: the next REJECT bails at once.
+    expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    let verifiers = files_of(
+        &ledger_dir.join("leaf-files"),
+        "verifier-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(verifiers.len(), 3);
 }
 
 #[test]

@@ -285,6 +285,8 @@ impl<'p> Conductor<'p> {
         let git = Git::new(&self.work_tree);
         if self.resumed {
             self.end_orphaned_leaves()?;
+            // Before anything is reset: git and the ledger must agree on what is done.
+            self.check_agreement()?;
             self.reset_half_done_step()?;
         }
         let dirty = git.dirty_paths()?;
@@ -392,7 +394,9 @@ impl<'p> Conductor<'p> {
                 bail.detail
             ),
         );
-        if bail.cause != BailCause::DirtyTree
+        // A dirty tree or a disagreement is the human's to look at: nothing is reset.
+        let untouchable = [BailCause::DirtyTree, BailCause::LedgerGitMismatch];
+        if !untouchable.contains(&bail.cause)
             && let Err(Halt::Error(err)) = self.reset_half_done_step()
         {
             return Err(err);

@@ -563,3 +563,31 @@ fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
     );
     assert_eq!(reds.len(), 2);
 }
+
+#[test]
+fn a_tick_in_git_that_the_ledger_does_not_know_bails_ledger_git_mismatch() {
+    let env = Env::new();
+    let stopping = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''LIBIMPL'''\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-leaf\"]\n"
+        .replace("LIBIMPL", &format!("{LIB}{IMPL}"));
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{stopping}")),
+    );
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    // Someone ticks step 1 by hand while the run is stopped before its REFACTOR.
+    let plan = std::fs::read_to_string(env.root().join(".tdd/issue-1.md")).expect("plan");
+    env.write(
+        ".tdd/issue-1.md",
+        &plan.replace("- [ ] Step 1:", "- [x] Step 1:"),
+    );
+    env.commit_all("tick by hand");
+    let value = expect_bail(&env, &issue, "ledger_git_mismatch", "system");
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("[1]") && detail.contains("[]"), "{detail}");
+    // Nothing was reset: the hand-made commit is still there.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("tick by hand")
+    );
+}

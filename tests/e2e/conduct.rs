@@ -591,3 +591,24 @@ fn a_tick_in_git_that_the_ledger_does_not_know_bails_ledger_git_mismatch() {
         Some("tick by hand")
     );
 }
+
+#[test]
+fn a_rejected_refactor_of_a_closed_cycle_bails_needs_user_and_keeps_the_commits() {
+    let env = Env::new();
+    let picky = "[[leaf]]\nrole = \"verifier\"\nstep = 1\nphase = \"refactor\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"the names are unclear\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{picky}")),
+    );
+    let value = expect_bail(&env, &issue, "needs_user", "process");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("the names are unclear")),
+        "{value}"
+    );
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("refactor: subtraction")
+    );
+}

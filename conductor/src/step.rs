@@ -333,7 +333,7 @@ impl Conductor<'_> {
             return Err(Bail::new(
                 BailCause::NeedsUser,
                 format!("the verifier rejected the REFACTOR of step {n}, which closed the cycle: {findings}"),
-                "decide: revert the refactor commit and run `tdd conduct` again, or accept it as is",
+                "read the findings and keep or revert the REFACTOR commit by hand; `tdd conduct` again asks a fresh verifier",
             )
             .at(n, name)
             .into());

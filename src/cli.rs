@@ -68,6 +68,8 @@ enum Command {
     #[command(name = "__supervise", hide = true)]
     Supervise(commands::supervise::SuperviseArgs),
     Verdict(commands::verdict::VerdictArgs),
+    Conduct(commands::conduct::ConductArgs),
+    Demo(commands::demo::DemoArgs),
 }
 
 impl Command {
@@ -98,6 +100,8 @@ impl Command {
             Command::Stop(_) => "stop",
             Command::Supervise(_) => crate::supervision::SUPERVISE_COMMAND,
             Command::Verdict(_) => "verdict",
+            Command::Conduct(_) => "conduct",
+            Command::Demo(_) => "demo",
         }
     }
 }
@@ -162,6 +166,8 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Stop(args) => commands::stop::cmd_stop(&ctx, args),
         Command::Supervise(args) => commands::supervise::cmd_supervise(args),
         Command::Verdict(args) => commands::verdict::cmd_verdict(&ctx, args),
+        Command::Conduct(args) => commands::conduct::cmd_conduct(&ctx, args),
+        Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
     };
     out.finish(name, result)
 }

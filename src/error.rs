@@ -86,6 +86,16 @@ impl CommandError {
         CommandError::new(Exit::Internal, reason, message, Verb::ReportBug)
     }
 
+    /// A conductor run bailed (exit 4); `reason` is the bail cause.
+    pub fn bailed(reason: &'static str, message: impl Into<String>) -> Self {
+        CommandError::new(Exit::Bailed, reason, message, Verb::ResolveBlocker)
+    }
+
+    /// A conductor run stopped on request (exit 5).
+    pub fn stopped(message: impl Into<String>) -> Self {
+        CommandError::new(Exit::Stopped, "stopped", message, Verb::ResumeConduct)
+    }
+
     /// Adds the hint shown after the message.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         let hint = hint.into();
@@ -252,6 +262,30 @@ impl From<PlanError> for CommandError {
             PlanError::Uncommitted { .. } => CommandError::refused("plan_uncommitted", message)
                 .hint("commit the plan; tdd reads the committed version, never the working copy"),
             PlanError::Git(git) => git.into(),
+        }
+    }
+}
+
+impl From<tdd_conductor::ConductError> for CommandError {
+    fn from(err: tdd_conductor::ConductError) -> Self {
+        use tdd_conductor::ConductError as E;
+        let message = error_chain(&err);
+        match err {
+            E::Engine(e) => e.into(),
+            E::Ledger(e) => e.into(),
+            E::Git(e) => e.into(),
+            E::Lock(tdd_conductor::lock::LockError::Held { ref pid }) => {
+                let data = serde_json::json!({ "pid": pid });
+                CommandError::refused("conductor_running", message)
+                    .hint(format!("wait for process {pid}, or stop it with `tdd stop`"))
+                    .data(data)
+            }
+            E::Issue(_) => CommandError::bad_input("issue_invalid", message)
+                .hint("an issue file needs a `# Title` line and `- [ ]` items under `## Acceptance criteria`"),
+            E::Provider(_) | E::Config(_) => CommandError::bad_input("config_invalid", message)
+                .verb(Verb::FixConfig)
+                .hint("set [conductor] provider and the provider's table in tdd.toml"),
+            _ => CommandError::internal("conduct_failed", message),
         }
     }
 }

@@ -59,6 +59,8 @@ pub enum Verb {
     GiveVerdict,
     /// A planner leaf: write the plan, one cycle per criterion.
     WritePlan,
+    /// Run `tdd conduct` again to continue where the conductor stopped.
+    ResumeConduct,
 }
 
 impl From<tdd_engine::run::Verb> for Verb {

@@ -88,6 +88,10 @@ pub struct PlannerInput {
     pub issue: Issue,
     /// Repository facts.
     pub repo: RepoFacts,
+    /// Where the plan is to be written, relative to the work tree.
+    pub plan_path: String,
+    /// Why the previous attempt's plan was refused (empty on a first attempt).
+    pub errors: Vec<String>,
 }
 
 /// What a verifier leaf is told, and nothing else.

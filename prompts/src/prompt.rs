@@ -243,6 +243,20 @@ impl Prompt {
             .text(
                 "test_commands",
                 inline(&input.repo.test_commands, "(the adapters' defaults)"),
+            )
+            .text("plan_path", input.plan_path.as_str())
+            .text(
+                "errors",
+                if input.errors.is_empty() {
+                    String::from("(none: this is the first attempt)")
+                } else {
+                    input
+                        .errors
+                        .iter()
+                        .map(|e| format!("- {e}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                },
             );
         let rendered = render("planner.md", PLANNER, &vars)?;
         let assignment = json!({

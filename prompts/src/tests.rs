@@ -132,6 +132,8 @@ fn planner_prompt() {
             test_commands: vec!["app: pytest (adapter default)".into()],
             ..RepoFacts::default()
         },
+        plan_path: ".tdd/issue-12.md".into(),
+        errors: vec![],
     };
     insta::assert_snapshot!(Prompt::planner(&input).expect("renders").text());
 }
@@ -217,6 +219,8 @@ fn prompt_sizes_for_the_demo_issue() {
                     test_commands: vec!["app: pytest (adapter default)".into()],
                     ..RepoFacts::default()
                 },
+                plan_path: ".tdd/issue-12.md".into(),
+                errors: vec![],
             };
             Prompt::planner(&input).expect("renders")
         }),

@@ -3,8 +3,10 @@
 pub mod advance;
 pub mod annotate;
 pub mod blocker;
+pub mod conduct;
 pub mod config;
 pub mod cycle;
+pub mod demo;
 pub mod doctor;
 pub mod exec;
 pub mod init;

@@ -20,15 +20,43 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
         return Ok(outcome);
     }
     let engine = ctx.engine()?;
+    let conductor = conductor_position(ctx, engine.work_tree());
     let Some(state) = engine.status()? else {
         let next = NextAction::new(
             Verb::StartRun,
             "no run is active here: start one with `tdd run start --plan <path>`",
         );
-        return Ok(Outcome::new(json!({ "active": false }), "no active run\n").next(next));
+        let data = json!({ "active": false, "conductor": conductor.0 });
+        return Ok(Outcome::new(data, format!("no active run\n{}", conductor.1)).next(next));
     };
-    let (data, text, next) = describe(&state);
-    Ok(Outcome::new(data, text).next(next))
+    let (mut data, text, next) = describe(&state);
+    data["conductor"] = conductor.0;
+    Ok(Outcome::new(data, format!("{text}{}", conductor.1)).next(next))
+}
+
+/// The position of a `tdd conduct` running in this work tree, as data and a text line.
+fn conductor_position(ctx: &Ctx, work_tree: &std::path::Path) -> (serde_json::Value, String) {
+    let position = ctx
+        .ledger_location()
+        .ok()
+        .and_then(|l| tdd_conductor::read_position(&l.dir, work_tree));
+    let Some(p) = position else {
+        return (serde_json::Value::Null, String::new());
+    };
+    let age = p
+        .leaf_started_s
+        .map(|s| tdd_conductor::lock::now_s().saturating_sub(s));
+    let leaf = match (&p.leaf, age) {
+        (Some(leaf), Some(age)) => format!(", leaf {leaf} running for {age} s"),
+        _ => String::new(),
+    };
+    let text = format!(
+        "conductor (pid {}): issue #{}, step {} of {}, {}{leaf}\n",
+        p.pid, p.issue, p.step, p.of, p.phase
+    );
+    let mut data = json!(p);
+    data["leaf_age_s"] = json!(age);
+    (data, text)
 }
 
 /// The run as data, text and the next action: what every run command reports.

@@ -77,6 +77,19 @@ pub fn cmd_test(ctx: &Ctx, args: TestArgs) -> Result<Outcome, CommandError> {
     let recorded = ctx
         .engine()?
         .record_test(payload.clone(), leaf.as_deref())?;
+    // A verifier judges in its own scratch worktree, where no run is active: its runs
+    // are still recorded (without a run), as the evidence its verdict needs.
+    if recorded.is_none()
+        && let Some(leaf) = &leaf
+    {
+        let mut evidence = payload.clone();
+        evidence["leaf"] = json!(leaf);
+        tdd_engine::ledger::Ledger::open(&ctx.ledger_location()?.database)?.append(
+            None,
+            "test_observed",
+            &evidence,
+        )?;
+    }
     let mut data = payload;
     data["recorded_in_run"] = json!(recorded);
     let text = render(&observations, &verdicts);

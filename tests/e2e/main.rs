@@ -1,6 +1,7 @@
 //! End-to-end tests of the built `tdd` binary: one test binary, a module per area.
 
 mod cli;
+mod conduct;
 mod config;
 mod doctor;
 mod engine_actions;

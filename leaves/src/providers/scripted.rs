@@ -277,8 +277,13 @@ impl Provider for Scripted {
             "--result".into(),
             files.result.display().to_string(),
         ]);
+        // A scripted leaf may run real suites (`tdd test`): it needs to find the
+        // toolchain the caller uses. These name directories, never secrets.
         Ok(Invocation {
             argv,
+            pass_env: ["RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"]
+                .map(String::from)
+                .to_vec(),
             ..Invocation::default()
         })
     }

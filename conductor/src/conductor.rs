@@ -1,0 +1,431 @@
+//! The `Conductor`: one issue, driven from plan to draft PR (or a bail, or a stop).
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::json;
+use tdd_engine::config::Config;
+use tdd_engine::git::Git;
+use tdd_engine::ledger::LedgerLocation;
+use tdd_engine::run::Engine;
+use tdd_engine::run::Progress;
+use tdd_leaves::Leaves;
+use tdd_leaves::Provider;
+use tdd_leaves::providers::SelfExe;
+use tdd_prompts::Issue;
+
+use crate::bail::Bail;
+use crate::bail::BailCause;
+use crate::error::ConductError;
+use crate::error::Halt;
+use crate::forge::Forge;
+use crate::forge::LocalForge;
+use crate::journal::Journal;
+use crate::lock::WorktreeLock;
+
+/// What `tdd conduct` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The local markdown issue file.
+    pub issue_path: PathBuf,
+    /// The developer and planner provider (else `[conductor] provider`).
+    pub provider: Option<String>,
+    /// The verifier provider (else `[conductor] verifier_provider`, else the provider).
+    pub verifier_provider: Option<String>,
+    /// Stop (exit 0, resumable) after this many steps in this invocation.
+    pub max_steps: Option<u32>,
+    /// The running `tdd` binary (leaves and supervisors are launched through it).
+    pub tdd_exe: PathBuf,
+}
+
+/// How a conduct invocation ended.
+#[derive(Debug)]
+pub enum Finish {
+    /// Every step is done; the draft PR is up to date.
+    Completed(Summary),
+    /// `--max-steps` steps were done; `tdd conduct` again continues.
+    Paused(Summary),
+    /// The run bailed (exit 4).
+    Bailed(Summary, Bail),
+    /// A stop was requested (exit 5).
+    Stopped(Summary, String),
+}
+
+/// Where the run's records are.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    /// The conduct id.
+    pub conduct: String,
+    /// The engine run, once started.
+    pub run_id: Option<String>,
+    /// The issue number.
+    pub issue: u64,
+    /// The work branch.
+    pub branch: String,
+    /// Steps done (ticked), and their number.
+    pub steps_done: usize,
+    /// The number of steps planned.
+    pub steps: usize,
+    /// The run's directory (thread.md, pr.md).
+    pub dir: PathBuf,
+    /// The draft PR file.
+    pub pr: PathBuf,
+}
+
+/// One conduct run of one issue in one work tree.
+pub struct Conductor<'p> {
+    pub(crate) work_tree: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) engine: Engine,
+    pub(crate) location: LedgerLocation,
+    pub(crate) leaves: Leaves,
+    pub(crate) developer: Box<dyn Provider>,
+    pub(crate) verifier: Box<dyn Provider>,
+    pub(crate) journal: Journal,
+    pub(crate) forge: LocalForge,
+    pub(crate) issue: Issue,
+    pub(crate) branch: String,
+    pub(crate) plan_path: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) progress: &'p dyn Progress,
+    pub(crate) lock: WorktreeLock,
+    pub(crate) run_id: Option<String>,
+    pub(crate) resumed: bool,
+}
+
+impl std::fmt::Debug for Conductor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conductor")
+            .field("work_tree", &self.work_tree)
+            .field("conduct", &self.journal.conduct())
+            .finish()
+    }
+}
+
+/// The conduct run to resume in `work_tree` for issue `n`: the last one started there
+/// that did not complete.
+fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<String>, ConductError> {
+    let ledger = tdd_engine::ledger::Ledger::open(database)?;
+    let started = ledger.events_of_kind(None, "conduct_started")?;
+    let completed = ledger.events_of_kind(None, "conduct_completed")?;
+    let last = started.iter().rev().find(|e| {
+        e.payload["worktree"] == work_tree.display().to_string().as_str() && e.payload["issue"] == n
+    });
+    Ok(last
+        .and_then(|e| e.payload["conduct"].as_str())
+        .filter(|id| !completed.iter().any(|c| c.payload["conduct"] == *id))
+        .map(str::to_string))
+}
+
+/// A provider chosen by name at run time.
+type DynProvider = Box<dyn Provider>;
+
+/// The developer (and planner) provider and the verifier provider: the options'
+/// names, else `[conductor]`'s; the verifier defaults to the developer's.
+fn providers(
+    config: &Config,
+    options: &Options,
+) -> Result<(DynProvider, DynProvider), ConductError> {
+    let this = SelfExe {
+        program: options.tdd_exe.clone(),
+        args: vec!["__scripted-leaf".into()],
+    };
+    let name = options
+        .provider
+        .clone()
+        .or_else(|| config.conductor.provider.clone())
+        .ok_or_else(|| {
+            ConductError::Config(
+                "no provider: pass --provider or set [conductor] provider in tdd.toml".into(),
+            )
+        })?;
+    let verifier_name = options
+        .verifier_provider
+        .clone()
+        .or_else(|| config.conductor.verifier_provider.clone())
+        .unwrap_or_else(|| name.clone());
+    let developer = tdd_leaves::providers::build(&name, config, &this)?;
+    let verifier = tdd_leaves::providers::build(&verifier_name, config, &this)?;
+    Ok((developer, verifier))
+}
+
+impl<'p> Conductor<'p> {
+    /// Prepares a run: the lock, the config, the providers, the conduct id (new or
+    /// resumed) and the forge. Nothing in the work tree changes yet.
+    pub fn open(
+        work_tree: &Path,
+        config: Config,
+        config_text: &str,
+        options: Options,
+        progress: &'p dyn Progress,
+    ) -> Result<Conductor<'p>, ConductError> {
+        let engine = Engine::new(work_tree, config.clone(), config_text)?;
+        let work_tree = engine.work_tree().to_path_buf();
+        let location = LedgerLocation::resolve(&work_tree)?;
+        let lock = WorktreeLock::acquire(&location.dir, &work_tree)?;
+        let issue = crate::issue::read_local(&options.issue_path)?;
+        let (developer, verifier) = providers(&config, &options)?;
+        let leaves = Leaves::for_repository(&location, &options.tdd_exe);
+        let n = issue.number();
+        let resumed_id = open_conduct(&location.database, &work_tree, n)?;
+        let resumed = resumed_id.is_some();
+        let conduct = resumed_id.unwrap_or_else(|| {
+            format!(
+                "conduct-i{n}-{}-{:x}",
+                crate::lock::now_s(),
+                std::process::id()
+            )
+        });
+        let dir = location.dir.join("conduct").join(&conduct);
+        let journal = Journal::new(&location.database, &conduct);
+        let forge = LocalForge::new(&options.issue_path, &dir, journal.clone());
+        let branch = format!(
+            "{}{n}-{}",
+            config.conductor.branch_prefix,
+            crate::issue::slug(issue.title())
+        );
+        Ok(Conductor {
+            work_tree,
+            config,
+            engine,
+            location,
+            leaves,
+            developer,
+            verifier,
+            journal,
+            forge,
+            plan_path: format!(".tdd/issue-{n}.md"),
+            issue,
+            branch,
+            dir,
+            options,
+            progress,
+            lock,
+            run_id: None,
+            resumed,
+        })
+    }
+
+    /// Runs (or resumes) the issue to the end, a bail, a stop or `--max-steps`.
+    pub fn run(mut self) -> Result<Finish, ConductError> {
+        match self.drive() {
+            Ok(paused) => {
+                let summary = self.summary();
+                if paused {
+                    return Ok(Finish::Paused(summary));
+                }
+                self.journal
+                    .record("conduct_completed", json!({ "run_id": self.run_id }))?;
+                Ok(Finish::Completed(summary))
+            }
+            Err(Halt::Bail(bail)) => {
+                self.bail(&bail)?;
+                Ok(Finish::Bailed(self.summary(), bail))
+            }
+            Err(Halt::Stop(mode)) => {
+                self.journal.record(
+                    "conduct_stopped",
+                    json!({ "mode": mode, "run_id": self.run_id }),
+                )?;
+                self.publish()?;
+                Ok(Finish::Stopped(self.summary(), mode))
+            }
+            Err(Halt::Error(err)) => Err(err),
+        }
+    }
+
+    /// The loop; `Ok(true)` when paused by `--max-steps`.
+    fn drive(&mut self) -> Result<bool, Halt> {
+        self.progress.event(
+            "conduct_started",
+            json!({ "issue": self.issue.number(), "resumed": self.resumed }),
+            &format!(
+                "{} issue #{}: {}",
+                if self.resumed {
+                    "resuming"
+                } else {
+                    "conducting"
+                },
+                self.issue.number(),
+                self.issue.title()
+            ),
+        );
+        // A stop request was for the run it stopped; this invocation starts afresh.
+        let _ = self.leaves.supervisor().clear_stop();
+        self.prepare_branch()?;
+        self.ensure_plan()?;
+        self.ensure_run()?;
+        self.check_agreement()?;
+        self.judge_unjudged_refactors()?;
+        let mut done = 0;
+        while let Some(state) = self.engine.status()? {
+            if self.options.max_steps.is_some_and(|m| done >= m) {
+                self.publish()?;
+                return Ok(true);
+            }
+            let Some(index) = state.current() else { break };
+            self.step(&state, index)?;
+            done += 1;
+        }
+        // A conductor killed between a step's close and its comment left it unwritten:
+        // the upsert is idempotent, so every finished step's comment is (re)written.
+        for (n, ticked) in crate::plan::ticks_at_head(&self.work_tree, &self.plan_path) {
+            if ticked {
+                self.write_step_comment(n)?;
+            }
+        }
+        self.publish()?;
+        Ok(false)
+    }
+
+    /// Checks out the work branch: created on a fresh run from a clean tree; on a resume,
+    /// the half-done step is reset first.
+    fn prepare_branch(&mut self) -> Result<(), Halt> {
+        let git = Git::new(&self.work_tree);
+        if self.resumed {
+            self.end_orphaned_leaves()?;
+            // Before anything is reset: git and the ledger must agree on what is done.
+            self.check_agreement()?;
+            self.reset_half_done_step()?;
+        }
+        let dirty = git.dirty_paths()?;
+        if !dirty.is_empty() {
+            return Err(Bail::new(
+                BailCause::DirtyTree,
+                format!(
+                    "the work tree has uncommitted changes: {}",
+                    dirty.join(", ")
+                ),
+                "commit or stash these files, then run `tdd conduct` again",
+            )
+            .into());
+        }
+        let current = git.text(["rev-parse", "--abbrev-ref", "HEAD"])?;
+        if current != self.branch {
+            let exists = git
+                .output([
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("refs/heads/{}", self.branch),
+                ])
+                .is_ok();
+            if exists {
+                git.output(["checkout", "-q", &self.branch])?;
+            } else {
+                git.output(["checkout", "-q", "-b", &self.branch])?;
+            }
+        }
+        if !self.resumed {
+            self.journal.record(
+                "conduct_started",
+                json!({
+                    "issue": self.issue.number(), "worktree": self.work_tree.display().to_string(),
+                    "branch": self.branch, "plan": self.plan_path,
+                    "issue_path": self.options.issue_path.display().to_string(),
+                    "version": env!("CARGO_PKG_VERSION"),
+                }),
+            )?;
+        }
+        crate::failpoint::hit("conduct_branch");
+        Ok(())
+    }
+
+    /// Kills and waits for the leaves of this issue that a killed conductor left
+    /// running, so none of them writes into the tree while the step is reset.
+    fn end_orphaned_leaves(&self) -> Result<(), ConductError> {
+        let supervisor = self.leaves.supervisor();
+        let tag = format!("-i{}-", self.issue.number());
+        let running = supervisor
+            .list()
+            .map_err(|e| ConductError::Leaf(e.into()))?
+            .into_iter()
+            .filter(|l| l.state == tdd_supervisor::LeafState::Running)
+            .filter(|l| l.id.contains(&tag) || l.name.as_deref().is_some_and(|n| n.contains(&tag)));
+        for leaf in running {
+            let mut handle = supervisor
+                .open(&leaf.id)
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            handle
+                .kill(true)
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            handle
+                .wait(Some(std::time::Duration::from_secs(30)))
+                .map_err(|e| ConductError::Leaf(e.into()))?;
+            self.journal
+                .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
+        }
+        Ok(())
+    }
+
+    /// Creates or edits step `n`'s comment on the forge.
+    pub(crate) fn write_step_comment(&self, n: u32) -> Result<(), Halt> {
+        let body = crate::report::step_comment(self, n)?;
+        self.forge.comment(&format!("step-{n}"), &body)?;
+        crate::failpoint::hit("conduct_comment_written");
+        Ok(())
+    }
+
+    /// Where the run's records are.
+    pub fn summary(&self) -> Summary {
+        let ticks = crate::plan::ticks_at_head(&self.work_tree, &self.plan_path);
+        Summary {
+            conduct: self.journal.conduct().to_string(),
+            run_id: self.run_id.clone(),
+            issue: self.issue.number(),
+            branch: self.branch.clone(),
+            steps_done: ticks.iter().filter(|(_, t)| *t).count(),
+            steps: ticks.len(),
+            dir: self.dir.clone(),
+            pr: self.forge.pr_path(),
+        }
+    }
+
+    /// Records a bail: the half-done step reset, the record in the ledger and on the forge.
+    fn bail(&mut self, bail: &Bail) -> Result<(), ConductError> {
+        self.progress.event(
+            "conduct_bailed",
+            json!(bail),
+            &format!(
+                "bailed: {} ({:?}): {}",
+                bail.cause.as_str(),
+                bail.class,
+                bail.detail
+            ),
+        );
+        // A dirty tree or a disagreement is the human's to look at: nothing is reset.
+        let untouchable = [BailCause::DirtyTree, BailCause::LedgerGitMismatch];
+        if !untouchable.contains(&bail.cause)
+            && let Err(Halt::Error(err)) = self.reset_half_done_step()
+        {
+            return Err(err);
+        }
+        self.journal.record(
+            "conduct_bailed",
+            json!({ "bail": bail, "run_id": self.run_id }),
+        )?;
+        let body = crate::report::bail_comment(bail);
+        if let Err(err) = self.forge.comment("bail", &body) {
+            self.journal
+                .record("forge_unreachable", json!({ "error": err.to_string() }))?;
+        }
+        // The PR is best effort here: the bail itself is recorded above.
+        let _ = self.publish();
+        Ok(())
+    }
+
+    /// Writes the draft PR from the ledger.
+    pub(crate) fn publish(&self) -> Result<(), ConductError> {
+        let body = crate::report::pr_body(self).map_err(ConductError::Ledger)?;
+        let title = format!("#{} {}", self.issue.number(), self.issue.title());
+        self.forge
+            .open_or_update_draft_pr(&self.branch, &title, &body)
+            .map_err(|e| ConductError::Io {
+                what: format!("writing the draft PR: {e}"),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        crate::failpoint::hit("conduct_pr_written");
+        Ok(())
+    }
+}

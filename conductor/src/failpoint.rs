@@ -1,0 +1,32 @@
+//! Test-only failpoints of the conductor: `TDD_FAILPOINT=<name>=kill` (or `panic`).
+//!
+//! Tests use them to prove that a crash anywhere loses nothing. Actions: `panic`
+//! (an internal error) and `kill` (SIGKILL to this process, as a crash would).
+
+/// Fails here if `TDD_FAILPOINT` names this point.
+pub fn hit(name: &str) {
+    let Some(spec) = std::env::var_os("TDD_FAILPOINT") else {
+        return;
+    };
+    let spec = spec.to_string_lossy();
+    for entry in spec.split(',') {
+        let Some((point, action)) = entry.split_once('=') else {
+            continue;
+        };
+        if point != name {
+            continue;
+        }
+        match action {
+            "panic" => panic!("failpoint {name} reached"),
+            "kill" => {
+                // SIGKILL to ourselves: the one way to die that runs no destructor and no
+                // handler, exactly like the OOM killer or a power cut of the process.
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &std::process::id().to_string()])
+                    .status();
+                std::process::abort();
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Where an issue comes from and where progress goes: the `Forge` trait and the
+//! local forge, which keeps the thread and the draft PR as markdown files.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::json;
+use tdd_prompts::Issue;
+
+use crate::issue::IssueError;
+use crate::journal::Journal;
+
+/// Why the forge could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    /// The issue could not be read.
+    #[error(transparent)]
+    Issue(#[from] IssueError),
+    /// A forge file could not be written.
+    #[error("failed to write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The ledger that keeps comment ids failed.
+    #[error(transparent)]
+    Ledger(#[from] tdd_engine::ledger::LedgerError),
+}
+
+/// An issue tracker with comments and draft pull requests.
+pub trait Forge {
+    /// The issue being conducted.
+    fn issue(&self) -> Result<Issue, ForgeError>;
+
+    /// Creates or edits in place the one comment under `key`; returns its id. The id is
+    /// kept in the ledger, so a resumed run edits the comment instead of posting again.
+    fn comment(&self, key: &str, body: &str) -> Result<String, ForgeError>;
+
+    /// Opens the draft PR of `branch`, or updates its title and body; returns where it is.
+    fn open_or_update_draft_pr(
+        &self,
+        branch: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<String, ForgeError>;
+}
+
+/// A forge on local files: `thread.md` (the issue and its comments, in order of
+/// first posting) and `pr.md` in the conduct run's directory.
+#[derive(Debug)]
+pub struct LocalForge {
+    issue_path: PathBuf,
+    dir: PathBuf,
+    journal: Journal,
+}
+
+impl LocalForge {
+    /// The local forge of the issue file at `issue_path`, writing into `dir`.
+    pub fn new(issue_path: &Path, dir: &Path, journal: Journal) -> LocalForge {
+        LocalForge {
+            issue_path: issue_path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            journal,
+        }
+    }
+
+    /// The thread file.
+    pub fn thread_path(&self) -> PathBuf {
+        self.dir.join("thread.md")
+    }
+
+    /// The draft PR file.
+    pub fn pr_path(&self) -> PathBuf {
+        self.dir.join("pr.md")
+    }
+
+    fn write(&self, path: &Path, text: &str) -> Result<(), ForgeError> {
+        let err = |source| ForgeError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(err)?;
+        }
+        // Write then rename, so a crash never leaves half a file.
+        let tmp = path.with_extension("md.tmp");
+        std::fs::write(&tmp, text).map_err(err)?;
+        std::fs::rename(&tmp, path).map_err(err)
+    }
+
+    fn render_thread(&self) -> Result<(), ForgeError> {
+        let issue = self.issue()?;
+        let mut text = format!(
+            "# #{} {}\n\n{}\n",
+            issue.number(),
+            issue.title(),
+            issue.body()
+        );
+        for posted in self.journal.of_kind("forge_comment_posted")? {
+            let id = posted["id"].as_str().unwrap_or_default();
+            let body = std::fs::read_to_string(self.dir.join("comments").join(format!("{id}.md")))
+                .unwrap_or_default();
+            text.push_str(&format!("\n---\n<!-- comment {id} -->\n{body}\n"));
+        }
+        self.write(&self.thread_path(), &text)
+    }
+}
+
+impl Forge for LocalForge {
+    fn issue(&self) -> Result<Issue, ForgeError> {
+        Ok(crate::issue::read_local(&self.issue_path)?)
+    }
+
+    fn comment(&self, key: &str, body: &str) -> Result<String, ForgeError> {
+        let posted = self.journal.of_kind("forge_comment_posted")?;
+        let id = match posted.iter().find(|p| p["key"] == key) {
+            Some(p) => p["id"].as_str().unwrap_or_default().to_string(),
+            None => {
+                let id = format!("c{}", posted.len() + 1);
+                self.journal
+                    .record("forge_comment_posted", json!({ "key": key, "id": id }))?;
+                id
+            }
+        };
+        self.write(&self.dir.join("comments").join(format!("{id}.md")), body)?;
+        self.render_thread()?;
+        Ok(id)
+    }
+
+    fn open_or_update_draft_pr(
+        &self,
+        branch: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<String, ForgeError> {
+        if self.journal.of_kind("forge_pr_opened")?.is_empty() {
+            self.journal.record(
+                "forge_pr_opened",
+                json!({ "branch": branch, "path": self.pr_path() }),
+            )?;
+        }
+        let text = format!("<!-- draft PR: {branch} -->\n# {title}\n\n{body}");
+        self.write(&self.pr_path(), &text)?;
+        Ok(self.pr_path().display().to_string())
+    }
+}

@@ -1,0 +1,71 @@
+//! The conductor's own ledger events, all tagged with the conduct id.
+//!
+//! They carry no engine run id: a conduct run begins (branch, plan) before the engine
+//! run exists. Every payload has `conduct`, and readers filter on it.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tdd_engine::ledger::Ledger;
+use tdd_engine::ledger::LedgerError;
+
+/// Appends and reads one conduct run's events.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    database: PathBuf,
+    conduct: String,
+}
+
+impl Journal {
+    /// The journal of conduct run `conduct` in the ledger at `database`.
+    pub fn new(database: &Path, conduct: &str) -> Journal {
+        Journal {
+            database: database.to_path_buf(),
+            conduct: conduct.to_string(),
+        }
+    }
+
+    /// The conduct id.
+    pub fn conduct(&self) -> &str {
+        &self.conduct
+    }
+
+    /// The ledger database.
+    pub fn database(&self) -> &Path {
+        &self.database
+    }
+
+    /// Appends `kind` with `payload` (an object) plus the conduct id.
+    pub fn record(&self, kind: &str, payload: Value) -> Result<(), LedgerError> {
+        let mut payload = match payload {
+            Value::Object(map) => Value::Object(map),
+            other => serde_json::json!({ "value": other }),
+        };
+        payload["conduct"] = Value::String(self.conduct.clone());
+        Ledger::open(&self.database)?.append(None, kind, &payload)?;
+        Ok(())
+    }
+
+    /// This run's events as `(kind, payload)`, oldest first.
+    pub fn events(&self) -> Result<Vec<(String, Value)>, LedgerError> {
+        let ledger = Ledger::open(&self.database)?;
+        Ok(ledger
+            .events(None)?
+            .into_iter()
+            .filter(|e| e.payload["conduct"] == self.conduct.as_str())
+            .map(|e| (e.kind, e.payload))
+            .collect())
+    }
+
+    /// The payloads of this run's events of `kind`, oldest first.
+    pub fn of_kind(&self, kind: &str) -> Result<Vec<Value>, LedgerError> {
+        let ledger = Ledger::open(&self.database)?;
+        Ok(ledger
+            .events_of_kind(None, kind)?
+            .into_iter()
+            .filter(|e| e.payload["conduct"] == self.conduct.as_str())
+            .map(|e| e.payload)
+            .collect())
+    }
+}

@@ -1,0 +1,134 @@
+//! Running one leaf under the supervisor: stop requests honoured before launch, the
+//! position kept for `tdd status`, stuck leaves retried, lost ones bailed.
+
+use std::time::Duration;
+use std::time::Instant;
+
+use serde_json::json;
+use tdd_leaves::Request;
+use tdd_leaves::Response;
+use tdd_supervisor::ExitClass;
+
+use crate::bail::Bail;
+use crate::bail::BailCause;
+use crate::conductor::Conductor;
+use crate::error::Halt;
+use crate::lock::Position;
+
+/// Which provider runs the leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    /// The developer provider (also planners).
+    Developer,
+    /// The verifier provider.
+    Verifier,
+}
+
+impl Conductor<'_> {
+    /// A pending stop request, as a halt.
+    pub(crate) fn check_stop(&self) -> Result<(), Halt> {
+        match self.leaves.supervisor().read_stop() {
+            Some(request) => Err(Halt::Stop(request.mode.as_str().to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one leaf to its end and returns its response and its wall time. A leaf
+    /// killed for a limit is run again up to `stuck_retries` times.
+    pub(crate) fn run_leaf(
+        &self,
+        who: Who,
+        mut request: Request,
+        step: u32,
+        phase: &str,
+    ) -> Result<(Response, Duration), Halt> {
+        request.run_id = self.run_id.clone();
+        request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
+        request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
+        let role = request.role();
+        let mut stuck = 0;
+        loop {
+            self.check_stop()?;
+            let began = Instant::now();
+            crate::failpoint::hit(&format!("conduct_before_leaf_{phase}"));
+            let provider = match who {
+                Who::Developer => &self.developer,
+                Who::Verifier => &self.verifier,
+            };
+            // The position is written before the launch, so the leaf itself (and anyone
+            // watching) never sees the previous leaf's.
+            let mut run = self.leaves.prepare(provider.as_ref(), request.clone())?;
+            self.lock.set_position(&Position {
+                issue: self.issue.number(),
+                step,
+                of: self.steps_planned(),
+                phase: phase.to_string(),
+                leaf: Some(run.id().to_string()),
+                leaf_started_s: Some(crate::lock::now_s()),
+                pid: std::process::id(),
+            });
+            self.leaves.start(&mut run)?;
+            self.progress.event(
+                "leaf_started",
+                json!({ "leaf": run.id(), "role": role.as_str(), "step": step, "phase": phase }),
+                &format!(
+                    "step {step} {phase}: {} leaf {} started",
+                    role.as_str(),
+                    run.id()
+                ),
+            );
+            crate::failpoint::hit(&format!("conduct_after_leaf_{phase}"));
+            let response = provider
+                .response(&self.leaves, &mut run, None)?
+                .ok_or_else(|| {
+                    Halt::Error(crate::error::ConductError::Config(format!(
+                        "leaf {} did not end",
+                        run.id()
+                    )))
+                })?;
+            let elapsed = began.elapsed();
+            match &response.exit {
+                ExitClass::Exited { .. } => return Ok((response, elapsed)),
+                ExitClass::Stopped => return Err(Halt::Stop("now".into())),
+                ExitClass::KillStuck { .. } if stuck < self.config.conductor.stuck_retries => {
+                    stuck += 1;
+                    self.journal.record(
+                        "leaf_retried",
+                        json!({ "leaf": response.leaf_id, "step": step, "phase": phase, "retry": stuck }),
+                    )?;
+                }
+                class => return Err(self.leaf_bail(class, &response, step, phase).into()),
+            }
+        }
+    }
+
+    fn leaf_bail(&self, class: &ExitClass, response: &Response, step: u32, phase: &str) -> Bail {
+        let (cause, action) = match class {
+            ExitClass::KillStuck { .. } => (
+                BailCause::KillStuck,
+                "the leaf kept running into its time limits: raise [conductor] leaf_timeout_s or idle_timeout_s, or simplify the step",
+            ),
+            ExitClass::KilledExternal { .. } => (
+                BailCause::KilledExternal,
+                "something outside tdd killed the leaf: find out what, then run `tdd conduct` again",
+            ),
+            _ => (
+                BailCause::SupervisorLost,
+                "the leaf's supervisor was lost or the leaf never started: check `tdd leaves show` and the provider's command, then run `tdd conduct` again",
+            ),
+        };
+        Bail::new(
+            cause,
+            format!("leaf {} ended as {}", response.leaf_id, class.tag()),
+            action,
+        )
+        .at(step, phase)
+        .tail(&response.text)
+    }
+
+    /// The number of steps in the plan at HEAD.
+    pub(crate) fn steps_planned(&self) -> u32 {
+        u32::try_from(crate::plan::ticks_at_head(&self.work_tree, &self.plan_path).len())
+            .unwrap_or(0)
+    }
+}

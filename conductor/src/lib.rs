@@ -1,0 +1,29 @@
+//! The issue loop: a local issue in, a plan, every step driven through RED, GREEN and
+//! REFACTOR by developer leaves with a blind verifier after each phase, progress on a
+//! forge; out comes a draft PR, a classified bail, or a stop. See README.md.
+
+pub mod bail;
+pub mod conductor;
+pub mod error;
+mod failpoint;
+pub mod forge;
+pub mod issue;
+pub mod journal;
+mod leaf;
+pub mod lock;
+pub mod plan;
+mod report;
+mod step;
+
+pub use bail::Bail;
+pub use bail::BailCause;
+pub use bail::BailClass;
+pub use conductor::Conductor;
+pub use conductor::Finish;
+pub use conductor::Options;
+pub use conductor::Summary;
+pub use error::ConductError;
+pub use forge::Forge;
+pub use forge::LocalForge;
+pub use lock::Position;
+pub use lock::read_position;

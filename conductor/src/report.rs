@@ -1,0 +1,189 @@
+//! What the forge shows, drawn from the ledger: the draft PR body, a step's comment,
+//! a bail's comment.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use tdd_engine::ledger::LedgerError;
+
+use crate::bail::Bail;
+use crate::conductor::Conductor;
+
+/// One step's record, as the ledger tells it (entries of a reset attempt dropped).
+#[derive(Debug, Default)]
+struct StepRecord {
+    phases: Vec<Value>,
+    verdicts: Vec<Value>,
+    done: Option<Value>,
+}
+
+fn steps(events: &[(String, Value)]) -> BTreeMap<u64, StepRecord> {
+    let mut steps: BTreeMap<u64, StepRecord> = BTreeMap::new();
+    for (kind, p) in events {
+        let Some(n) = p["step"].as_u64() else {
+            continue;
+        };
+        let entry = steps.entry(n).or_default();
+        match kind.as_str() {
+            "step_reset" => *entry = StepRecord::default(),
+            "conduct_phase" => entry.phases.push(p.clone()),
+            "phase_verdict" => entry.verdicts.push(p.clone()),
+            "conduct_step_done" => entry.done = Some(p.clone()),
+            _ => {}
+        }
+    }
+    steps
+}
+
+fn short(sha: &Value) -> String {
+    sha.as_str().unwrap_or("-").chars().take(10).collect()
+}
+
+fn secs(ms: &Value) -> String {
+    format!("{:.1} s", ms.as_f64().unwrap_or(0.0) / 1000.0)
+}
+
+fn list(v: &Value) -> String {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
+    out.push_str(&format!("\n### Step {n}: {title}\n\n"));
+    out.push_str("| phase | commit | revise rounds | leaf time | engine time | cost |\n|---|---|---|---|---|---|\n");
+    for p in &record.phases {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | ${:.4} |\n",
+            p["phase"].as_str().unwrap_or("?").to_uppercase(),
+            short(&p["commit"]),
+            p["revisions"],
+            secs(&p["leaf_ms"]),
+            secs(&p["engine_ms"]),
+            p["cost_usd"].as_f64().unwrap_or(0.0)
+        ));
+    }
+    out.push_str("\nVerifier verdicts:\n\n");
+    for v in &record.verdicts {
+        let findings = list(&v["findings"]);
+        out.push_str(&format!(
+            "- {} {} (commit {}): {}{}\n",
+            v["phase"].as_str().unwrap_or("?").to_uppercase(),
+            v["decision"].as_str().unwrap_or("?").to_uppercase(),
+            short(&v["commit"]),
+            v["reason"].as_str().unwrap_or_default(),
+            if findings.is_empty() {
+                String::new()
+            } else {
+                format!(" — findings: {findings}")
+            }
+        ));
+    }
+    let mut integrity = Vec::new();
+    for p in &record.phases {
+        let phase = p["phase"].as_str().unwrap_or("?").to_uppercase();
+        let reverted = list(&p["reverted"]);
+        if !reverted.is_empty() {
+            let what = if phase == "RED" {
+                "implementation during RED"
+            } else {
+                "test edited outside RED"
+            };
+            integrity.push(format!("- {phase}: {what}: the engine reverted {reverted}"));
+        }
+        let undeclared = list(&p["undeclared"]);
+        if !undeclared.is_empty() {
+            integrity.push(format!(
+                "- {phase}: undeclared files left uncommitted: {undeclared}"
+            ));
+        }
+        if p["red_first_violation"] == true {
+            integrity.push(format!("- {phase}: the target passed on arrival"));
+        }
+    }
+    if !integrity.is_empty() {
+        out.push_str("\nIntegrity events:\n\n");
+        out.push_str(&integrity.join("\n"));
+        out.push('\n');
+    }
+    if let Some(done) = &record.done {
+        out.push_str(&format!(
+            "\nStep time {}: leaves {}, engine {}, conductor {}.\n",
+            secs(&done["total_ms"]),
+            secs(&done["leaf_ms"]),
+            secs(&done["engine_ms"]),
+            secs(&done["overhead_ms"])
+        ));
+    }
+}
+
+/// The draft PR body.
+pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
+    let events = c.journal.events()?;
+    let plan = tdd_engine::git::Git::new(&c.work_tree)
+        .text(["show", &format!("HEAD:{}", c.plan_path)])
+        .unwrap_or_default();
+    let checklist: Vec<&str> = plan.lines().filter(|l| l.starts_with("- [")).collect();
+    let mut out = format!(
+        "Closes #{}.\n\n{}\n\n## Steps\n\n{}\n",
+        c.issue.number(),
+        c.issue.body(),
+        checklist.join("\n")
+    );
+    let records = steps(&events);
+    for line in &checklist {
+        let Some((n, title)) = line
+            .get(6..)
+            .and_then(|rest| rest.strip_prefix("Step "))
+            .and_then(|rest| rest.split_once(": "))
+        else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        if let Some(record) = records.get(&n) {
+            render_step(&mut out, n, title, record);
+        }
+    }
+    if let Some((_, bail)) = events.iter().rev().find(|(k, _)| k == "conduct_bailed") {
+        out.push_str(&format!(
+            "\n## Bailed\n\n```json\n{}\n```\n",
+            serde_json::to_string_pretty(&bail["bail"]).unwrap_or_default()
+        ));
+    }
+    out.push_str(&format!(
+        "\n---\nconduct `{}` · engine run `{}` · `tdd ledger show` draws any report from the ledger.\n",
+        c.journal.conduct(),
+        c.run_id.as_deref().unwrap_or("-")
+    ));
+    Ok(out)
+}
+
+/// The comment of step `n`.
+pub(crate) fn step_comment(c: &Conductor<'_>, n: u32) -> Result<String, LedgerError> {
+    let events = c.journal.events()?;
+    let records = steps(&events);
+    let mut out = String::new();
+    if let Some(record) = records.get(&u64::from(n)) {
+        render_step(&mut out, u64::from(n), "done", record);
+    }
+    Ok(out)
+}
+
+/// The comment of a bail: cause, class, where, what to do, the output tail.
+pub(crate) fn bail_comment(bail: &Bail) -> String {
+    format!(
+        "**Bailed: `{}`** ({:?})\n\nStep: {} · phase: {}\n\n{}\n\nWhat to do: {}\n\n```\n{}\n```\n",
+        bail.cause.as_str(),
+        bail.class,
+        bail.step.map_or("-".into(), |s| s.to_string()),
+        bail.phase.as_deref().unwrap_or("-"),
+        bail.detail,
+        bail.action,
+        bail.output_tail
+    )
+}

@@ -1,0 +1,163 @@
+//! `tdd conduct`: drive an issue from plan to draft PR with developer and verifier leaves.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::json;
+use tdd_conductor::Conductor;
+use tdd_conductor::Finish;
+use tdd_conductor::Options;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::output::NextAction;
+use crate::output::Outcome;
+use crate::output::Verb;
+
+/// Conduct an issue: a planner leaf plans one step per acceptance criterion, then
+/// every step goes through RED, GREEN and REFACTOR by developer leaves, each phase
+/// judged by the engine and then by a blind verifier leaf. Progress goes to the
+/// forge; the end is a draft PR (exit 0), a bail (exit 4) or a stop (exit 5).
+/// Running it again resumes at the first unticked step.
+#[derive(Debug, clap::Args)]
+pub struct ConductArgs {
+    /// The issue: the path of a local markdown issue file (`# Title`, a body, and
+    /// `- [ ]` items under `## Acceptance criteria`; its number is the `<n>` of a file
+    /// named `issue-<n>.md`, else 1).
+    #[arg(value_name = "ISSUE")]
+    issue: PathBuf,
+    /// The developer and planner provider (default: `[conductor] provider`).
+    #[arg(long, value_name = "P")]
+    provider: Option<String>,
+    /// The verifier provider (default: `[conductor] verifier_provider`, else --provider).
+    #[arg(long, value_name = "P")]
+    verifier_provider: Option<String>,
+    /// Where the issue comes from and progress goes: `local` (files under the ledger home).
+    #[arg(long, value_name = "FORGE", default_value = "local")]
+    forge: String,
+    /// Do at most N steps in this invocation, then exit 0; `tdd conduct` again continues.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
+}
+
+/// Runs `tdd conduct`.
+pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError> {
+    match args.forge.as_str() {
+        "local" => {}
+        "github" => {
+            return Err(CommandError::bad_input(
+                "forge_unsupported",
+                "the github forge is not available yet",
+            )
+            .hint("use --forge local with a markdown issue file"));
+        }
+        other => {
+            return Err(CommandError::bad_input(
+                "forge_unsupported",
+                format!("no forge `{other}`"),
+            )
+            .hint("use --forge local"));
+        }
+    }
+    let issue = ctx.cwd.join(&args.issue);
+    if !issue.is_file() {
+        return Err(CommandError::bad_input(
+            "issue_not_found",
+            format!("{}: no such issue file", issue.display()),
+        )
+        .hint("pass the path of a local markdown issue file"));
+    }
+    conduct(
+        ctx,
+        &issue,
+        args.provider,
+        args.verifier_provider,
+        args.max_steps,
+    )
+}
+
+/// Conducts the issue file at `issue` in the work tree of `ctx`.
+pub fn conduct(
+    ctx: &Ctx,
+    issue: &Path,
+    provider: Option<String>,
+    verifier_provider: Option<String>,
+    max_steps: Option<u32>,
+) -> Result<Outcome, CommandError> {
+    let (path, config) = ctx.config()?;
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let tdd_exe = std::env::current_exe().map_err(|e| {
+        CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
+    })?;
+    let options = Options {
+        issue_path: issue.to_path_buf(),
+        provider,
+        verifier_provider,
+        max_steps,
+        tdd_exe,
+    };
+    let work_tree = ctx.work_tree()?;
+    let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;
+    let stop = crate::supervision::supervisor(ctx)?;
+    let _interrupts = interrupts(stop);
+    match conductor.run()? {
+        Finish::Completed(s) => {
+            let text = format!(
+                "issue #{} done: {}/{} steps\ndraft PR: {}\nrun directory: {}\n",
+                s.issue,
+                s.steps_done,
+                s.steps,
+                s.pr.display(),
+                s.dir.display()
+            );
+            Ok(Outcome::new(json!(s), text)
+                .next(NextAction::terminal(Verb::Complete, "review the draft PR")))
+        }
+        Finish::Paused(s) => {
+            let text = format!(
+                "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n",
+                s.steps_done,
+                s.steps,
+                s.pr.display()
+            );
+            Ok(Outcome::new(json!(s), text).next(NextAction::new(
+                Verb::ResumeConduct,
+                "run `tdd conduct` again to continue",
+            )))
+        }
+        Finish::Bailed(s, bail) => Err(CommandError::bailed(
+            bail.cause.as_str(),
+            format!("bailed ({:?}): {}", bail.class, bail.detail),
+        )
+        .hint(bail.action.clone())
+        .data(json!({ "bail": bail, "run": s }))),
+        Finish::Stopped(s, mode) => Err(CommandError::stopped(format!(
+            "stopped ({mode}) with {}/{} steps done",
+            s.steps_done, s.steps
+        ))
+        .hint("run `tdd conduct` again to resume")
+        .data(json!({ "mode": mode, "run": s }))),
+    }
+}
+
+/// Ctrl-C once asks for a stop `at-leaf`, twice for `now`: the conductor sees the
+/// request between leaves, and the supervisor kills a running leaf for `now`.
+fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::JoinHandle<()>> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT]).ok()?;
+    std::thread::Builder::new()
+        .name("conduct-interrupts".into())
+        .spawn(move || {
+            let mut count = 0;
+            for _ in signals.forever() {
+                count += 1;
+                let mode = if count == 1 {
+                    tdd_supervisor::StopMode::AtLeaf
+                } else {
+                    tdd_supervisor::StopMode::Now
+                };
+                // Nothing to report to: the conductor reads the request itself.
+                let _ = supervisor.request_stop(mode);
+            }
+        })
+        .ok()
+}

@@ -1,0 +1,614 @@
+//! `tdd conduct` and `tdd demo` end to end: real scripted leaves under the supervisor,
+//! a real cargo suite, the local forge.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+const MARKER: &str = "DEVELOPER-LEAF-MARKER-3f9c";
+
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn subjects(dir: &Path) -> Vec<String> {
+    git_in(dir, &["log", "--format=%s", "--reverse"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn read(path: &Value) -> String {
+    std::fs::read_to_string(path.as_str().expect("a path")).expect("readable")
+}
+
+/// Every file named `name` in the directories of `dir` whose names contain `part`.
+fn files_of(dir: &Path, part: &str, name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .filter_map(|e| std::fs::read_to_string(e.path().join(name)).ok())
+        .collect()
+}
+
+#[test]
+fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
+    let env = Env::bare();
+    let dir = env.home.path().join("demo");
+    let (code, value) = env.json(&["demo", "--keep", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{value}");
+    let pr = read(&value["data"]["pr"]);
+    for n in 1..=3 {
+        assert!(pr.contains(&format!("- [x] Step {n}:")), "{pr}");
+    }
+    assert!(!pr.contains("- [ ] Step"), "{pr}");
+    assert!(pr.contains("RED REJECT"), "{pr}");
+    assert!(pr.contains("the engine reverted tests/mul.rs"), "{pr}");
+    assert!(pr.contains(value["data"]["run_id"].as_str().expect("run id")));
+    let log = subjects(&dir.join("calc"));
+    let expected: Vec<String> = ["subtraction", "multiplication", "clamping"]
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("test: {t}"),
+                format!("feat: {t}"),
+                format!("refactor: {t}"),
+            ]
+        })
+        .collect();
+    assert_eq!(log[2..], expected[..], "{log:?}");
+    assert!(log[1].starts_with("plan: issue #1"), "{log:?}");
+    // The cheat did not survive: the committed test is the strict one.
+    let test = git_in(&dir.join("calc"), &["show", "HEAD:tests/mul.rs"]);
+    assert!(test.contains("assert_eq!(calc::mul(3, 4), 12)"), "{test}");
+    // Blindness: every developer leaf printed the marker; no verifier was told it.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"))
+        .join("../..")
+        .canonicalize()
+        .expect("ledger dir");
+    let developers = files_of(&ledger_dir.join("leaves"), "-developer-", "stdout.log");
+    assert!(developers.len() >= 9, "{}", developers.len());
+    assert!(developers.iter().all(|out| out.contains(MARKER)));
+    let prompts = files_of(&ledger_dir.join("leaf-files"), "verifier-", "prompt.md");
+    assert!(prompts.len() >= 10, "{}", prompts.len());
+    assert!(prompts.iter().all(|p| !p.contains(MARKER)));
+    let thread = std::fs::read_to_string(
+        PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("thread.md"),
+    )
+    .expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+}
+
+const CONFIG: &str = include_str!("../../examples/demo/tdd.toml");
+const PLAN_ONE: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n---\n";
+const ISSUE_ONE: &str = "# Subtraction\n\nUsers need to subtract.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n";
+const LIB: &str = include_str!("../../examples/demo/src/lib.rs");
+const STUB: &str = "\npub fn sub(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
+const IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+const TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+
+/// A one-criterion fixture: `planner` and `verifier` are the leaves' entries for those
+/// roles; the developer's are fixed.
+fn fixture(planner: &str, verifier: &str) -> String {
+    format!(
+        r#"version = 1
+{planner}
+[[leaf]]
+role = "developer"
+phase = "red"
+[[leaf.do]]
+action = "write"
+path = "tests/sub.rs"
+content = '''{TEST}'''
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{STUB}'''
+[[leaf]]
+role = "developer"
+phase = "green"
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{IMPL}'''
+[[leaf]]
+role = "developer"
+phase = "refactor"
+[[leaf.do]]
+action = "run"
+argv = ["env", "-u", "TDD_LEAF_ID", "-u", "TDD_LEAF_TOKEN", "tdd", "status", "--json"]
+{verifier}
+"#
+    )
+}
+
+fn good_planner(extra: &str) -> String {
+    format!(
+        "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = '''{PLAN_ONE}'''\n{extra}"
+    )
+}
+
+const GOOD_VERIFIER: &str = r#"[[leaf]]
+role = "verifier"
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "test", "app::calc::sub subtracts"]
+[[leaf.do]]
+action = "verdict"
+decision = "accept"
+reason = "ran it"
+"#;
+
+/// The calc crate with the demo's config pointing at `fixture`; returns the issue path.
+fn project(env: &Env, fixture: &str) -> String {
+    let fixture_path = env.home.path().join("fixture.toml");
+    std::fs::write(&fixture_path, fixture).expect("fixture");
+    let issue = env.home.path().join("issue-1.md");
+    std::fs::write(&issue, ISSUE_ONE).expect("issue");
+    env.write("Cargo.toml", include_str!("../../examples/demo/Cargo.toml"));
+    env.write("src/lib.rs", LIB);
+    env.write(
+        "tests/add.rs",
+        include_str!("../../examples/demo/tests/add.rs"),
+    );
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write(
+        "tdd.toml",
+        &CONFIG.replace("{fixture}", &fixture_path.display().to_string()),
+    );
+    env.commit_all("calc");
+    issue.display().to_string()
+}
+
+fn bail_of(value: &Value) -> (&str, &str) {
+    (
+        value["error"]["reason"].as_str().unwrap_or_default(),
+        value["data"]["bail"]["class"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn a_verifier_that_writes_to_the_work_tree_halts_the_run() {
+    let env = Env::new();
+    let target = env.root().join("src/lib.rs").display().to_string();
+    let verifier = format!(
+        "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"write\"\npath = \"{target}\"\ncontent = \"tampered\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"x\"\n"
+    );
+    let issue = project(&env, &fixture(&good_planner(""), &verifier));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("verifier_modified_tree", "system"));
+    assert_eq!(value["data"]["bail"]["step"], 1);
+    // The half-done step is reset: only the plan is left on top of the base.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let pr = read(&value["data"]["run"]["pr"]);
+    assert!(pr.contains("verifier_modified_tree"), "{pr}");
+}
+
+#[test]
+fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
+    let env = Env::new();
+    let planner = "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = \"---\\ncycles:\\n  - n: 1\\n    title: no project\\n---\\n\"\n";
+    let issue = project(&env, &fixture(planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("plan_invalid", "process"));
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("calc")
+    );
+    assert!(!env.root().join(".tdd/issue-1.md").exists());
+    // The second planner was told why the first plan was refused.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let prompts = files_of(
+        &ledger_dir.join("leaf-files"),
+        "planner-i1-s0-plan-a2",
+        "prompt.md",
+    );
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        prompts[0].contains("- ") && prompts[0].contains("project"),
+        "{}",
+        prompts[0]
+    );
+    assert!(!prompts[0].contains("(none: this is the first attempt)"));
+}
+
+#[test]
+fn a_stop_at_leaf_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-leaf");
+}
+
+#[test]
+fn a_stop_at_ledger_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-ledger");
+}
+
+/// The planner requests a stop in `mode` (from inside the run, so no timing is
+/// involved); the conductor stops before the next leaf, and a second `tdd conduct`
+/// finishes the issue.
+fn stop_then_resume(mode: &str) {
+    let env = Env::new();
+    let planner = good_planner(&format!(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"{mode}\"]\n"
+    ));
+    let issue = project(&env, &fixture(&planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    assert_eq!(value["error"]["reason"], "stopped");
+    assert_eq!(value["data"]["mode"], mode);
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["steps_done"], 1);
+    let log = subjects(env.root());
+    assert_eq!(
+        log[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+    // While the REFACTOR leaf ran, `tdd status` (outside a leaf's identity) showed
+    // the conductor's position.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let out = files_of(
+        &ledger_dir.join("leaves"),
+        "-developer-i1-s1-refactor",
+        "stdout.log",
+    );
+    let status: Value = serde_json::from_str(out[0].trim()).expect("an envelope");
+    let conductor = &status["data"]["conductor"];
+    assert_eq!(conductor["issue"], 1, "{status}");
+    assert_eq!(conductor["step"], 1);
+    assert_eq!(conductor["of"], 1);
+    assert_eq!(conductor["phase"], "refactor");
+    assert!(
+        conductor["leaf"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("developer-i1-s1-refactor"))
+    );
+    assert!(conductor["leaf_age_s"].is_u64());
+}
+
+#[test]
+fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
+    let env = Env::new();
+    let planner = good_planner(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"conduct\", \"--json\", \"ISSUE\"]\n",
+    );
+    let issue = project(&env, "");
+    let fixture = fixture(&planner.replace("ISSUE", &issue), GOOD_VERIFIER);
+    std::fs::write(env.home.path().join("fixture.toml"), fixture).expect("fixture");
+    // The planner's own `tdd conduct` runs while the first conductor holds the lock.
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
+    assert!(out.contains("conductor_running"), "{out}");
+    assert!(out.contains("\"pid\":\""), "{out}");
+}
+
+/// The failpoints of one step, in the order a run reaches them.
+const CRASH_POINTS: &[&str] = &[
+    "conduct_branch",
+    "conduct_plan_committed",
+    "conduct_run_started",
+    "conduct_before_leaf_red",
+    "conduct_after_leaf_red",
+    "conduct_after_advance_red",
+    "conduct_before_leaf_green",
+    "conduct_after_leaf_green",
+    "conduct_after_advance_green",
+    "conduct_before_leaf_refactor",
+    "conduct_after_advance_refactor",
+    "conduct_comment_written",
+    "conduct_pr_written",
+];
+
+#[test]
+fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() {
+    crash_and_resume(CRASH_POINTS);
+    // Killed after a step's close, before its comment (the resume finds every step
+    // closed and writes the comment it missed).
+    crash_and_resume(&["conduct_step_done"]);
+}
+
+/// Kills `tdd conduct` at each point in turn, then resumes it to the end and checks
+/// the result equals an uninterrupted run's.
+fn crash_and_resume(points: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    for point in points {
+        let out = env
+            .tdd()
+            .env("TDD_FAILPOINT", format!("{point}=kill"))
+            .args(["conduct", &issue, "--json"])
+            .output()
+            .expect("tdd runs");
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{point}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let log = subjects(env.root());
+    assert_eq!(
+        log,
+        [
+            "init",
+            "calc",
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
+    assert_eq!(lib, format!("{LIB}{IMPL}"));
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
+    let pr = read(&value["data"]["pr"]);
+    assert!(pr.contains("- [x] Step 1:"), "{pr}");
+    for phase in ["RED", "GREEN", "REFACTOR"] {
+        assert!(
+            pr.contains(&format!("- {phase} ACCEPT")),
+            "{points:?}: {pr}"
+        );
+    }
+}
+
+/// Runs `tdd conduct` and checks it bailed with `cause` of `class`, exit 4; returns
+/// the envelope.
+fn expect_bail(env: &Env, issue: &str, cause: &str, class: &str) -> Value {
+    let (code, value) = env.json(&["conduct", issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), (cause, class), "{value}");
+    assert!(
+        !value["data"]["bail"]["action"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    );
+    value
+}
+
+const SILENT_VERIFIER: &str =
+    "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"print\"\ntext = \"no opinion\"\n";
+
+const REJECTING_VERIFIER: &str = "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"never good enough\"\nfindings = [\"tests/sub.rs: try harder\"]\n";
+
+#[test]
+fn a_verifier_without_a_verdict_bails_verdict_missing_and_the_step_is_reset() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), SILENT_VERIFIER));
+    let value = expect_bail(&env, &issue, "verdict_missing", "process");
+    assert_eq!(value["data"]["bail"]["phase"], "red");
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    assert!(!env.root().join("tests/sub.rs").exists());
+}
+
+#[test]
+fn rejects_beyond_the_revise_budget_bail_revise_budget_exhausted() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), REJECTING_VERIFIER));
+    let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("tests/sub.rs: try harder")),
+        "{value}"
+    );
+    // The demo config's budget is one revise round: two RED verifiers ran.
+    let pr = read(&value["data"]["run"]["pr"]);
+    assert!(pr.contains("revise_budget_exhausted"), "{pr}");
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let verifiers = files_of(
+        &ledger_dir.join("leaf-files"),
+        "verifier-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(verifiers.len(), 2);
+    // A resume does not refill the budget: the next REJECT bails at once.
+    expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    let verifiers = files_of(
+        &ledger_dir.join("leaf-files"),
+        "verifier-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(verifiers.len(), 3);
+}
+
+#[test]
+fn a_developer_that_never_satisfies_the_gate_bails_gate_refused_repeatedly() {
+    let env = Env::new();
+    let idle = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"print\"\ntext = \"thinking\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{idle}")),
+    );
+    expect_bail(&env, &issue, "gate_refused_repeatedly", "process");
+}
+
+#[test]
+fn a_red_baseline_and_a_dirty_tree_bail_as_system_causes() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    env.write("notes.txt", "uncommitted\n");
+    let value = expect_bail(&env, &issue, "dirty_tree", "system");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("notes.txt"))
+    );
+    std::fs::remove_file(env.root().join("notes.txt")).expect("rm");
+    env.write(
+        "tests/broken.rs",
+        "#[test]\nfn broken() {\n    assert_eq!(1, 2);\n}\n",
+    );
+    env.commit_all("a failing test");
+    expect_bail(&env, &issue, "baseline_red", "system");
+}
+
+#[test]
+fn a_stop_now_kills_the_running_leaf_and_a_second_conduct_finishes_the_issue() {
+    let env = Env::new();
+    // The REFACTOR leaf asks for a `now` stop and then would hang: the supervisor kills it.
+    let stopping = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"refactor\"\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"now\"]\n[[leaf.do]]\naction = \"hang\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{stopping}")),
+    );
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    assert_eq!(value["data"]["mode"], "now");
+    assert_eq!(value["data"]["run"]["steps_done"], 0);
+    // The same issue, with a REFACTOR leaf that does not stop.
+    std::fs::write(
+        env.home.path().join("fixture.toml"),
+        fixture(&good_planner(""), GOOD_VERIFIER),
+    )
+    .expect("fixture");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(
+        subjects(env.root())[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+}
+
+#[test]
+fn a_leaf_killed_by_someone_else_bails_killed_external_at_once() {
+    let env = Env::new();
+    let crash = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"crash\"\nsignal = \"SIGKILL\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{crash}")),
+    );
+    let value = expect_bail(&env, &issue, "killed_external", "system");
+    assert_eq!(value["data"]["bail"]["phase"], "green");
+    // No retry: one GREEN developer leaf ran.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let greens = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-green",
+        "prompt.md",
+    );
+    assert_eq!(greens.len(), 1);
+    // The half-done step (its RED commit) is rolled back.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+}
+
+#[test]
+fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
+    let env = Env::new();
+    let hang = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"hang\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{hang}")),
+    );
+    // A one-second idle limit: the supervisor's timer ends each hanging leaf.
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &config.replace("idle_timeout_s = 300", "idle_timeout_s = 1"),
+    );
+    env.commit_all("a short idle limit");
+    let value = expect_bail(&env, &issue, "kill_stuck", "system");
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    // stuck_retries = 1: the leaf ran twice.
+    let reds = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(reds.len(), 2);
+}
+
+#[test]
+fn a_tick_in_git_that_the_ledger_does_not_know_bails_ledger_git_mismatch() {
+    let env = Env::new();
+    let stopping = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''LIBIMPL'''\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-leaf\"]\n"
+        .replace("LIBIMPL", &format!("{LIB}{IMPL}"));
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{stopping}")),
+    );
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    // Someone ticks step 1 by hand while the run is stopped before its REFACTOR.
+    let plan = std::fs::read_to_string(env.root().join(".tdd/issue-1.md")).expect("plan");
+    env.write(
+        ".tdd/issue-1.md",
+        &plan.replace("- [ ] Step 1:", "- [x] Step 1:"),
+    );
+    env.commit_all("tick by hand");
+    let value = expect_bail(&env, &issue, "ledger_git_mismatch", "system");
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("[1]") && detail.contains("[]"), "{detail}");
+    // Nothing was reset: the hand-made commit is still there.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("tick by hand")
+    );
+}
+
+#[test]
+fn a_rejected_refactor_of_a_closed_cycle_bails_needs_user_and_keeps_the_commits() {
+    let env = Env::new();
+    let picky = "[[leaf]]\nrole = \"verifier\"\nstep = 1\nphase = \"refactor\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"the names are unclear\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{picky}")),
+    );
+    let value = expect_bail(&env, &issue, "needs_user", "process");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("the names are unclear")),
+        "{value}"
+    );
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("refactor: subtraction")
+    );
+}

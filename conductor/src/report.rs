@@ -156,7 +156,7 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
         ));
     }
     out.push_str(&format!(
-        "\n---\nconduct `{}` · engine run `{}` · `tdd ledger show` draws any report from the ledger.\n",
+        "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
         c.run_id.as_deref().unwrap_or("-")
     ));

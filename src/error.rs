@@ -282,6 +282,8 @@ impl From<tdd_conductor::ConductError> for CommandError {
             }
             E::Issue(_) => CommandError::bad_input("issue_invalid", message)
                 .hint("an issue file needs a `# Title` line and `- [ ]` items under `## Acceptance criteria`"),
+            E::BinaryChanged { .. } => CommandError::refused("binary_changed", message)
+                .hint("resume with the binary the run started with, or pass --accept-new-binary (recorded)"),
             E::Provider(_) | E::Config(_) => CommandError::bad_input("config_invalid", message)
                 .verb(Verb::FixConfig)
                 .hint("set [conductor] provider and the provider's table in tdd.toml"),

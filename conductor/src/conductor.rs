@@ -36,6 +36,8 @@ pub struct Options {
     pub max_steps: Option<u32>,
     /// The running `tdd` binary (leaves and supervisors are launched through it).
     pub tdd_exe: PathBuf,
+    /// Resume with a binary other than the one the run started with (recorded).
+    pub accept_new_binary: bool,
 }
 
 /// How a conduct invocation ended.
@@ -100,6 +102,49 @@ impl std::fmt::Debug for Conductor<'_> {
             .field("work_tree", &self.work_tree)
             .field("conduct", &self.journal.conduct())
             .finish()
+    }
+}
+
+/// The SHA-256 of the `tdd` binary at `path`.
+fn binary_sha256(path: &Path) -> Result<String, ConductError> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).map_err(|source| ConductError::Io {
+        what: format!("reading the tdd binary {}", path.display()),
+        source,
+    })?;
+    Ok(hex::encode(sha2::Sha256::digest(&bytes)))
+}
+
+impl Conductor<'_> {
+    /// A resumed run must continue with the binary it started with (or the last one
+    /// accepted); another one is refused unless `accept_new_binary`, which is recorded.
+    fn check_binary(&self) -> Result<(), ConductError> {
+        if !self.resumed {
+            return Ok(());
+        }
+        let mut recorded = None;
+        for (kind, payload) in self.journal.events()? {
+            match kind.as_str() {
+                "conduct_started" => {
+                    recorded = payload["binary_sha256"].as_str().map(str::to_string)
+                }
+                "conduct_binary_accepted" => recorded = payload["to"].as_str().map(str::to_string),
+                _ => {}
+            }
+        }
+        let now = binary_sha256(&self.options.tdd_exe)?;
+        match recorded {
+            Some(recorded) if recorded != now => {
+                if !self.options.accept_new_binary {
+                    return Err(ConductError::BinaryChanged { recorded, now });
+                }
+                let payload =
+                    json!({ "from": recorded, "to": now, "version": env!("CARGO_PKG_VERSION") });
+                self.journal.record("conduct_binary_accepted", payload)?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -251,6 +296,7 @@ impl<'p> Conductor<'p> {
                 self.issue.title()
             ),
         );
+        self.check_binary()?;
         // A stop request was for the run it stopped; this invocation starts afresh.
         let _ = self.leaves.supervisor().clear_stop();
         self.prepare_branch()?;
@@ -325,6 +371,7 @@ impl<'p> Conductor<'p> {
                     "branch": self.branch, "plan": self.plan_path,
                     "issue_path": self.options.issue_path.display().to_string(),
                     "version": env!("CARGO_PKG_VERSION"),
+                    "binary_sha256": binary_sha256(&self.options.tdd_exe)?,
                 }),
             )?;
         }

@@ -46,6 +46,14 @@ pub enum ConductError {
     /// The configuration does not allow a run.
     #[error("{0}")]
     Config(String),
+    /// A resume with a different `tdd` binary than the run started with.
+    #[error("this run started with tdd binary {recorded}, and this one is {now}")]
+    BinaryChanged {
+        /// The SHA-256 recorded for the run.
+        recorded: String,
+        /// The SHA-256 of the running binary.
+        now: String,
+    },
 }
 
 /// Why the loop stopped before the issue was done.

@@ -38,6 +38,9 @@ pub struct ConductArgs {
     /// Do at most N steps in this invocation, then exit 0; `tdd conduct` again continues.
     #[arg(long, value_name = "N")]
     max_steps: Option<u32>,
+    /// Resume with a different tdd binary than the run started with (recorded).
+    #[arg(long)]
+    accept_new_binary: bool,
 }
 
 /// Runs `tdd conduct`.
@@ -73,6 +76,7 @@ pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError
         args.provider,
         args.verifier_provider,
         args.max_steps,
+        args.accept_new_binary,
     )
 }
 
@@ -83,6 +87,7 @@ pub fn conduct(
     provider: Option<String>,
     verifier_provider: Option<String>,
     max_steps: Option<u32>,
+    accept_new_binary: bool,
 ) -> Result<Outcome, CommandError> {
     let (path, config) = ctx.config()?;
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -95,6 +100,7 @@ pub fn conduct(
         verifier_provider,
         max_steps,
         tdd_exe,
+        accept_new_binary,
     };
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;

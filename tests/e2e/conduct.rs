@@ -612,3 +612,47 @@ fn a_rejected_refactor_of_a_closed_cycle_bails_needs_user_and_keeps_the_commits(
         Some("refactor: subtraction")
     );
 }
+
+#[test]
+fn a_resume_with_another_binary_is_refused_unless_accepted() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    // The same program with one byte more is another binary.
+    let other = env.home.path().join("other-bin").join("tdd");
+    std::fs::create_dir_all(other.parent().expect("dir")).expect("mkdir");
+    let mut bytes = std::fs::read(assert_cmd::cargo::cargo_bin("tdd")).expect("binary");
+    bytes.push(b'\n');
+    std::fs::write(&other, bytes).expect("copy");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = |extra: &[&str]| {
+        let out = env
+            .tdd_at(&other)
+            .args(["conduct", &issue, "--json"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        (crate::support::code(&out), crate::support::envelope(&out))
+    };
+    let (code, value) = run(&[]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "binary_changed");
+    let (code, value) = run(&["--accept-new-binary"]);
+    assert_eq!(code, 0, "{value}");
+    let ledger = env.json(&["ledger", "path"]).1;
+    let database = PathBuf::from(ledger["data"]["database"].as_str().expect("db"));
+    let events = tdd_engine::ledger::Ledger::open_read_only(&database)
+        .expect("open")
+        .expect("exists")
+        .events(None)
+        .expect("events");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.kind == "conduct_binary_accepted")
+            .count(),
+        1
+    );
+}

@@ -46,7 +46,12 @@ impl Env {
 
     /// `tdd` with a cleared environment, run in the repository.
     pub fn tdd(&self) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::cargo_bin("tdd").expect("tdd binary");
+        self.tdd_at(&assert_cmd::cargo::cargo_bin("tdd"))
+    }
+
+    /// The `tdd` program at `program` (a copy of the binary, say), hermetic like `tdd()`.
+    pub fn tdd_at(&self, program: &Path) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::new(program);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())

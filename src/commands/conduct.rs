@@ -41,6 +41,10 @@ pub struct ConductArgs {
     /// Resume with a different tdd binary than the run started with (recorded).
     #[arg(long)]
     accept_new_binary: bool,
+    /// Run the conductor under a supervisor in the background: print its id and return.
+    /// Follow it with `tdd logs <id> --follow`, wait for it with `tdd wait <id>`.
+    #[arg(long)]
+    detach: bool,
 }
 
 /// Runs `tdd conduct`.
@@ -69,6 +73,9 @@ pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError
             format!("{}: no such issue file", issue.display()),
         )
         .hint("pass the path of a local markdown issue file"));
+    }
+    if args.detach {
+        return detach(ctx, &issue, &args);
     }
     conduct(
         ctx,
@@ -166,4 +173,60 @@ fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::Joi
             }
         })
         .ok()
+}
+
+/// Launches this same `tdd conduct`, without `--detach`, under a supervisor of its own
+/// session, so the terminal or the caller can go away without taking the conductor down.
+fn detach(ctx: &Ctx, issue: &Path, args: &ConductArgs) -> Result<Outcome, CommandError> {
+    let tdd = std::env::current_exe().map_err(|e| {
+        CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
+    })?;
+    let work_tree = ctx.work_tree()?;
+    let mut argv = vec![
+        tdd.display().to_string(),
+        "-C".to_string(),
+        work_tree.display().to_string(),
+        "conduct".to_string(),
+        issue.display().to_string(),
+        "--json".to_string(),
+    ];
+    for (flag, value) in [
+        ("--provider", &args.provider),
+        ("--verifier-provider", &args.verifier_provider),
+    ] {
+        if let Some(value) = value {
+            argv.extend([flag.to_string(), value.clone()]);
+        }
+    }
+    if let Some(n) = args.max_steps {
+        argv.extend(["--max-steps".to_string(), n.to_string()]);
+    }
+    if args.accept_new_binary {
+        argv.push("--accept-new-binary".to_string());
+    }
+    // The conductor is the trusted side: it keeps the caller's whole environment (forge
+    // tokens included); its leaves get their own allow-listed environments.
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    let spec = tdd_supervisor::LeafSpec::new(argv)
+        .cwd(&work_tree)
+        .allow_env(&names)
+        .name("conduct");
+    let leaf = crate::supervision::supervisor(ctx)?.launch(&spec)?;
+    let data = serde_json::json!({
+        "id": leaf.id(), "dir": leaf.dir(), "stdout": leaf.stdout_path(), "stderr": leaf.stderr_path(),
+    });
+    let text = format!("conductor started in the background: {}\n", leaf.id());
+    let detail = format!(
+        "follow it with `tdd logs {} --follow`; wait for it with `tdd wait {}`",
+        leaf.id(),
+        leaf.id()
+    );
+    Ok(
+        Outcome::new(data, text).next(crate::output::NextAction::new(
+            crate::output::Verb::Complete,
+            detail,
+        )),
+    )
 }

@@ -656,3 +656,25 @@ fn a_resume_with_another_binary_is_refused_unless_accepted() {
         1
     );
 }
+
+#[test]
+fn a_detached_conductor_runs_on_under_its_supervisor_to_the_end() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--detach"]);
+    assert_eq!(code, 0, "{value}");
+    let id = value["data"]["id"].as_str().expect("leaf id").to_string();
+    let (code, waited) = env.json(&["wait", &id]);
+    assert_eq!(code, 0, "the conductor did not finish cleanly: {waited}");
+    let stdout =
+        std::fs::read_to_string(value["data"]["stdout"].as_str().expect("stdout")).expect("log");
+    let envelope: Value =
+        serde_json::from_str(stdout.lines().last().expect("an envelope")).expect("json");
+    assert_eq!(envelope["command"], "conduct");
+    assert_eq!(envelope["ok"], true, "{envelope}");
+    assert!(
+        subjects(env.root())
+            .iter()
+            .any(|s| s.starts_with("refactor:") || s.starts_with("feat:"))
+    );
+}

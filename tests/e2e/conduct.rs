@@ -678,3 +678,53 @@ fn a_detached_conductor_runs_on_under_its_supervisor_to_the_end() {
             .any(|s| s.starts_with("refactor:") || s.starts_with("feat:"))
     );
 }
+
+/// Starts `tdd conduct` with a planner that marks the file `.leaf-running` and then sleeps,
+/// sends it `signals` SIGINTs once the planner runs, and returns its exit code and envelope.
+fn interrupt(env: &Env, signals: usize) -> (i32, Value, String) {
+    let marker = env.home.path().join("leaf-running");
+    let planner = good_planner(&format!(
+        "[[leaf.do]]\naction = \"write\"\npath = \"{}\"\ncontent = \"x\"\n\n[[leaf.do]]\naction = \"sleep\"\nms = 3000\n",
+        marker.display()
+    ));
+    let issue = project(env, &fixture(&planner, GOOD_VERIFIER));
+    let child = env
+        .tdd_std()
+        .args(["conduct", &issue, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("conductor starts");
+    crate::leafsupport::wait_until("the planner leaf to run", || marker.exists());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let ledger_dir = PathBuf::from(
+        env.json(&["ledger", "path"]).1["data"]["dir"]
+            .as_str()
+            .expect("dir"),
+    );
+    for n in 0..signals {
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+        if n + 1 < signals {
+            // Signals of one kind do not queue: wait until the first one was acted on.
+            crate::leafsupport::wait_until("the first stop request", || {
+                ledger_dir.join("stop.json").exists()
+            });
+        }
+    }
+    let out = child.wait_with_output().expect("conductor ends");
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), value, issue)
+}
+
+#[test]
+fn ctrl_c_once_stops_at_leaf_and_twice_stops_now_then_resume_finishes() {
+    for (signals, mode) in [(1, "at-leaf"), (2, "now")] {
+        let env = Env::new();
+        let (code, value, issue) = interrupt(&env, signals);
+        assert_eq!(code, 5, "{signals} SIGINT: {value}");
+        assert_eq!(value["data"]["mode"], mode, "{value}");
+        let (code, value) = env.json(&["conduct", &issue]);
+        assert_eq!(code, 0, "{value}");
+        assert_eq!(value["data"]["steps_done"], 1);
+    }
+}

@@ -51,7 +51,16 @@ impl Env {
 
     /// The `tdd` program at `program` (a copy of the binary, say), hermetic like `tdd()`.
     pub fn tdd_at(&self, program: &Path) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::new(program);
+        assert_cmd::Command::from_std(self.std_at(program))
+    }
+
+    /// `tdd` as a plain `std::process::Command`, for tests that spawn it and signal it.
+    pub fn tdd_std(&self) -> std::process::Command {
+        self.std_at(&assert_cmd::cargo::cargo_bin("tdd"))
+    }
+
+    fn std_at(&self, program: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())

@@ -131,7 +131,7 @@ pub fn main() -> Exit {
 }
 
 fn dispatch(cli: Cli, out: Output) -> Exit {
-    crate::failpoint::hit("dispatch");
+    tdd_engine::failpoint::hit("dispatch");
     let name = cli.command.name();
     let cwd = match resolve_dir(cli.directory) {
         Ok(cwd) => cwd,

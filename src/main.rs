@@ -5,7 +5,6 @@ mod commands;
 mod context;
 mod error;
 mod exit;
-mod failpoint;
 mod output;
 mod supervision;
 

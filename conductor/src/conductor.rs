@@ -375,7 +375,7 @@ impl<'p> Conductor<'p> {
                 }),
             )?;
         }
-        crate::failpoint::hit("conduct_branch");
+        tdd_engine::failpoint::hit("conduct_branch");
         Ok(())
     }
 
@@ -410,7 +410,7 @@ impl<'p> Conductor<'p> {
     pub(crate) fn write_step_comment(&self, n: u32) -> Result<(), Halt> {
         let body = crate::report::step_comment(self, n)?;
         self.forge.comment(&format!("step-{n}"), &body)?;
-        crate::failpoint::hit("conduct_comment_written");
+        tdd_engine::failpoint::hit("conduct_comment_written");
         Ok(())
     }
 
@@ -472,7 +472,7 @@ impl<'p> Conductor<'p> {
                 what: format!("writing the draft PR: {e}"),
                 source: std::io::Error::other(e.to_string()),
             })?;
-        crate::failpoint::hit("conduct_pr_written");
+        tdd_engine::failpoint::hit("conduct_pr_written");
         Ok(())
     }
 }

@@ -50,7 +50,7 @@ impl Conductor<'_> {
         loop {
             self.check_stop()?;
             let began = Instant::now();
-            crate::failpoint::hit(&format!("conduct_before_leaf_{phase}"));
+            tdd_engine::failpoint::hit(&format!("conduct_before_leaf_{phase}"));
             let provider = match who {
                 Who::Developer => &self.developer,
                 Who::Verifier => &self.verifier,
@@ -77,7 +77,7 @@ impl Conductor<'_> {
                     run.id()
                 ),
             );
-            crate::failpoint::hit(&format!("conduct_after_leaf_{phase}"));
+            tdd_engine::failpoint::hit(&format!("conduct_after_leaf_{phase}"));
             let response = provider
                 .response(&self.leaves, &mut run, None)?
                 .ok_or_else(|| {

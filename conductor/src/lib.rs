@@ -5,7 +5,6 @@
 pub mod bail;
 pub mod conductor;
 pub mod error;
-mod failpoint;
 pub mod forge;
 pub mod issue;
 pub mod journal;

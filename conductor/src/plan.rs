@@ -181,7 +181,7 @@ impl Conductor<'_> {
             "--",
             &self.plan_path,
         ])?;
-        crate::failpoint::hit("conduct_plan_committed");
+        tdd_engine::failpoint::hit("conduct_plan_committed");
         self.progress.event(
             "plan_committed",
             json!({ "steps": plan.cycles.len() }),
@@ -212,7 +212,7 @@ impl Conductor<'_> {
         self.run_id = Some(started.run_id.clone());
         self.journal
             .record("conduct_run_started", json!({ "run_id": started.run_id }))?;
-        crate::failpoint::hit("conduct_run_started");
+        tdd_engine::failpoint::hit("conduct_run_started");
         let red: Vec<String> = started
             .baselines
             .iter()

@@ -103,7 +103,7 @@ impl Conductor<'_> {
             json!({ "step": n, "total_ms": ms(total), "leaf_ms": ms(timing.leaf),
                     "engine_ms": ms(timing.engine), "overhead_ms": ms(overhead) }),
         )?;
-        crate::failpoint::hit("conduct_step_done");
+        tdd_engine::failpoint::hit("conduct_step_done");
         let forge = Instant::now();
         self.write_step_comment(n)?;
         self.publish()?;
@@ -139,7 +139,7 @@ impl Conductor<'_> {
             let began = Instant::now();
             let outcome = self.engine.advance(true, self.progress)?;
             timing.engine += began.elapsed();
-            crate::failpoint::hit(&format!("conduct_after_advance_{name}"));
+            tdd_engine::failpoint::hit(&format!("conduct_after_advance_{name}"));
             if let Some(refused) = &outcome.refused {
                 refusals += 1;
                 findings = self.refused(n, name, refused, refusals, &response.text)?;

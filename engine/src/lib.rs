@@ -5,6 +5,7 @@
 //! test suites and the phase gates computed from them.
 
 pub mod config;
+pub mod failpoint;
 pub mod git;
 pub mod ledger;
 pub mod observe;

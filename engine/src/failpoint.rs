@@ -1,4 +1,6 @@
-//! Test-only failpoints of the conductor: `TDD_FAILPOINT=<name>=kill` (or `panic`).
+//! Test-only failpoints: `TDD_FAILPOINT=<name>=<action>` makes `tdd` fail at a named point.
+//!
+//! One mechanism for the binary and every crate (the conductor's crash tests use it).
 //!
 //! Tests use them to prove that a crash anywhere loses nothing. Actions: `panic`
 //! (an internal error) and `kill` (SIGKILL to this process, as a crash would).

@@ -31,6 +31,31 @@ use crate::leaf::Who;
 /// Refused advances of one phase tolerated before `gate_refused_repeatedly`.
 const MAX_REFUSALS: u32 = 2;
 
+/// Where a phase resumes: its next developer attempt, the revise rounds spent, and the
+/// findings of an unanswered REJECT.
+#[derive(Debug)]
+struct Resume {
+    attempt: u32,
+    revisions: u32,
+    findings: Vec<String>,
+}
+
+/// The findings a REJECT verdict payload hands to the revise leaf: its findings, else
+/// its reason.
+fn findings_of(verdict: &serde_json::Value) -> Vec<String> {
+    let findings: Vec<String> = verdict["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    if findings.is_empty() {
+        vec![verdict["reason"].as_str().unwrap_or_default().to_string()]
+    } else {
+        findings
+    }
+}
+
 /// Where a step's time went.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Timing {
@@ -124,8 +149,12 @@ impl Conductor<'_> {
         timing: &mut Timing,
     ) -> Result<(), Halt> {
         let (n, name) = (planned.n, phase.trailer());
-        let mut findings: Vec<String> = Vec::new();
-        let (mut attempt, mut refusals, mut revisions) = (1, 0, 0);
+        let Resume {
+            mut attempt,
+            mut revisions,
+            mut findings,
+        } = self.resume_point(n, name)?;
+        let mut refusals = 0;
         let mut cost = 0.0;
         let start = *timing;
         loop {
@@ -175,10 +204,17 @@ impl Conductor<'_> {
                 }))?;
                 return Ok(());
             }
-            self.reject(planned, phase, &verdict, revisions)?;
+            // Undone first: a bail then finds the step half-done and resets it whole.
             let began = Instant::now();
-            self.engine.rollback(true)?;
+            self.undo_rejected(phase)?;
             timing.engine += began.elapsed();
+            self.reject(
+                planned,
+                phase,
+                &verdict.reason,
+                &verdict.findings,
+                revisions,
+            )?;
             revisions += 1;
             attempt += 1;
             findings = if verdict.findings.is_empty() {
@@ -247,6 +283,7 @@ impl Conductor<'_> {
                 "verifier": verdict.leaf_id,
             }),
         )?;
+        tdd_engine::failpoint::hit(&format!("conduct_after_verdict_{name}"));
         self.progress.event(
             "verdict",
             json!({ "step": n, "phase": name, "decision": verdict.decision }),
@@ -259,7 +296,9 @@ impl Conductor<'_> {
     }
 
     /// A conductor killed right after a REFACTOR advance closed a cycle left that
-    /// commit unjudged: its verifier runs now, before anything else.
+    /// commit unjudged (or judged, with its REJECT not yet acted on): its verifier runs
+    /// now, before anything else, and a REJECT within the budget reopens the REFACTOR
+    /// for a revise round.
     pub(crate) fn judge_unjudged_refactors(&mut self) -> Result<(), Halt> {
         let Some(run_id) = self.run_id.clone() else {
             return Ok(());
@@ -269,75 +308,89 @@ impl Conductor<'_> {
         let Some(state) = RunState::project(&events) else {
             return Ok(());
         };
-        let mut judged = std::collections::BTreeSet::new();
-        for (kind, p) in self.journal.events()? {
-            match (kind.as_str(), p["step"].as_u64()) {
-                ("step_reset", Some(step)) => {
-                    judged.remove(&step);
-                }
-                ("conduct_phase", Some(step)) if p["phase"] == "refactor" => {
-                    judged.insert(step);
-                }
-                _ => {}
-            }
-        }
+        let journal = self.journal.events()?;
         for (index, cycle) in state.cycles.iter().enumerate() {
             let refactor = cycle.commits.iter().rev().find(|(t, _)| t == "refactor");
             let (Phase::Closed, Some((_, commit))) = (cycle.phase, refactor) else {
                 continue;
             };
-            if judged.contains(&u64::from(cycle.n)) {
+            let n = u64::from(cycle.n);
+            let mut accepted = false;
+            let mut verdict = None;
+            for (kind, p) in &journal {
+                match kind.as_str() {
+                    _ if p["step"] != n => {}
+                    "step_reset" => (accepted, verdict) = (false, None),
+                    "conduct_phase" if p["phase"] == "refactor" => accepted = true,
+                    "phase_verdict"
+                        if p["phase"] == "refactor" && p["commit"] == commit.as_str() =>
+                    {
+                        verdict = Some(p.clone())
+                    }
+                    _ => {}
+                }
+            }
+            if accepted {
                 continue;
             }
             let planned = state.plan.cycles[index].clone();
-            let base = Git::new(&self.work_tree).text(["rev-parse", &format!("{commit}^")])?;
-            let mut timing = Timing::default();
-            let verdict = self.judge(
-                &planned,
-                Phase::AwaitingRefactor,
-                commit,
-                &base,
-                0,
-                &mut timing,
-            )?;
-            if verdict.decision != Decision::Accept {
-                self.reject(&planned, Phase::AwaitingRefactor, &verdict, 0)?;
-            }
-            self.journal.record(
-                "conduct_phase",
-                json!({
-                    "step": cycle.n, "phase": "refactor", "commit": commit, "revisions": 0,
-                    "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
-                    "reverted": [], "undeclared": [], "red_first_violation": false,
-                }),
-            )?;
+            self.settle_refactor(&planned, commit, verdict)?;
         }
         Ok(())
     }
 
-    /// A REJECT beyond the budget (or of a closed cycle's REFACTOR) bails.
+    /// Judges the closed REFACTOR `commit` of `planned` (unless `recorded` already holds
+    /// its verdict) and acts on the verdict: accepted, or reopened for a revise round.
+    fn settle_refactor(
+        &mut self,
+        planned: &PlannedCycle,
+        commit: &str,
+        recorded: Option<serde_json::Value>,
+    ) -> Result<(), Halt> {
+        let phase = Phase::AwaitingRefactor;
+        let mut timing = Timing::default();
+        let revisions = self.resume_point(planned.n, "refactor")?.revisions;
+        let decision = match recorded {
+            Some(p) => (
+                p["decision"] == "accept",
+                p["reason"].as_str().unwrap_or_default().to_string(),
+                findings_of(&p),
+            ),
+            None => {
+                let base = Git::new(&self.work_tree).text(["rev-parse", &format!("{commit}^")])?;
+                let v = self.judge(planned, phase, commit, &base, revisions, &mut timing)?;
+                (v.decision == Decision::Accept, v.reason, v.findings)
+            }
+        };
+        if let (false, reason, findings) = decision {
+            // `resume_point` hands these findings to the revise leaf.
+            let rounds = revisions.saturating_sub(1);
+            self.undo_rejected(phase)?;
+            self.reject(planned, phase, &reason, &findings, rounds)?;
+            return Ok(());
+        }
+        self.journal.record(
+            "conduct_phase",
+            json!({
+                "step": planned.n, "phase": "refactor", "commit": commit, "revisions": revisions,
+                "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
+                "reverted": [], "undeclared": [], "red_first_violation": false,
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// A REJECT beyond the budget bails.
     fn reject(
         &self,
         planned: &PlannedCycle,
         phase: Phase,
-        verdict: &VerifierVerdict,
+        reason: &str,
+        findings: &[String],
         revisions: u32,
     ) -> Result<(), Halt> {
         let (n, name) = (planned.n, phase.trailer());
-        let findings = format!(
-            "{}; findings: {}",
-            verdict.reason,
-            verdict.findings.join("; ")
-        );
-        if phase == Phase::AwaitingRefactor {
-            return Err(Bail::new(
-                BailCause::NeedsUser,
-                format!("the verifier rejected the REFACTOR of step {n}, which closed the cycle: {findings}"),
-                "read the findings and keep or revert the REFACTOR commit by hand; `tdd conduct` again asks a fresh verifier",
-            )
-            .at(n, name)
-            .into());
-        }
+        let findings = format!("{reason}; findings: {}", findings.join("; "));
         // Every REJECT of this step and phase in this conduct run counts, including
         // those of earlier invocations: a resume does not refill the budget.
         let rejects = self
@@ -357,6 +410,52 @@ impl Conductor<'_> {
             .into());
         }
         Ok(())
+    }
+
+    /// Undoes a rejected phase's commit so its revision starts where the phase did: the
+    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle.
+    fn undo_rejected(&self, phase: Phase) -> Result<(), Halt> {
+        if phase == Phase::AwaitingRefactor {
+            self.engine.reopen_refactor()?;
+        } else {
+            self.engine.rollback(true)?;
+        }
+        Ok(())
+    }
+
+    /// Where phase `name` of step `n` stands since the step last (re)started: the next
+    /// developer attempt, the revise rounds spent and the findings of a REJECT that no
+    /// developer has answered yet. A conductor resumed between a REJECT and its revise
+    /// continues exactly there.
+    fn resume_point(&self, n: u32, name: &str) -> Result<Resume, Halt> {
+        let mut point = Resume {
+            attempt: 1,
+            revisions: 0,
+            findings: Vec::new(),
+        };
+        for (kind, p) in self.journal.events()? {
+            if p["step"] != n {
+                continue;
+            }
+            match kind.as_str() {
+                "step_reset" => {
+                    point = Resume {
+                        attempt: 1,
+                        revisions: 0,
+                        findings: Vec::new(),
+                    }
+                }
+                "gate_refused" if p["phase"] == name => point.attempt += 1,
+                "phase_verdict" if p["phase"] == name && p["decision"] == "reject" => {
+                    point.attempt += 1;
+                    point.revisions += 1;
+                    point.findings = findings_of(&p);
+                }
+                "phase_verdict" | "conduct_phase" if p["phase"] == name => point.findings.clear(),
+                _ => {}
+            }
+        }
+        Ok(point)
     }
 
     fn developer_leaf(

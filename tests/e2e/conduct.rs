@@ -327,18 +327,110 @@ const CRASH_POINTS: &[&str] = &[
 
 #[test]
 fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() {
-    crash_and_resume(CRASH_POINTS);
+    let good = fixture(&good_planner(""), GOOD_VERIFIER);
+    crash_and_resume(CRASH_POINTS, &good, 1, IMPL);
     // Killed after a step's close, before its comment (the resume finds every step
     // closed and writes the comment it missed).
-    crash_and_resume(&["conduct_step_done"]);
+    crash_and_resume(&["conduct_step_done"], &good, 1, IMPL);
+}
+
+/// The verifier rejects the first REFACTOR of step 1; its revise documents `sub`.
+const REFACTOR_REJECT: &str = r#"[[leaf]]
+role = "verifier"
+phase = "refactor"
+attempt = 1
+[[leaf.do]]
+action = "verdict"
+decision = "reject"
+reason = "sub is undocumented"
+findings = ["src/lib.rs: document sub"]
+"#;
+const DOCUMENTED: &str =
+    "\n/// `a` minus `b`.\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+
+/// A fixture whose REFACTOR is rejected once and revised (attempt 2) into `DOCUMENTED`.
+fn refactor_revised() -> String {
+    let revise = format!(
+        "[[leaf]]\nrole = \"developer\"\nphase = \"refactor\"\nattempt = 2\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''{LIB}{DOCUMENTED}'''\n"
+    );
+    fixture(
+        &good_planner(""),
+        &format!("{GOOD_VERIFIER}{REFACTOR_REJECT}{revise}"),
+    )
+}
+
+#[test]
+fn a_rejected_refactor_is_reopened_and_revised_into_a_new_commit() {
+    let env = Env::new();
+    let issue = project(&env, &refactor_revised());
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    // The rejected REFACTOR commit is gone; its revision is the step's last commit
+    // and carries the ticked box.
+    assert_eq!(
+        subjects(env.root())[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
+    assert_eq!(lib, format!("{LIB}{DOCUMENTED}"));
+    let plan = env.git(&["show", "HEAD:.tdd/issue-1.md"]);
+    assert!(plan.contains("- [x] Step 1:"), "{plan}");
+    let pr = read(&value["data"]["pr"]);
+    assert!(pr.contains("- REFACTOR REJECT"), "{pr}");
+    assert!(pr.contains("- REFACTOR ACCEPT"), "{pr}");
+    assert!(pr.contains("| REFACTOR | "), "{pr}");
+    assert!(pr.contains("| 1 |"), "one revise round: {pr}");
+    // The revise leaf got the findings, not the verifier's prompt.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let revise = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-refactor-a2",
+        "prompt.md",
+    );
+    assert_eq!(revise.len(), 1);
+    assert!(
+        revise[0].contains("src/lib.rs: document sub"),
+        "{}",
+        revise[0]
+    );
+    assert!(!revise[0].contains("sub is undocumented"), "{}", revise[0]);
+}
+
+#[test]
+fn a_conductor_killed_around_a_refactor_revise_resumes_to_the_same_commits() {
+    // Killed after the REFACTOR closed the cycle, after its REJECT was recorded, before
+    // the revise leaf, and (the step reset, RED and GREEN done again) after the REFACTOR
+    // closed again: each resume picks up where the last left off.
+    let points = [
+        "conduct_after_advance_refactor",
+        "conduct_after_verdict_refactor",
+        "conduct_before_leaf_refactor",
+        "conduct_after_advance_refactor",
+    ];
+    crash_and_resume(&points, &refactor_revised(), 3, DOCUMENTED);
 }
 
 /// Kills `tdd conduct` at each point in turn, then resumes it to the end and checks
-/// the result equals an uninterrupted run's.
-fn crash_and_resume(points: &[&str]) {
+/// the result equals an uninterrupted run's: the same commits, `LIB` + `body` in
+/// src/lib.rs, one comment. `budget` is the revise budget.
+fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str) {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
-    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let issue = project(&env, fixture);
+    if budget != 1 {
+        let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+        env.write(
+            "tdd.toml",
+            &config.replace("revise_budget = 1", &format!("revise_budget = {budget}")),
+        );
+        env.git(&["commit", "-q", "-a", "--amend", "--no-edit"]);
+    }
     for point in points {
         let out = env
             .tdd()
@@ -369,7 +461,7 @@ fn crash_and_resume(points: &[&str]) {
     );
     assert_eq!(env.git(&["status", "--porcelain"]), "");
     let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
-    assert_eq!(lib, format!("{LIB}{IMPL}"));
+    assert_eq!(lib, format!("{LIB}{body}"), "{points:?}");
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
     assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
@@ -593,24 +685,37 @@ fn a_tick_in_git_that_the_ledger_does_not_know_bails_ledger_git_mismatch() {
 }
 
 #[test]
-fn a_rejected_refactor_of_a_closed_cycle_bails_needs_user_and_keeps_the_commits() {
+fn a_refactor_rejected_beyond_the_budget_bails_and_the_step_is_reset() {
     let env = Env::new();
     let picky = "[[leaf]]\nrole = \"verifier\"\nstep = 1\nphase = \"refactor\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"the names are unclear\"\n";
     let issue = project(
         &env,
         &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{picky}")),
     );
-    let value = expect_bail(&env, &issue, "needs_user", "process");
+    let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    assert_eq!(value["data"]["bail"]["phase"], "refactor");
     assert!(
         value["data"]["bail"]["detail"]
             .as_str()
             .is_some_and(|d| d.contains("the names are unclear")),
         "{value}"
     );
+    // No rejected REFACTOR is left ticked: the half-done step is reset whole.
     assert_eq!(
         subjects(env.root()).last().map(String::as_str),
-        Some("refactor: subtraction")
+        Some("plan: issue #1 Subtraction")
     );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    assert!(!env.root().join("tests/sub.rs").exists());
+    // The REFACTOR was revised once (budget 1) before the bail.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let verifiers = files_of(
+        &ledger_dir.join("leaf-files"),
+        "verifier-i1-s1-refactor",
+        "prompt.md",
+    );
+    assert_eq!(verifiers.len(), 2);
 }
 
 #[test]

@@ -261,6 +261,54 @@ fn rollback_restores_the_phase_start_and_to_previous_undoes_red() {
 }
 
 #[test]
+fn rollback_to_previous_at_a_fresh_cycle_reopens_the_refactor_that_closed_the_last() {
+    let env = project();
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    assert_eq!(advance(&env).0, 0);
+    let refactored = format!("{LIB}\n/// Subtraction.{SUB_IMPL}");
+    env.write("src/lib.rs", &refactored);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+    let closed = log(&env);
+    assert_eq!(closed.len(), 5, "{closed:?}");
+    // Cycle 2 has not moved: going back reopens cycle 1's REFACTOR, undoing its commit.
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["cycle"]["n"], 1, "{value}");
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_REFACTOR");
+    assert_eq!(log(&env), closed[..4]);
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib"),
+        format!("{LIB}{SUB_IMPL}")
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    // A second REFACTOR closes the cycle again, and cycle 2 opens afresh.
+    env.write("src/lib.rs", &refactored);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+    assert_eq!(log(&env), closed);
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(status["data"]["cycle"]["n"], 2, "{status}");
+    assert_eq!(status["data"]["cycle"]["phase"], "AWAITING_TEST");
+    // Once cycle 2 has moved, cycle 1 stays closed.
+    env.write("tests/mul.rs", MUL_TEST);
+    env.write(
+        "src/lib.rs",
+        &format!("{refactored}\npub fn mul(_a: i32, _b: i32) -> i32 {{\n    0\n}}\n"),
+    );
+    assert_eq!(advance(&env).0, 0);
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["cycle"]["n"], 2, "{value}");
+    assert_eq!(value["data"]["cycle"]["phase"], "AWAITING_TEST");
+}
+
+#[test]
 fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
     let env = project();
     let count = "mkdir -p generated && grep -c 'pub fn' src/lib.rs > generated/count.txt";

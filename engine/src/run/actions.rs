@@ -7,13 +7,13 @@ use serde_json::json;
 
 use super::Engine;
 use super::RunError;
-use super::snapshot::Snapshot;
 use super::state::RunState;
-use crate::git::Git;
 use crate::ledger::Ledger;
 
 impl Engine {
-    fn with_active_run(&self) -> Result<(super::guard::Guard, Ledger, RunState), RunError> {
+    pub(super) fn with_active_run(
+        &self,
+    ) -> Result<(super::guard::Guard, Ledger, RunState), RunError> {
         let guard = self.lock("advance")?;
         let ledger = Ledger::open(&self.location.database)?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
@@ -100,7 +100,7 @@ impl Engine {
         self.reload(&ledger, &state.run_id)
     }
 
-    fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
+    pub(super) fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
         let events = ledger.events(Some(run_id))?;
         RunState::project(&events).ok_or(RunError::NoActiveRun)
     }
@@ -130,47 +130,6 @@ impl Engine {
         payload["leaf"] = json!(leaf);
         ledger.append(Some(&state.run_id), "test_observed", &payload)?;
         Ok(Some(state.run_id))
-    }
-}
-
-impl Engine {
-    /// Restores the exact tree from the start of the current phase, or with `to_previous`
-    /// from the start of the previous phase of the same cycle, moving HEAD back over the
-    /// commit that phase made. Recorded as `rolled_back`.
-    pub fn rollback(&self, to_previous: bool) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
-        let index = state.current().ok_or(RunError::NoActiveRun)?;
-        let cycle = &state.cycles[index];
-        let depth = if to_previous { 2 } else { 1 };
-        let Some(start) = cycle
-            .history
-            .len()
-            .checked_sub(depth)
-            .and_then(|i| cycle.history.get(i))
-            .cloned()
-        else {
-            return Err(RunError::NoPreviousPhase {
-                n: cycle.n,
-                phase: cycle.phase,
-            });
-        };
-        let git = Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
-        if to_previous && head != start.head {
-            // A mixed reset moves HEAD and the index back over the phase's commit and leaves
-            // the files alone; the restore below then makes them exact.
-            git.output(["reset", "-q", &start.head])?;
-        }
-        let report = Snapshot {
-            tree: start.snapshot.clone(),
-        }
-        .check_and_revert(&self.work_tree, |_| true)?;
-        let payload = json!({
-            "n": cycle.n, "from": cycle.phase, "to": start.phase, "snapshot": start.snapshot,
-            "head": start.head, "undone_from": head, "restored": report.restored, "removed": report.removed,
-        });
-        ledger.append(Some(&state.run_id), "rolled_back", &payload)?;
-        self.reload(&ledger, &state.run_id)
     }
 }
 

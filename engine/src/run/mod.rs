@@ -12,6 +12,7 @@ mod gates;
 mod guard;
 mod locks;
 mod phase;
+mod rollback;
 mod sensitivity;
 mod snapshot;
 mod start;
@@ -175,6 +176,13 @@ impl Engine {
     }
 
     fn active_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
+        Ok(self
+            .latest_run(ledger)?
+            .filter(|s| s.status == RunStatus::Active))
+    }
+
+    /// The last run started in this work tree, whatever its status.
+    fn latest_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
         let worktree = self.work_tree.display().to_string();
         let started = ledger.events_of_kind(None, "run_started")?;
         let Some(last) = started
@@ -185,7 +193,7 @@ impl Engine {
             return Ok(None);
         };
         let events = ledger.events(last.run_id.as_deref())?;
-        Ok(RunState::project(&events).filter(|s| s.status == RunStatus::Active))
+        Ok(RunState::project(&events))
     }
 
     /// Opens the cycle after `after` (the first when `None`), or completes the run when none

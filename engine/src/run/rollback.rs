@@ -1,0 +1,148 @@
+//! Going back: to the start of the current phase, to the start of the previous one, or
+//! into the REFACTOR of a cycle that has just closed.
+
+use serde_json::json;
+
+use super::Engine;
+use super::RunError;
+use super::phase::Phase;
+use super::snapshot::Snapshot;
+use super::state::PhaseStart;
+use super::state::RunState;
+use super::state::RunStatus;
+use crate::git::Git;
+use crate::ledger::Ledger;
+
+impl Engine {
+    /// Restores the exact tree from the start of the current phase, or with `to_previous`
+    /// from the start of the previous phase of the same cycle, moving HEAD back over the
+    /// commit that phase made. Recorded as `rolled_back`.
+    ///
+    /// With `to_previous` at the very start of a cycle (or after the last cycle closed),
+    /// the previous phase is the REFACTOR that closed the cycle before: see
+    /// [`Engine::reopen_refactor`].
+    pub fn rollback(&self, to_previous: bool) -> Result<RunState, RunError> {
+        let guard = self.lock("advance")?;
+        let mut ledger = Ledger::open(&self.location.database)?;
+        let state = self.latest_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        let fresh = state
+            .current()
+            .is_none_or(|i| state.cycles[i].history.len() < 2);
+        if to_previous
+            && fresh
+            && state.status != RunStatus::Abandoned
+            && let Some(reopened) = self.reopen_closed(&mut ledger, &state)?
+        {
+            return Ok(reopened);
+        }
+        if state.status != RunStatus::Active {
+            return Err(RunError::NoActiveRun);
+        }
+        let index = state.current().ok_or(RunError::NoActiveRun)?;
+        let cycle = &state.cycles[index];
+        let depth = if to_previous { 2 } else { 1 };
+        let Some(start) = cycle
+            .history
+            .len()
+            .checked_sub(depth)
+            .and_then(|i| cycle.history.get(i))
+            .cloned()
+        else {
+            return Err(RunError::NoPreviousPhase {
+                n: cycle.n,
+                phase: cycle.phase,
+            });
+        };
+        let state = self.roll_back_to(&mut ledger, &state, cycle.n, cycle.phase, &start)?;
+        drop(guard);
+        Ok(state)
+    }
+
+    /// Reopens the REFACTOR of the cycle that closed last, so a revised REFACTOR can be
+    /// advanced again: HEAD moves back over the REFACTOR commit and the tree becomes
+    /// exactly what REFACTOR started from. Refused (`NoPreviousPhase`) unless HEAD is
+    /// that REFACTOR commit and no later cycle has moved since it opened. Works on a run
+    /// that completed with that cycle, which is active again afterwards.
+    pub fn reopen_refactor(&self) -> Result<RunState, RunError> {
+        let _guard = self.lock("advance")?;
+        let mut ledger = Ledger::open(&self.location.database)?;
+        let state = self
+            .latest_run(&ledger)?
+            .filter(|s| s.status != RunStatus::Abandoned)
+            .ok_or(RunError::NoActiveRun)?;
+        if let Some(reopened) = self.reopen_closed(&mut ledger, &state)? {
+            return Ok(reopened);
+        }
+        let (n, phase) = state.current().map_or((0, Phase::Closed), |i| {
+            (state.cycles[i].n, state.cycles[i].phase)
+        });
+        Err(RunError::NoPreviousPhase { n, phase })
+    }
+
+    /// Reopens the last closed cycle's REFACTOR when that is possible, else `None`.
+    fn reopen_closed(
+        &self,
+        ledger: &mut Ledger,
+        state: &RunState,
+    ) -> Result<Option<RunState>, RunError> {
+        let upto = state.current().unwrap_or(state.cycles.len());
+        if state
+            .current()
+            .is_some_and(|i| state.cycles[i].history.len() > 1)
+        {
+            return Ok(None);
+        }
+        let Some(closed) = state.cycles[..upto]
+            .iter()
+            .rev()
+            .find(|c| c.phase != Phase::Skipped)
+        else {
+            return Ok(None);
+        };
+        let head = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
+        let refactor = closed
+            .commits
+            .last()
+            .filter(|(phase, sha)| phase == "refactor" && *sha == head);
+        let start = closed
+            .history
+            .iter()
+            .rev()
+            .find(|h| h.phase == Phase::AwaitingRefactor);
+        let (Phase::Closed, Some(_), Some(start)) = (closed.phase, refactor, start) else {
+            return Ok(None);
+        };
+        let start = start.clone();
+        self.roll_back_to(ledger, state, closed.n, closed.phase, &start)
+            .map(Some)
+    }
+
+    /// Moves HEAD back to `start.head` (a mixed reset, when it differs), restores the
+    /// tree to `start.snapshot` exactly and records `rolled_back` for cycle `n`.
+    fn roll_back_to(
+        &self,
+        ledger: &mut Ledger,
+        state: &RunState,
+        n: u32,
+        from: Phase,
+        start: &PhaseStart,
+    ) -> Result<RunState, RunError> {
+        let git = Git::new(&self.work_tree);
+        let head = git.text(["rev-parse", "HEAD"])?;
+        if head != start.head {
+            // A mixed reset moves HEAD and the index back over the phase's commit and leaves
+            // the files alone; the restore below then makes them exact.
+            git.output(["reset", "-q", &start.head])?;
+        }
+        let report = Snapshot {
+            tree: start.snapshot.clone(),
+        }
+        .check_and_revert(&self.work_tree, |_| true)?;
+        let payload = json!({
+            "n": n, "from": from, "to": start.phase, "snapshot": start.snapshot,
+            "head": start.head, "undone_from": head, "restored": report.restored, "removed": report.removed,
+        });
+        ledger.append(Some(&state.run_id), "rolled_back", &payload)?;
+        self.reload(ledger, &state.run_id)
+    }
+}

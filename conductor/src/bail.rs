@@ -89,7 +89,8 @@ pub struct Bail {
     pub class: BailClass,
     /// The step (plan cycle), when one was under way.
     pub step: Option<u32>,
-    /// The phase, when one was under way (`red`, `green`, `refactor`, `plan`).
+    /// The phase, when one was under way (`red`, `green`, `refactor`, `plan`, or
+    /// `report` for the forge update after a step).
     pub phase: Option<String>,
     /// What happened, in full.
     pub detail: String,

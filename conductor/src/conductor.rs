@@ -273,7 +273,7 @@ impl<'p> Conductor<'p> {
                     "conduct_stopped",
                     json!({ "mode": mode, "run_id": self.run_id }),
                 )?;
-                self.publish()?;
+                self.publish_best_effort()?;
                 Ok(Finish::Stopped(self.summary(), mode))
             }
             Err(Halt::Error(err)) => Err(err),
@@ -330,6 +330,8 @@ impl<'p> Conductor<'p> {
     fn prepare_branch(&mut self) -> Result<(), Halt> {
         let git = Git::new(&self.work_tree);
         if self.resumed {
+            self.journal
+                .record("conduct_resumed", json!({ "pid": std::process::id() }))?;
             self.end_orphaned_leaves()?;
             // Before anything is reset: git and the ledger must agree on what is done.
             self.check_agreement()?;
@@ -409,7 +411,12 @@ impl<'p> Conductor<'p> {
     /// Creates or edits step `n`'s comment on the forge.
     pub(crate) fn write_step_comment(&self, n: u32) -> Result<(), Halt> {
         let body = crate::report::step_comment(self, n)?;
-        self.forge.comment(&format!("step-{n}"), &body)?;
+        if let Err(err) = self.forge.comment(&format!("step-{n}"), &body) {
+            return Err(match Halt::from(err) {
+                Halt::Bail(bail) => bail.at(n, "report").into(),
+                other => other,
+            });
+        }
         tdd_engine::failpoint::hit("conduct_comment_written");
         Ok(())
     }
@@ -458,21 +465,30 @@ impl<'p> Conductor<'p> {
                 .record("forge_unreachable", json!({ "error": err.to_string() }))?;
         }
         // The PR is best effort here: the bail itself is recorded above.
-        let _ = self.publish();
-        Ok(())
+        self.publish_best_effort()
     }
 
-    /// Writes the draft PR from the ledger.
-    pub(crate) fn publish(&self) -> Result<(), ConductError> {
+    /// Writes the draft PR from the ledger; a forge that cannot be written bails
+    /// `forge_unreachable`.
+    pub(crate) fn publish(&self) -> Result<(), Halt> {
         let body = crate::report::pr_body(self).map_err(ConductError::Ledger)?;
         let title = format!("#{} {}", self.issue.number(), self.issue.title());
         self.forge
-            .open_or_update_draft_pr(&self.branch, &title, &body)
-            .map_err(|e| ConductError::Io {
-                what: format!("writing the draft PR: {e}"),
-                source: std::io::Error::other(e.to_string()),
-            })?;
+            .open_or_update_draft_pr(&self.branch, &title, &body)?;
         tdd_engine::failpoint::hit("conduct_pr_written");
         Ok(())
+    }
+
+    /// Writes the draft PR when the run ends anyway (a bail, a stop): a forge that
+    /// cannot be written is recorded as `forge_unreachable` instead.
+    fn publish_best_effort(&self) -> Result<(), ConductError> {
+        match self.publish() {
+            Ok(()) => Ok(()),
+            Err(Halt::Error(err)) => Err(err),
+            Err(Halt::Bail(bail)) => Ok(self
+                .journal
+                .record("forge_unreachable", json!({ "error": bail.detail }))?),
+            Err(Halt::Stop(_)) => Ok(()),
+        }
     }
 }

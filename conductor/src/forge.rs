@@ -115,16 +115,18 @@ impl Forge for LocalForge {
 
     fn comment(&self, key: &str, body: &str) -> Result<String, ForgeError> {
         let posted = self.journal.of_kind("forge_comment_posted")?;
-        let id = match posted.iter().find(|p| p["key"] == key) {
-            Some(p) => p["id"].as_str().unwrap_or_default().to_string(),
-            None => {
-                let id = format!("c{}", posted.len() + 1);
-                self.journal
-                    .record("forge_comment_posted", json!({ "key": key, "id": id }))?;
-                id
-            }
-        };
+        let known = posted.iter().find(|p| p["key"] == key);
+        let id = known.map_or_else(
+            || format!("c{}", posted.len() + 1),
+            |p| p["id"].as_str().unwrap_or_default().to_string(),
+        );
+        // Recorded once written: a comment that never reached the forge is not in the
+        // thread, and a crash in between writes the same id again.
         self.write(&self.dir.join("comments").join(format!("{id}.md")), body)?;
+        if known.is_none() {
+            self.journal
+                .record("forge_comment_posted", json!({ "key": key, "id": id }))?;
+        }
         self.render_thread()?;
         Ok(id)
     }

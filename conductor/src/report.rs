@@ -149,18 +149,53 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
             render_step(&mut out, n, title, record);
         }
     }
-    if let Some((_, bail)) = events.iter().rev().find(|(k, _)| k == "conduct_bailed") {
-        out.push_str(&format!(
-            "\n## Bailed\n\n```json\n{}\n```\n",
-            serde_json::to_string_pretty(&bail["bail"]).unwrap_or_default()
-        ));
-    }
+    render_interruptions(&mut out, &events);
     out.push_str(&format!(
         "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
         c.run_id.as_deref().unwrap_or("-")
     ));
     Ok(out)
+}
+
+/// Bails and stops that a resume got past, one line each; the run's bail in full
+/// while no resume has followed it.
+fn render_interruptions(out: &mut String, events: &[(String, Value)]) {
+    let mut earlier = Vec::new();
+    let mut open: Option<&(String, Value)> = None;
+    for event in events {
+        match event.0.as_str() {
+            "conduct_bailed" | "conduct_stopped" => open = Some(event),
+            "conduct_resumed" => earlier.extend(open.take().map(interruption)),
+            _ => {}
+        }
+    }
+    if !earlier.is_empty() {
+        out.push_str("\n## Interruptions (resumed)\n\n");
+        out.push_str(&earlier.join("\n"));
+        out.push('\n');
+    }
+    if let Some((_, bail)) = open.filter(|(k, _)| k == "conduct_bailed") {
+        out.push_str(&format!(
+            "\n## Bailed\n\n```json\n{}\n```\n",
+            serde_json::to_string_pretty(&bail["bail"]).unwrap_or_default()
+        ));
+    }
+}
+
+/// One line for a bail or a stop.
+fn interruption((kind, p): &(String, Value)) -> String {
+    if kind == "conduct_bailed" {
+        format!(
+            "- bailed `{}` at step {} {}: {}",
+            p["bail"]["cause"].as_str().unwrap_or("?"),
+            p["bail"]["step"],
+            p["bail"]["phase"].as_str().unwrap_or("-"),
+            p["bail"]["detail"].as_str().unwrap_or_default()
+        )
+    } else {
+        format!("- stopped ({})", p["mode"].as_str().unwrap_or("?"))
+    }
 }
 
 /// The comment of step `n`.

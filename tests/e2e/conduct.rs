@@ -719,6 +719,45 @@ fn a_refactor_rejected_beyond_the_budget_bails_and_the_step_is_reset() {
 }
 
 #[test]
+fn a_forge_that_cannot_be_written_bails_forge_unreachable_and_keeps_the_step() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    // A file where the forge keeps its comments: no comment can be written, even
+    // by root.
+    let comments = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("comments");
+    std::fs::write(&comments, "in the way").expect("block");
+    let value = expect_bail(&env, &issue, "forge_unreachable", "system");
+    assert!(
+        value["data"]["bail"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("comments")),
+        "{value}"
+    );
+    // The step itself was done and is kept.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("refactor: subtraction")
+    );
+    // Reachable again, a resume writes the missing comment and nothing twice.
+    std::fs::remove_file(&comments).expect("unblock");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(subjects(env.root()).len(), 6);
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
+    // The finished PR tells of the bail it got past, and does not end on it.
+    let pr = read(&value["data"]["pr"]);
+    assert!(
+        pr.contains("- bailed `forge_unreachable` at step 1 report"),
+        "{pr}"
+    );
+    assert!(!pr.contains("## Bailed"), "{pr}");
+}
+
+#[test]
 fn a_resume_with_another_binary_is_refused_unless_accepted() {
     let env = Env::new();
     let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));

@@ -94,6 +94,8 @@ pub struct Conductor<'p> {
     pub(crate) lock: WorktreeLock,
     pub(crate) run_id: Option<String>,
     pub(crate) resumed: bool,
+    /// The committed plan's step count, once read (see `steps_planned`).
+    pub(crate) steps_planned: std::cell::Cell<u32>,
 }
 
 impl std::fmt::Debug for Conductor<'_> {
@@ -249,6 +251,7 @@ impl<'p> Conductor<'p> {
             lock,
             run_id: None,
             resumed,
+            steps_planned: std::cell::Cell::new(0),
         })
     }
 

@@ -1,7 +1,8 @@
 //! The conductor's own ledger events, all tagged with the conduct id.
 //!
-//! They carry no engine run id: a conduct run begins (branch, plan) before the engine
-//! run exists. Every payload has `conduct`, and readers filter on it.
+//! They are filed under the conduct id (not an engine run id: a conduct run begins,
+//! with its branch and plan, before the engine run exists), and every payload also
+//! carries it as `conduct`.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ impl Journal {
             other => serde_json::json!({ "value": other }),
         };
         payload["conduct"] = Value::String(self.conduct.clone());
-        Ledger::open(&self.database)?.append(None, kind, &payload)?;
+        Ledger::open(&self.database)?.append(Some(&self.conduct), kind, &payload)?;
         Ok(())
     }
 
@@ -51,9 +52,8 @@ impl Journal {
     pub fn events(&self) -> Result<Vec<(String, Value)>, LedgerError> {
         let ledger = Ledger::open(&self.database)?;
         Ok(ledger
-            .events(None)?
+            .events(Some(&self.conduct))?
             .into_iter()
-            .filter(|e| e.payload["conduct"] == self.conduct.as_str())
             .map(|e| (e.kind, e.payload))
             .collect())
     }
@@ -62,9 +62,8 @@ impl Journal {
     pub fn of_kind(&self, kind: &str) -> Result<Vec<Value>, LedgerError> {
         let ledger = Ledger::open(&self.database)?;
         Ok(ledger
-            .events_of_kind(None, kind)?
+            .events_of_kind(Some(&self.conduct), kind)?
             .into_iter()
-            .filter(|e| e.payload["conduct"] == self.conduct.as_str())
             .map(|e| e.payload)
             .collect())
     }

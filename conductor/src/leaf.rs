@@ -126,9 +126,13 @@ impl Conductor<'_> {
         .tail(&response.text)
     }
 
-    /// The number of steps in the plan at HEAD.
+    /// The number of steps in the plan at HEAD (0 before the plan is committed). A
+    /// committed plan's steps do not change, so the count is read from git once.
     pub(crate) fn steps_planned(&self) -> u32 {
-        u32::try_from(crate::plan::ticks_at_head(&self.work_tree, &self.plan_path).len())
-            .unwrap_or(0)
+        if self.steps_planned.get() == 0 {
+            let n = crate::plan::ticks_at_head(&self.work_tree, &self.plan_path).len();
+            self.steps_planned.set(u32::try_from(n).unwrap_or(0));
+        }
+        self.steps_planned.get()
     }
 }

@@ -90,8 +90,14 @@ pub(crate) fn read_events(
     kind: Option<&str>,
     path: &Path,
 ) -> Result<Vec<Event>, LedgerError> {
-    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
-               WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR kind = ?2) ORDER BY id";
+    // One run's events come through the (run_id, id) index.
+    let sql = if run_id.is_some() {
+        "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+         WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY id"
+    } else {
+        "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+         WHERE ?1 IS NULL AND (?2 IS NULL OR kind = ?2) ORDER BY id"
+    };
     let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
     let rows = stmt.query_map([run_id, kind], row).map_err(sql_err(path))?;
     let mut events = Vec::new();

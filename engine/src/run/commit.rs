@@ -29,7 +29,11 @@ pub fn commit_paths(
     git.output(&add)?;
     let trailer_text: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     let trailer_text = trailer_text.join("\n");
+    // No automatic maintenance after each phase commit: it is the repository owner's
+    // to schedule, and it would run on every advance.
     let mut commit: Vec<&str> = vec![
+        "-c",
+        "maintenance.auto=false",
         "commit",
         "-q",
         "--no-verify",

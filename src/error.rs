@@ -304,6 +304,9 @@ impl From<RunError> for CommandError {
             RunError::Glob(_) => CommandError::bad_input("config_invalid", message)
                 .verb(Verb::FixConfig)
                 .hint("fix the lock globs in tdd.toml"),
+            RunError::KnownFailures(_) => CommandError::bad_input("config_invalid", message)
+                .verb(Verb::FixConfig)
+                .hint("fix the known_failures entries in tdd.toml"),
             RunError::NoActiveRun => CommandError::refused("no_active_run", message)
                 .verb(Verb::StartRun)
                 .hint("start one with `tdd run start --plan <path>`"),

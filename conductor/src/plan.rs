@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use serde_json::Value;
 use serde_json::json;
 use tdd_engine::git::Git;
 use tdd_engine::plan::Plan;
@@ -65,6 +66,25 @@ fn front_matter(text: &str) -> Option<&str> {
         .find('\n')
         .map_or(text.len(), |i| close + i + 1);
     Some(&text[..close])
+}
+
+/// What makes project `name`'s baseline `summary` (from `run start`) red beyond the
+/// failures its `known_failures` declare, or `None` when nothing does. A runner error is
+/// never declarable: without results there is no baseline to excuse failures against.
+fn undeclared_red(name: &str, summary: &Value) -> Option<String> {
+    if let Some(error) = summary["runner_error"].as_str() {
+        return Some(format!("{name}: runner error: {error}"));
+    }
+    let undeclared: Vec<&str> = match summary["undeclared"].as_array() {
+        Some(ids) => ids.iter().filter_map(Value::as_str).collect(),
+        // A summary without the split: every failure counts.
+        None if summary["failing"].as_u64().unwrap_or(0) > 0 => vec!["failing tests"],
+        None => Vec::new(),
+    };
+    if undeclared.is_empty() {
+        return None;
+    }
+    Some(format!("{name}: {}", undeclared.join(", ")))
 }
 
 impl Conductor<'_> {
@@ -194,15 +214,23 @@ impl Conductor<'_> {
         Ok(())
     }
 
-    /// The engine run of this plan: adopted when active, else started (baseline red:
-    /// bail). A run that already completed leaves nothing to do.
+    /// The engine run of this plan: adopted when active, else started. A baseline red
+    /// beyond the project's declared `known_failures` (or with a runner error) bails
+    /// `baseline_red` naming the undeclared failures. A run that already completed leaves
+    /// nothing to do.
     pub(crate) fn ensure_run(&mut self) -> Result<(), Halt> {
         if let Some(state) = self.engine.status()? {
             self.run_id = Some(state.run_id);
             return Ok(());
         }
-        if let Some(done) = self.journal.of_kind("conduct_run_started")?.last() {
-            // The engine run of this conduct run is over (every step closed).
+        let abandoned = self.journal.of_kind("conduct_run_abandoned")?;
+        let started = self.journal.of_kind("conduct_run_started")?;
+        if let Some(done) = started
+            .last()
+            .filter(|s| !abandoned.iter().any(|a| a["run_id"] == s["run_id"]))
+        {
+            // The engine run of this conduct run is over (every step closed). A run
+            // abandoned at a red baseline is not: a new one starts from the fixed base.
             self.run_id = done["run_id"].as_str().map(str::to_string);
             return Ok(());
         }
@@ -216,8 +244,7 @@ impl Conductor<'_> {
         let red: Vec<String> = started
             .baselines
             .iter()
-            .filter(|(_, b)| b["failing"].as_u64().unwrap_or(0) > 0 || !b["runner_error"].is_null())
-            .map(|(name, b)| format!("{name}: {b}"))
+            .filter_map(|(name, summary)| undeclared_red(name, summary))
             .collect();
         if !red.is_empty() {
             self.engine.abandon("baseline_red")?;
@@ -225,8 +252,11 @@ impl Conductor<'_> {
                 .record("conduct_run_abandoned", json!({ "run_id": started.run_id }))?;
             return Err(Bail::new(
                 BailCause::BaselineRed,
-                format!("the baseline is not green: {}", red.join("; ")),
-                "make the suite pass on the base branch, then run `tdd conduct` again",
+                format!(
+                    "the baseline is red apart from its declared failures: {}",
+                    red.join("; ")
+                ),
+                "make these pass on the base branch, or declare them in the project's `known_failures` in tdd.toml, then run `tdd conduct` again",
             )
             .into());
         }
@@ -298,5 +328,23 @@ mod tests {
         let ticked = tick(text, 2);
         assert_eq!(ticks(&ticked), vec![(1, false), (2, true)]);
         assert_eq!(front_matter(text), Some("---\ncycles: []\n---\n"));
+    }
+
+    #[test]
+    fn only_undeclared_failures_and_runner_errors_make_a_baseline_red() {
+        let declared = json!({ "failing": 1, "runner_error": null, "declared": ["app::a a"], "undeclared": [] });
+        assert_eq!(undeclared_red("app", &declared), None);
+        let mixed = json!({ "failing": 2, "runner_error": null, "declared": ["app::a a"], "undeclared": ["app::b b"] });
+        assert_eq!(
+            undeclared_red("app", &mixed).as_deref(),
+            Some("app: app::b b")
+        );
+        let broken = json!({ "failing": 0, "runner_error": "cargo exited 101", "undeclared": [] });
+        assert_eq!(
+            undeclared_red("app", &broken).as_deref(),
+            Some("app: runner error: cargo exited 101")
+        );
+        let green = json!({ "failing": 0, "runner_error": null, "undeclared": [] });
+        assert_eq!(undeclared_red("app", &green), None);
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 
 use crate::bail::Bail;
@@ -122,6 +123,57 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
     }
 }
 
+/// The "Baseline" line of the PR body: the failures the engine run accepted at baseline
+/// because `known_failures` declares them, and the entries that matched no failure.
+/// `None` when the baseline was plain green with nothing declared.
+fn baseline_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
+    let Some(run_id) = c.run_id.as_deref() else {
+        return Ok(None);
+    };
+    let captured =
+        Ledger::open(c.journal.database())?.events_of_kind(Some(run_id), "baseline_captured")?;
+    let mut declared = Vec::new();
+    let mut unmatched = Vec::new();
+    for event in &captured {
+        let project = event.payload["project"].as_str().unwrap_or("?");
+        let ids = |key: &str| -> Vec<String> {
+            event.payload[key]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        declared.extend(ids("declared").into_iter().map(|id| format!("`{id}`")));
+        unmatched.extend(
+            ids("unmatched_known_failures")
+                .into_iter()
+                .map(|entry| format!("`{entry}` ({project})")),
+        );
+    }
+    if declared.is_empty() && unmatched.is_empty() {
+        return Ok(None);
+    }
+    let mut line = match declared.len() {
+        0 => "**Baseline:** green.".to_string(),
+        n => format!(
+            "**Baseline:** green apart from {n} declared failure{} (`known_failures`), already red before this work: {}.",
+            if n == 1 { "" } else { "s" },
+            declared.join(", ")
+        ),
+    };
+    if !unmatched.is_empty() {
+        line.push_str(&format!(
+            " `known_failures` entries that matched no failure: {}.",
+            unmatched.join(", ")
+        ));
+    }
+    Ok(Some(line))
+}
+
 /// The draft PR body.
 pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
     let events = c.journal.events()?;
@@ -135,6 +187,9 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
         c.issue.body(),
         checklist.join("\n")
     );
+    if let Some(line) = baseline_line(c)? {
+        out.push_str(&format!("\n{line}\n"));
+    }
     let records = steps(&events);
     for line in &checklist {
         let Some((n, title)) = line

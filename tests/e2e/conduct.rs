@@ -572,6 +572,62 @@ fn a_red_baseline_and_a_dirty_tree_bail_as_system_causes() {
 }
 
 #[test]
+fn a_baseline_red_only_with_declared_failures_conducts_and_an_undeclared_one_bails() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    // One failure declared by a native-id glob, one entry that matches nothing, and a
+    // second failing test that nobody declared.
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &config.replace(
+            "[project.app]\n",
+            "[project.app]\nknown_failures = [\"calc::broken *\", \"app::calc::gone gone\"]\n",
+        ),
+    );
+    env.write(
+        "tests/broken.rs",
+        "#[test]\nfn broken() {\n    assert_eq!(1, 2);\n}\n",
+    );
+    env.write(
+        "tests/other.rs",
+        "#[test]\nfn other() {\n    assert_eq!(3, 4);\n}\n",
+    );
+    env.commit_all("two failing tests, one declared");
+    let value = expect_bail(&env, &issue, "baseline_red", "system");
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("app::calc::other other"), "{detail}");
+    assert!(!detail.contains("broken"), "{detail}");
+    // With the undeclared failure gone, the declared one does not block any phase.
+    std::fs::remove_file(env.root().join("tests/other.rs")).expect("rm");
+    env.commit_all("drop the undeclared failing test");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let log = subjects(env.root());
+    assert_eq!(
+        log[log.len() - 3..],
+        [
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ],
+        "{log:?}"
+    );
+    assert!(
+        log.iter().any(|s| s == "plan: issue #1 Subtraction"),
+        "{log:?}"
+    );
+    let pr = read(&value["data"]["pr"]);
+    assert!(pr.contains("- [x] Step 1:"), "{pr}");
+    assert!(
+        pr.contains("**Baseline:** green apart from 1 declared failure"),
+        "{pr}"
+    );
+    assert!(pr.contains("`app::calc::broken broken`"), "{pr}");
+    assert!(pr.contains("`app::calc::gone gone` (app)"), "{pr}");
+}
+
+#[test]
 fn a_stop_now_kills_the_running_leaf_and_a_second_conduct_finishes_the_issue() {
     let env = Env::new();
     // The REFACTOR leaf asks for a `now` stop and then would hang: the supervisor kills it.

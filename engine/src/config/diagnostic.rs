@@ -62,6 +62,32 @@ impl ConfigError {
         invalid_at(path, text, span, message, suggestion)
     }
 
+    /// Builds an error for the entry `value` of the list `key` in `[table]`, pointing at
+    /// the entry when it is written as a plain string, else at the key.
+    pub(crate) fn entry(
+        path: &Path,
+        text: &str,
+        table: &str,
+        key: &str,
+        value: &str,
+        message: String,
+    ) -> ConfigError {
+        let key_span = locate_key(text, table, key);
+        let span = key_span
+            .clone()
+            .and_then(|k| {
+                ["\"", "'"].iter().find_map(|quote| {
+                    let quoted = format!("{quote}{value}{quote}");
+                    let at = text[k.start..].find(&quoted)?;
+                    let start = k.start + at + quote.len();
+                    Some(start..start + value.len())
+                })
+            })
+            .or(key_span)
+            .unwrap_or(0..0);
+        invalid_at(path, text, span, message, None)
+    }
+
     /// The fix to show after the message, if there is one.
     pub fn hint(&self) -> Option<String> {
         match self {
@@ -76,6 +102,9 @@ impl ConfigError {
             )),
             ConfigError::Invalid { message, .. } if message.starts_with("missing key") => {
                 Some("add the key to this table; docs/config.md lists every key".into())
+            }
+            ConfigError::Invalid { message, .. } if message.contains("known_failures entry") => {
+                Some("an entry is a test id or a glob; write a literal `[` as `[[]` (docs/config.md, `known_failures`)".into())
             }
             ConfigError::Invalid { .. } => {
                 Some("fix the text at that position; docs/config.md lists every key".into())

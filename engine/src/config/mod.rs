@@ -7,12 +7,16 @@
 
 pub mod detect;
 mod diagnostic;
+mod known;
 mod schema;
 
 use std::path::Path;
 use std::path::PathBuf;
 
 pub use diagnostic::ConfigError;
+pub use known::DeclaredSplit;
+pub use known::KnownFailureError;
+pub use known::KnownFailures;
 pub use schema::AdapterKind;
 pub use schema::ArtifactConfig;
 pub use schema::ConductorConfig;
@@ -57,8 +61,42 @@ impl Config {
         Config::load(&path).map(|config| Some((path, config)))
     }
 
+    /// The compiled `known_failures` of project `name` (empty for an unknown project).
+    ///
+    /// Guarantees: never fails for a configuration that [`Config::parse`] accepted, because
+    /// parsing compiles every entry.
+    pub fn known_failures(&self, name: &str) -> Result<KnownFailures, KnownFailureError> {
+        let entries = self
+            .project
+            .get(name)
+            .map(|p| p.known_failures.as_slice())
+            .unwrap_or_default();
+        KnownFailures::new(name, entries)
+    }
+
+    /// Checks what serde cannot inside project tables: every `known_failures` entry
+    /// compiles.
+    fn validate_projects(&self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        for (name, project) in &self.project {
+            for entry in &project.known_failures {
+                if let Err(err) = known::compile_entry(entry) {
+                    return Err(ConfigError::entry(
+                        path,
+                        text,
+                        &format!("project.{name}"),
+                        "known_failures",
+                        entry,
+                        err.to_string(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the cross-references serde cannot: artifact edges and provider names.
     fn validate(&self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        self.validate_projects(path, text)?;
         for (name, artifact) in &self.artifact {
             let mut refs: Vec<(&str, &str)> = Vec::new();
             if let Some(producer) = &artifact.produced_by {

@@ -142,6 +142,10 @@ pub struct ProjectConfig {
     /// A command that must succeed before a baseline (tdd-cli).
     #[serde(default)]
     pub health_command: Option<String>,
+    /// Tests (ids or globs) known to fail at baseline: a baseline red only with these is
+    /// accepted by `tdd conduct`, and entries matching no baseline failure are reported.
+    #[serde(default)]
+    pub known_failures: Vec<String>,
     /// Per-pattern suite overrides (tdd-cli's `[[project.NAME.override]]`).
     #[serde(default, rename = "override")]
     pub overrides: Vec<ProjectOverride>,

@@ -148,3 +148,28 @@ fn nearest_ignores_distant_words() {
 fn errors_nearest(word: &str) -> Option<String> {
     diagnostic::nearest(word, ["adapter", "root", "timeout"].into_iter())
 }
+
+#[test]
+fn known_failures_load_and_match_per_project() {
+    let text = "[project.app]\nadapter = \"cargo\"\nknown_failures = [\"app::calc::broken broken\", \"calc::slow *\"]\n";
+    let config = parse(text).expect("loads");
+    let known = config.known_failures("app").expect("compiled at parse");
+    assert!(known.matches("app::calc::broken broken"));
+    assert!(known.matches("app::calc::slow one"));
+    assert!(!known.matches("app::calc::add adds"));
+    assert!(config.known_failures("missing").expect("empty").is_empty());
+}
+
+#[test]
+fn an_invalid_known_failures_glob_names_the_entry() {
+    insta::assert_snapshot!(rendered(
+        "[project.app]\nadapter = \"cargo\"\nknown_failures = [\"app::ok\", \"app::t[oops\"]\n"
+    ));
+}
+
+#[test]
+fn an_empty_known_failures_entry_is_rejected() {
+    insta::assert_snapshot!(rendered(
+        "[project.app]\nadapter = \"cargo\"\nknown_failures = [\"\"]\n"
+    ));
+}

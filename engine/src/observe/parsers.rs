@@ -129,6 +129,7 @@ pub fn observe_bytes(format: Format, bytes: &[u8]) -> Observation {
             lease: None,
             baseline_max_failure_ratio: None,
             health_command: None,
+            known_failures: Vec::new(),
             overrides: Vec::new(),
             locks: None,
         },

@@ -63,6 +63,9 @@ pub enum RunError {
     /// A lock glob does not compile.
     #[error(transparent)]
     Glob(#[from] GlobError),
+    /// A `known_failures` entry does not compile.
+    #[error(transparent)]
+    KnownFailures(#[from] crate::config::KnownFailureError),
     /// No run is active in this work tree.
     #[error("no active run in this work tree")]
     NoActiveRun,

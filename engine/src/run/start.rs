@@ -13,8 +13,10 @@ use super::phase::Phase;
 use super::state::Baseline;
 use super::state::ContractRef;
 use super::state::RunStarted;
+use crate::config::DeclaredSplit;
 use crate::git::Git;
 use crate::ledger::Ledger;
+use crate::observe::Observation;
 use crate::observe::Outcome;
 use crate::observe::Selection;
 use crate::observe::adapter_for;
@@ -46,6 +48,23 @@ fn new_run_id() -> String {
         "run-{stamp}-{:06x}",
         (nanos as u64 ^ u64::from(std::process::id())) & 0xff_ffff
     )
+}
+
+/// The `baseline_captured` payload: the baseline, its failures split by `known_failures`
+/// (so reports can show which were declared), and the observation it rests on.
+fn captured_payload(
+    name: &str,
+    baseline: &Baseline,
+    split: &DeclaredSplit,
+    observation: &Observation,
+) -> serde_json::Value {
+    let mut payload = serde_json::to_value(baseline).unwrap_or_default();
+    payload["project"] = json!(name);
+    payload["declared"] = json!(split.declared);
+    payload["undeclared"] = json!(split.undeclared);
+    payload["unmatched_known_failures"] = json!(split.unmatched);
+    payload["observation"] = serde_json::to_value(observation).unwrap_or_default();
+    payload
 }
 
 impl Engine {
@@ -171,27 +190,57 @@ impl Engine {
             .iter()
             .map(|e| e.scope.clone())
             .collect();
+        let split = self.declared_split(name, &baseline, progress)?;
         let summary = json!({
             "passing": baseline.passing.len(),
             "failing": baseline.failing.len(),
             "wall_ms": observation.wall_ms,
             "runner_error": observation.runner_error,
             "collection_errors": observation.collection_errors.len(),
+            "declared": split.declared,
+            "undeclared": split.undeclared,
+            "unmatched_known_failures": split.unmatched,
         });
-        let mut payload = serde_json::to_value(&baseline).unwrap_or_default();
-        payload["project"] = json!(name);
-        payload["observation"] = serde_json::to_value(&observation).unwrap_or_default();
+        let payload = captured_payload(name, &baseline, &split, &observation);
         ledger.append(Some(run_id), "baseline_captured", &payload)?;
+        let declared = match split.declared.len() {
+            0 => String::new(),
+            n => format!(", {n} declared in known_failures"),
+        };
         progress.event(
             "baseline_captured",
             json!({ "project": name, "summary": summary }),
             &format!(
-                "baseline of {name}: {} passing, {} failing ({} ms)",
+                "baseline of {name}: {} passing, {} failing{declared} ({} ms)",
                 baseline.passing.len(),
                 baseline.failing.len(),
                 observation.wall_ms
             ),
         );
         Ok(summary)
+    }
+
+    /// Splits a baseline's failures (failing tests and broken scopes) by the project's
+    /// `known_failures`, and warns about every entry that matched none of them.
+    fn declared_split(
+        &self,
+        name: &str,
+        baseline: &Baseline,
+        progress: &dyn Progress,
+    ) -> Result<DeclaredSplit, RunError> {
+        let known = self.config.known_failures(name)?;
+        let failures = baseline.failing.iter().chain(&baseline.broken);
+        let split = known.split(failures.map(String::as_str));
+        if !split.unmatched.is_empty() {
+            progress.event(
+                "known_failures_unmatched",
+                json!({ "project": name, "entries": split.unmatched }),
+                &format!(
+                    "warning: known_failures of {name} match no failure at baseline: {}",
+                    split.unmatched.join(", ")
+                ),
+            );
+        }
+        Ok(split)
     }
 }

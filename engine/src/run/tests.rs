@@ -190,3 +190,50 @@ fn started() -> serde_json::Value {
         "config_sha": "c", "start_sha": "h",
     })
 }
+
+/// A test red at baseline (as a declared known failure is) stays excused through GREEN and
+/// the REFACTOR sweep, while a test that newly fails still blocks both as a regression.
+#[test]
+fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
+    let baseline: Baseline = serde_json::from_value(json!({
+        "project": "app",
+        "failing": ["app::declared"],
+        "passing": ["app::ok"],
+        "broken": [],
+        "declared": ["app::declared"],
+        "undeclared": [],
+        "unmatched_known_failures": [],
+    }))
+    .expect("a baseline_captured payload with the declared split still reads as a baseline");
+    let verdict = TargetVerdict {
+        id: "app::target".into(),
+        status: TargetStatus::Passed,
+        detail: None,
+    };
+    let mut tests = BTreeMap::from([
+        ("app::target".to_string(), Outcome::Passed),
+        ("app::ok".to_string(), Outcome::Passed),
+        ("app::declared".to_string(), Outcome::Failed),
+    ]);
+    let still_red = observation(tests.clone(), false);
+    assert_eq!(green_gate(&still_red, &verdict, Some(&baseline)), Ok(()));
+    assert_eq!(
+        super::gates::suite_gate(&still_red, Some(&baseline)),
+        Ok(())
+    );
+    tests.insert("app::ok".to_string(), Outcome::Failed);
+    let regressed = observation(tests, false);
+    for refusal in [
+        green_gate(&regressed, &verdict, Some(&baseline)),
+        super::gates::suite_gate(&regressed, Some(&baseline)),
+    ] {
+        let refusal = refusal.expect_err("a new failure blocks");
+        assert_eq!(refusal.reason, "regression");
+        assert!(refusal.detail.contains("app::ok"), "{}", refusal.detail);
+        assert!(
+            !refusal.detail.contains("app::declared"),
+            "{}",
+            refusal.detail
+        );
+    }
+}

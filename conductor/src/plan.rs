@@ -223,16 +223,19 @@ impl Conductor<'_> {
             self.run_id = Some(state.run_id);
             return Ok(());
         }
-        let abandoned = self.journal.of_kind("conduct_run_abandoned")?;
         let started = self.journal.of_kind("conduct_run_started")?;
-        if let Some(done) = started
-            .last()
-            .filter(|s| !abandoned.iter().any(|a| a["run_id"] == s["run_id"]))
-        {
-            // The engine run of this conduct run is over (every step closed). A run
-            // abandoned at a red baseline is not: a new one starts from the fixed base.
-            self.run_id = done["run_id"].as_str().map(str::to_string);
-            return Ok(());
+        if let Some(done) = started.last().and_then(|s| s["run_id"].as_str()) {
+            // The engine run of this conduct run is over: every step closed, or it was
+            // abandoned at a red baseline (the engine's record says which, even when
+            // the conductor was killed before noting it), and then a new one starts.
+            let events =
+                tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(done))?;
+            let abandoned = tdd_engine::run::RunState::project(&events)
+                .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
+            if !abandoned {
+                self.run_id = Some(done.to_string());
+                return Ok(());
+            }
         }
         let started = self
             .engine

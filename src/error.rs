@@ -282,6 +282,9 @@ impl From<tdd_conductor::ConductError> for CommandError {
             }
             E::Issue(_) => CommandError::bad_input("issue_invalid", message)
                 .hint("an issue file needs a `# Title` line and `- [ ]` items under `## Acceptance criteria`"),
+            E::Worktree(_) => CommandError::refused("worktree_unavailable", message).hint(
+                "move the path aside, or free the work branch, then run `tdd conduct` again",
+            ),
             E::BinaryChanged { .. } => CommandError::refused("binary_changed", message)
                 .hint("resume with the binary the run started with, or pass --accept-new-binary (recorded)"),
             E::Provider(_) | E::Config(_) => CommandError::bad_input("config_invalid", message)

@@ -38,6 +38,9 @@ pub struct Options {
     pub tdd_exe: PathBuf,
     /// Resume with a binary other than the one the run started with (recorded).
     pub accept_new_binary: bool,
+    /// Work in the conductor's own `git worktree` (see [`crate::worktree`]) even when
+    /// `[conductor] worktree` is off.
+    pub worktree: bool,
 }
 
 /// How a conduct invocation ended.
@@ -72,6 +75,9 @@ pub struct Summary {
     pub dir: PathBuf,
     /// The draft PR file.
     pub pr: PathBuf,
+    /// The conductor's own git worktree, where the branch and its commits are, when the
+    /// run works in one; `None` when it works in the user's work tree.
+    pub worktree: Option<PathBuf>,
 }
 
 /// One conduct run of one issue in one work tree.
@@ -96,6 +102,8 @@ pub struct Conductor<'p> {
     pub(crate) resumed: bool,
     /// The committed plan's step count, once read (see `steps_planned`).
     pub(crate) steps_planned: std::cell::Cell<u32>,
+    /// Whether `work_tree` is the conductor's own worktree rather than the user's.
+    pub(crate) own_worktree: bool,
 }
 
 impl std::fmt::Debug for Conductor<'_> {
@@ -197,9 +205,73 @@ fn providers(
     Ok((developer, verifier))
 }
 
+/// The work branch of `issue`: `<branch_prefix><n>-<slug of the title>`.
+fn branch_name(config: &Config, issue: &Issue) -> String {
+    format!(
+        "{}{}-{}",
+        config.conductor.branch_prefix,
+        issue.number(),
+        crate::issue::slug(issue.title())
+    )
+}
+
+/// Where the run works: the user's work tree, or the conductor's own worktree when
+/// `--worktree` or `[conductor] worktree` asks for one or an unfinished run of the issue
+/// already works in one (so a resume needs neither). Returns the canonical path and
+/// whether it is the conductor's own.
+fn placement(
+    work_tree: &Path,
+    location: &LedgerLocation,
+    config: &Config,
+    options: &Options,
+    n: u64,
+) -> Result<(PathBuf, bool), ConductError> {
+    let own = crate::worktree::path_for(&location.repository, n);
+    let wanted = options.worktree
+        || config.conductor.worktree
+        || open_conduct(&location.database, &own, n)?.is_some();
+    if wanted {
+        return Ok((own, true));
+    }
+    let here = work_tree
+        .canonicalize()
+        .unwrap_or_else(|_| work_tree.to_path_buf());
+    Ok((here, false))
+}
+
+/// The configuration of the conductor's own worktree at `path`: the `tdd.toml` committed
+/// on the work branch (at `from`'s `HEAD` when the branch is new), which is what the
+/// worktree holds once clean and what every `tdd` command run there (by a leaf) reads.
+/// Read before the worktree is made, so a missing file leaves nothing behind.
+fn committed_config(
+    from: &Path,
+    path: &Path,
+    branch: &str,
+) -> Result<(Config, String), ConductError> {
+    let git = Git::new(from);
+    let reference = format!("refs/heads/{branch}");
+    let exists = git
+        .output(["rev-parse", "--verify", "--quiet", &reference])
+        .is_ok();
+    let rev = if exists { reference.as_str() } else { "HEAD" };
+    let file = tdd_engine::config::CONFIG_FILE;
+    let out = git.output(["show", &format!("{rev}:{file}")]).map_err(|_| {
+        ConductError::Config(format!(
+            "no {file} committed at {rev}: a worktree run reads the committed {file}, so commit it first"
+        ))
+    })?;
+    let text = String::from_utf8(out.stdout)
+        .map_err(|_| ConductError::Config(format!("{file} at {rev} is not UTF-8")))?;
+    let config =
+        Config::parse(&path.join(file), &text).map_err(|e| ConductError::Config(e.render()))?;
+    Ok((config, text))
+}
+
 impl<'p> Conductor<'p> {
     /// Prepares a run: the lock, the config, the providers, the conduct id (new or
-    /// resumed) and the forge. Nothing in the work tree changes yet.
+    /// resumed) and the forge. Nothing in the user's work tree changes yet; in worktree
+    /// mode the conductor's own worktree is created (or reused) here, and the run's
+    /// config is the one committed there.
     pub fn open(
         work_tree: &Path,
         config: Config,
@@ -207,14 +279,24 @@ impl<'p> Conductor<'p> {
         options: Options,
         progress: &'p dyn Progress,
     ) -> Result<Conductor<'p>, ConductError> {
-        let engine = Engine::new(work_tree, config.clone(), config_text)?;
-        let work_tree = engine.work_tree().to_path_buf();
-        let location = LedgerLocation::resolve(&work_tree)?;
-        let lock = WorktreeLock::acquire(&location.dir, &work_tree)?;
+        let location = LedgerLocation::resolve(work_tree)?;
         let issue = crate::issue::read_local(&options.issue_path)?;
+        let n = issue.number();
+        let branch = branch_name(&config, &issue);
+        let (target, own_worktree) = placement(work_tree, &location, &config, &options, n)?;
+        // Locked before the worktree is made, so two conductors never race to make it.
+        let lock = WorktreeLock::acquire(&location.dir, &target)?;
+        let (config, config_text) = if own_worktree {
+            let committed = committed_config(work_tree, &target, &branch)?;
+            crate::worktree::ensure(work_tree, &target, &branch)?;
+            committed
+        } else {
+            (config, config_text.to_string())
+        };
+        let engine = Engine::new(&target, config.clone(), &config_text)?;
+        let work_tree = engine.work_tree().to_path_buf();
         let (developer, verifier) = providers(&config, &options)?;
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
-        let n = issue.number();
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;
         let resumed = resumed_id.is_some();
         let conduct = resumed_id.unwrap_or_else(|| {
@@ -227,11 +309,6 @@ impl<'p> Conductor<'p> {
         let dir = location.dir.join("conduct").join(&conduct);
         let journal = Journal::new(&location.database, &conduct);
         let forge = LocalForge::new(&options.issue_path, &dir, journal.clone());
-        let branch = format!(
-            "{}{n}-{}",
-            config.conductor.branch_prefix,
-            crate::issue::slug(issue.title())
-        );
         Ok(Conductor {
             work_tree,
             config,
@@ -252,6 +329,7 @@ impl<'p> Conductor<'p> {
             run_id: None,
             resumed,
             steps_planned: std::cell::Cell::new(0),
+            own_worktree,
         })
     }
 
@@ -283,13 +361,18 @@ impl<'p> Conductor<'p> {
         }
     }
 
-    /// The loop; `Ok(true)` when paused by `--max-steps`.
-    fn drive(&mut self) -> Result<bool, Halt> {
+    /// Reports the start (or resume) of the run, and where it works.
+    fn announce(&self) {
+        let worktree = self.own_worktree.then(|| self.work_tree.clone());
+        let place = worktree
+            .as_ref()
+            .map(|w| format!(" in the worktree {}", w.display()))
+            .unwrap_or_default();
         self.progress.event(
             "conduct_started",
-            json!({ "issue": self.issue.number(), "resumed": self.resumed }),
+            json!({ "issue": self.issue.number(), "resumed": self.resumed, "worktree": worktree }),
             &format!(
-                "{} issue #{}: {}",
+                "{} issue #{}{place}: {}",
                 if self.resumed {
                     "resuming"
                 } else {
@@ -299,6 +382,11 @@ impl<'p> Conductor<'p> {
                 self.issue.title()
             ),
         );
+    }
+
+    /// The loop; `Ok(true)` when paused by `--max-steps`.
+    fn drive(&mut self) -> Result<bool, Halt> {
+        self.announce();
         self.check_binary()?;
         // A stop request was for the run it stopped; this invocation starts afresh.
         let _ = self.leaves.supervisor().clear_stop();
@@ -436,6 +524,7 @@ impl<'p> Conductor<'p> {
             steps: ticks.len(),
             dir: self.dir.clone(),
             pr: self.forge.pr_path(),
+            worktree: self.own_worktree.then(|| self.work_tree.clone()),
         }
     }
 

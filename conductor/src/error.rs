@@ -35,6 +35,9 @@ pub enum ConductError {
     /// The issue could not be read.
     #[error(transparent)]
     Issue(#[from] crate::issue::IssueError),
+    /// The conductor's own worktree could not be created or reused.
+    #[error(transparent)]
+    Worktree(#[from] crate::worktree::WorktreeError),
     /// A file of the conductor's own could not be written or read.
     #[error("{what}: {source}")]
     Io {

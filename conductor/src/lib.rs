@@ -13,6 +13,7 @@ pub mod lock;
 pub mod plan;
 mod report;
 mod step;
+pub mod worktree;
 
 pub use bail::Bail;
 pub use bail::BailCause;

@@ -41,6 +41,10 @@ pub struct ConductArgs {
     /// Resume with a different tdd binary than the run started with (recorded).
     #[arg(long)]
     accept_new_binary: bool,
+    /// Work in a separate git worktree, `<repo>-tdd-issue-<n>` beside the repository,
+    /// and leave this work tree as it is (default: `[conductor] worktree`).
+    #[arg(long)]
+    worktree: bool,
     /// Run the conductor under a supervisor in the background: print its id and return.
     /// Follow it with `tdd logs <id> --follow`, wait for it with `tdd wait <id>`.
     #[arg(long)]
@@ -84,6 +88,7 @@ pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError
         args.verifier_provider,
         args.max_steps,
         args.accept_new_binary,
+        args.worktree,
     )
 }
 
@@ -95,6 +100,7 @@ pub fn conduct(
     verifier_provider: Option<String>,
     max_steps: Option<u32>,
     accept_new_binary: bool,
+    worktree: bool,
 ) -> Result<Outcome, CommandError> {
     let (path, config) = ctx.config()?;
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -108,6 +114,7 @@ pub fn conduct(
         max_steps,
         tdd_exe,
         accept_new_binary,
+        worktree,
     };
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;
@@ -116,22 +123,24 @@ pub fn conduct(
     match conductor.run()? {
         Finish::Completed(s) => {
             let text = format!(
-                "issue #{} done: {}/{} steps\ndraft PR: {}\nrun directory: {}\n",
+                "issue #{} done: {}/{} steps\ndraft PR: {}\nrun directory: {}\n{}",
                 s.issue,
                 s.steps_done,
                 s.steps,
                 s.pr.display(),
-                s.dir.display()
+                s.dir.display(),
+                worktree_line(&s)
             );
             Ok(Outcome::new(json!(s), text)
                 .next(NextAction::terminal(Verb::Complete, "review the draft PR")))
         }
         Finish::Paused(s) => {
             let text = format!(
-                "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n",
+                "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n{}",
                 s.steps_done,
                 s.steps,
-                s.pr.display()
+                s.pr.display(),
+                worktree_line(&s)
             );
             Ok(Outcome::new(json!(s), text).next(NextAction::new(
                 Verb::ResumeConduct,
@@ -151,6 +160,15 @@ pub fn conduct(
         .hint("run `tdd conduct` again to resume")
         .data(json!({ "mode": mode, "run": s }))),
     }
+}
+
+/// The line naming the conductor's own worktree, when the run works in one.
+fn worktree_line(summary: &tdd_conductor::Summary) -> String {
+    summary
+        .worktree
+        .as_ref()
+        .map(|w| format!("worktree: {} (branch {})\n", w.display(), summary.branch))
+        .unwrap_or_default()
 }
 
 /// Ctrl-C once asks for a stop `at-leaf`, twice for `now`: the conductor sees the
@@ -203,6 +221,9 @@ fn detach(ctx: &Ctx, issue: &Path, args: &ConductArgs) -> Result<Outcome, Comman
     }
     if args.accept_new_binary {
         argv.push("--accept-new-binary".to_string());
+    }
+    if args.worktree {
+        argv.push("--worktree".to_string());
     }
     // The conductor is the trusted side: it keeps the caller's whole environment (forge
     // tokens included); its leaves get their own allow-listed environments.

@@ -116,6 +116,6 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
         cwd: repo,
         out: ctx.out.clone(),
     };
-    let outcome = super::conduct::conduct(&demo, &issue, None, None, None, false)?;
+    let outcome = super::conduct::conduct(&demo, &issue, None, None, None, false, false)?;
     Ok(outcome)
 }

@@ -21,17 +21,52 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     }
     let engine = ctx.engine()?;
     let conductor = conductor_position(ctx, engine.work_tree());
+    let elsewhere = conductors_elsewhere(ctx, engine.work_tree(), &conductor.0);
     let Some(state) = engine.status()? else {
         let next = NextAction::new(
             Verb::StartRun,
             "no run is active here: start one with `tdd run start --plan <path>`",
         );
-        let data = json!({ "active": false, "conductor": conductor.0 });
-        return Ok(Outcome::new(data, format!("no active run\n{}", conductor.1)).next(next));
+        let data = json!({ "active": false, "conductor": conductor.0, "conductors_elsewhere": elsewhere.0 });
+        let text = format!("no active run\n{}{}", conductor.1, elsewhere.1);
+        return Ok(Outcome::new(data, text).next(next));
     };
     let (mut data, text, next) = describe(&state);
     data["conductor"] = conductor.0;
-    Ok(Outcome::new(data, format!("{text}{}", conductor.1)).next(next))
+    data["conductors_elsewhere"] = elsewhere.0;
+    Ok(Outcome::new(data, format!("{text}{}{}", conductor.1, elsewhere.1)).next(next))
+}
+
+/// The conductors running in the repository's conductor worktrees (`tdd conduct
+/// --worktree`), as data and text lines; looked for only when none runs here.
+fn conductors_elsewhere(
+    ctx: &Ctx,
+    work_tree: &std::path::Path,
+    here: &serde_json::Value,
+) -> (serde_json::Value, String) {
+    let found = match ctx.ledger_location() {
+        Ok(location) if here.is_null() => {
+            tdd_conductor::worktree::running_elsewhere(&location.dir, work_tree)
+        }
+        _ => Vec::new(),
+    };
+    let mut text = String::new();
+    let mut data = Vec::new();
+    for (path, p) in found {
+        text.push_str(&format!(
+            "conductor (pid {}) in the worktree {}: issue #{}, step {} of {}, {}\n",
+            p.pid,
+            path.display(),
+            p.issue,
+            p.step,
+            p.of,
+            p.phase
+        ));
+        let mut entry = json!(p);
+        entry["worktree"] = json!(path);
+        data.push(entry);
+    }
+    (json!(data), text)
 }
 
 /// The position of a `tdd conduct` running in this work tree, as data and a text line.

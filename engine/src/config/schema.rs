@@ -257,6 +257,10 @@ pub struct ConductorConfig {
     /// Prefix of the work branch.
     #[serde(default = "default_branch_prefix")]
     pub branch_prefix: String,
+    /// Work in a separate `git worktree` beside the repository instead of checking the
+    /// work branch out in the user's work tree, which is then left untouched.
+    #[serde(default)]
+    pub worktree: bool,
 }
 
 impl Default for ConductorConfig {
@@ -269,6 +273,7 @@ impl Default for ConductorConfig {
             revise_budget: default_revise_budget(),
             stuck_retries: default_stuck_retries(),
             branch_prefix: default_branch_prefix(),
+            worktree: false,
         }
     }
 }

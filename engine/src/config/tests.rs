@@ -80,6 +80,7 @@ idle_timeout_s = 120
 revise_budget = 3
 stuck_retries = 2
 branch_prefix = "tdd/"
+worktree = true
 [provider.mine]
 command = "my-agent"
 args = ["--prompt", "{prompt_file}"]
@@ -90,6 +91,7 @@ model = "small"
     assert_eq!(config.project["app"].root, ".");
     assert_eq!(config.locks.impl_globs.len(), 2);
     assert_eq!(config.conductor.verifier_provider.as_deref(), Some("mine"));
+    assert!(config.conductor.worktree);
     assert_eq!(config.provider["mine"].env, vec!["MY_AGENT_KEY"]);
 }
 

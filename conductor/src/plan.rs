@@ -266,7 +266,8 @@ impl Conductor<'_> {
         Ok(())
     }
 
-    /// On a resume: the ticked boxes at HEAD must be exactly the closed cycles.
+    /// On a resume: the ticked boxes at HEAD must be exactly the closed cycles (a
+    /// skipped cycle's box stays unticked).
     pub(crate) fn check_agreement(&mut self) -> Result<(), Halt> {
         let Some(state) = self.engine.status()? else {
             return Ok(());
@@ -279,7 +280,7 @@ impl Conductor<'_> {
         let closed: Vec<u32> = state
             .cycles
             .iter()
-            .filter(|c| c.phase.is_final())
+            .filter(|c| c.phase == tdd_engine::run::Phase::Closed)
             .map(|c| c.n)
             .collect();
         if ticked != closed {

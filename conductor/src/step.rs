@@ -110,15 +110,7 @@ impl Conductor<'_> {
                 phase @ (Phase::AwaitingTest | Phase::AwaitingImpl | Phase::AwaitingRefactor) => {
                     self.phase(&planned, phase, &mut timing)?
                 }
-                other => {
-                    return Err(Bail::new(
-                        BailCause::NeedsUser,
-                        format!("step {n} is at {other}, which the conductor does not drive: the target passed on arrival or is a pin"),
-                        "run the sensitivity check by hand (`tdd status` says how), `tdd advance`, then run `tdd conduct` again",
-                    )
-                    .at(n, other.trailer())
-                    .into());
-                }
+                other => return Err(self.question(&planned, other).into()),
             }
         }
         let total = began.elapsed();
@@ -139,6 +131,33 @@ impl Conductor<'_> {
             &format!("step {n} done: {}", planned.title),
         );
         Ok(())
+    }
+
+    /// The `needs_user` bail of a step at a phase no leaf can move: the question a
+    /// human must answer, in full.
+    fn question(&self, planned: &PlannedCycle, phase: Phase) -> Bail {
+        let n = planned.n;
+        let criterion = self
+            .issue
+            .spec_for(planned)
+            .map(|s| s.text().to_string())
+            .unwrap_or_else(|_| planned.title.clone());
+        let tests = planned.tests.join(", ");
+        let detail = if phase == Phase::SensitivityRequired {
+            format!(
+                "step {n}'s test {tests} passed as soon as it was written, before any implementation. Is \"{criterion}\" already true of the code? If it is, the step has nothing to build; if it is not, the test does not check it."
+            )
+        } else {
+            format!(
+                "step {n} ({tests}) is at {phase}, which needs a person: no developer leaf moves it."
+            )
+        };
+        Bail::new(
+            BailCause::NeedsUser,
+            detail,
+            "the step is reset; if it is already true, `tdd cycle skip --reason \"...\"` and `tdd conduct` again goes on with the next step; if not, state the criterion more precisely in the issue and `tdd conduct` again starts the step over",
+        )
+        .at(n, phase.trailer())
     }
 
     /// One phase: developer leaf, advance, verifier; revise on REJECT within budget.

@@ -686,6 +686,67 @@ fn a_leaf_killed_by_someone_else_bails_killed_external_at_once() {
 }
 
 #[test]
+fn a_leaf_whose_supervisor_is_killed_bails_supervisor_lost_and_leaves_no_process() {
+    let env = Env::new();
+    // The RED leaf kills its own supervisor (its parent's parent), then lingers.
+    let lost = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"run\"\nargv = [\"sh\", \"-c\", \"kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); exec sleep 37.25\"]\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{lost}")),
+    );
+    let value = expect_bail(&env, &issue, "supervisor_lost", "system");
+    assert_eq!(value["data"]["bail"]["phase"], "red");
+    // No retry, and the orphaned leaf's tree was killed.
+    let ledger_dir =
+        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
+    let reds = files_of(
+        &ledger_dir.join("leaf-files"),
+        "developer-i1-s1-red",
+        "prompt.md",
+    );
+    assert_eq!(reds.len(), 1);
+    let lingering: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("sleep 37.25"))
+        .collect();
+    assert!(lingering.is_empty(), "{lingering:?}");
+}
+
+#[test]
+fn a_test_that_passes_on_arrival_bails_needs_user_with_the_question_written_out() {
+    let env = Env::new();
+    // RED writes a test the code already satisfies.
+    let passing = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"write\"\npath = \"tests/sub.rs\"\ncontent = \"#[test]\\nfn subtracts() {\\n    assert_eq!(calc::add(5, -2), 3);\\n}\\n\"\n";
+    let issue = project(
+        &env,
+        &fixture(&good_planner(""), &format!("{GOOD_VERIFIER}{passing}")),
+    );
+    let value = expect_bail(&env, &issue, "needs_user", "process");
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("passed as soon as it was written"),
+        "{detail}"
+    );
+    assert!(detail.contains("`calc::sub(5, 2)` returns 3"), "{detail}");
+    // The step was reset; the human's answer "already true" skips it, and the run
+    // then completes with the step unticked.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    let (code, skipped) = env.json(&["cycle", "skip", "--reason", "already there"]);
+    assert_eq!(code, 0, "{skipped}");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["steps_done"], 0);
+    let pr = read(&value["data"]["pr"]);
+    assert!(pr.contains("- [ ] Step 1:"), "{pr}");
+}
+
+#[test]
 fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
     let env = Env::new();
     let hang = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"hang\"\n";

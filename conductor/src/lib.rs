@@ -5,6 +5,7 @@
 pub mod bail;
 pub mod conductor;
 pub mod error;
+mod finish;
 pub mod forge;
 pub mod issue;
 pub mod journal;
@@ -12,7 +13,9 @@ mod leaf;
 pub mod lock;
 pub mod plan;
 mod report;
+mod revise;
 mod step;
+mod verify;
 pub mod worktree;
 
 pub use bail::Bail;

@@ -1,0 +1,215 @@
+//! Revise rounds: a REJECT within the budget undoes the phase and hands its findings
+//! to the next developer leaf; where a phase stands is read back from the journal, so
+//! a resumed conductor continues exactly there.
+
+use serde_json::json;
+use tdd_engine::git::Git;
+use tdd_engine::plan::PlannedCycle;
+use tdd_engine::run::Phase;
+use tdd_engine::run::RunState;
+use tdd_leaves::Decision;
+
+use crate::bail::Bail;
+use crate::bail::BailCause;
+use crate::conductor::Conductor;
+use crate::error::Halt;
+use crate::step::Timing;
+use crate::step::ms;
+
+/// Where a phase resumes: its next developer attempt, the revise rounds spent, and the
+/// findings of an unanswered REJECT.
+#[derive(Debug)]
+pub(crate) struct Resume {
+    /// The next developer attempt.
+    pub(crate) attempt: u32,
+    /// Revise rounds spent.
+    pub(crate) revisions: u32,
+    /// The findings of an unanswered REJECT.
+    pub(crate) findings: Vec<String>,
+}
+
+/// The findings a REJECT verdict payload hands to the revise leaf: its findings, else
+/// its reason.
+fn findings_of(verdict: &serde_json::Value) -> Vec<String> {
+    let findings: Vec<String> = verdict["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    answerable(verdict["reason"].as_str().unwrap_or_default(), &findings)
+}
+
+/// What a revise leaf is told of a REJECT: its findings, else its reason.
+pub(crate) fn answerable(reason: &str, findings: &[String]) -> Vec<String> {
+    if findings.is_empty() {
+        vec![reason.to_string()]
+    } else {
+        findings.to_vec()
+    }
+}
+
+impl Conductor<'_> {
+    /// A conductor killed right after a REFACTOR advance closed a cycle left that
+    /// commit unjudged (or judged, with its REJECT not yet acted on): its verifier runs
+    /// now, before anything else, and a REJECT within the budget reopens the REFACTOR
+    /// for a revise round.
+    pub(crate) fn judge_unjudged_refactors(&mut self) -> Result<(), Halt> {
+        let Some(run_id) = self.run_id.clone() else {
+            return Ok(());
+        };
+        let events =
+            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
+        let Some(state) = RunState::project(&events) else {
+            return Ok(());
+        };
+        let journal = self.journal.events()?;
+        for (index, cycle) in state.cycles.iter().enumerate() {
+            let refactor = cycle.commits.iter().rev().find(|(t, _)| t == "refactor");
+            let (Phase::Closed, Some((_, commit))) = (cycle.phase, refactor) else {
+                continue;
+            };
+            let n = u64::from(cycle.n);
+            let mut accepted = false;
+            let mut verdict = None;
+            for (kind, p) in &journal {
+                match kind.as_str() {
+                    _ if p["step"] != n => {}
+                    "step_reset" => (accepted, verdict) = (false, None),
+                    "conduct_phase" if p["phase"] == "refactor" => accepted = true,
+                    "phase_verdict"
+                        if p["phase"] == "refactor" && p["commit"] == commit.as_str() =>
+                    {
+                        verdict = Some(p.clone())
+                    }
+                    _ => {}
+                }
+            }
+            if accepted {
+                continue;
+            }
+            let planned = state.plan.cycles[index].clone();
+            self.settle_refactor(&planned, commit, verdict)?;
+        }
+        Ok(())
+    }
+
+    /// Judges the closed REFACTOR `commit` of `planned` (unless `recorded` already holds
+    /// its verdict) and acts on the verdict: accepted, or reopened for a revise round.
+    fn settle_refactor(
+        &mut self,
+        planned: &PlannedCycle,
+        commit: &str,
+        recorded: Option<serde_json::Value>,
+    ) -> Result<(), Halt> {
+        let phase = Phase::AwaitingRefactor;
+        let mut timing = Timing::default();
+        let revisions = self.resume_point(planned.n, "refactor")?.revisions;
+        let decision = match recorded {
+            Some(p) => (
+                p["decision"] == "accept",
+                p["reason"].as_str().unwrap_or_default().to_string(),
+                findings_of(&p),
+            ),
+            None => {
+                let base = Git::new(&self.work_tree).text(["rev-parse", &format!("{commit}^")])?;
+                let v = self.judge(planned, phase, commit, &base, revisions, &mut timing)?;
+                (v.decision == Decision::Accept, v.reason, v.findings)
+            }
+        };
+        if let (false, reason, findings) = decision {
+            // `resume_point` hands these findings to the revise leaf.
+            let rounds = revisions.saturating_sub(1);
+            self.undo_rejected(phase)?;
+            self.reject(planned, phase, &reason, &findings, rounds)?;
+            return Ok(());
+        }
+        self.journal.record(
+            "conduct_phase",
+            json!({
+                "step": planned.n, "phase": "refactor", "commit": commit, "revisions": revisions,
+                "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
+                "reverted": [], "undeclared": [], "red_first_violation": false,
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// A REJECT beyond the budget bails.
+    pub(crate) fn reject(
+        &self,
+        planned: &PlannedCycle,
+        phase: Phase,
+        reason: &str,
+        findings: &[String],
+        revisions: u32,
+    ) -> Result<(), Halt> {
+        let (n, name) = (planned.n, phase.trailer());
+        let findings = format!("{reason}; findings: {}", findings.join("; "));
+        // Every REJECT of this step and phase in this conduct run counts, including
+        // those of earlier invocations: a resume does not refill the budget.
+        let rejects = self
+            .journal
+            .of_kind("phase_verdict")?
+            .iter()
+            .filter(|v| v["step"] == n && v["phase"] == name && v["decision"] == "reject")
+            .count();
+        let budget = self.config.conductor.revise_budget;
+        if rejects > usize::try_from(budget).unwrap_or(usize::MAX) {
+            return Err(Bail::new(
+                BailCause::ReviseBudgetExhausted,
+                format!("the verifier rejected {name} of step {n} {rejects} times ({revisions} revise rounds in this invocation, budget {budget}): {findings}"),
+                "read the findings, fix the step by hand or raise [conductor] revise_budget, then run `tdd conduct` again",
+            )
+            .at(n, name)
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Undoes a rejected phase's commit so its revision starts where the phase did: the
+    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle.
+    pub(crate) fn undo_rejected(&self, phase: Phase) -> Result<(), Halt> {
+        if phase == Phase::AwaitingRefactor {
+            self.engine.reopen_refactor()?;
+        } else {
+            self.engine.rollback(true)?;
+        }
+        Ok(())
+    }
+
+    /// Where phase `name` of step `n` stands since the step last (re)started: the next
+    /// developer attempt, the revise rounds spent and the findings of a REJECT that no
+    /// developer has answered yet. A conductor resumed between a REJECT and its revise
+    /// continues exactly there.
+    pub(crate) fn resume_point(&self, n: u32, name: &str) -> Result<Resume, Halt> {
+        let mut point = Resume {
+            attempt: 1,
+            revisions: 0,
+            findings: Vec::new(),
+        };
+        for (kind, p) in self.journal.events()? {
+            if p["step"] != n {
+                continue;
+            }
+            match kind.as_str() {
+                "step_reset" => {
+                    point = Resume {
+                        attempt: 1,
+                        revisions: 0,
+                        findings: Vec::new(),
+                    }
+                }
+                "gate_refused" if p["phase"] == name => point.attempt += 1,
+                "phase_verdict" if p["phase"] == name && p["decision"] == "reject" => {
+                    point.attempt += 1;
+                    point.revisions += 1;
+                    point.findings = findings_of(&p);
+                }
+                "phase_verdict" | "conduct_phase" if p["phase"] == name => point.findings.clear(),
+                _ => {}
+            }
+        }
+        Ok(point)
+    }
+}

@@ -1,0 +1,149 @@
+//! The blind verifier: its own scratch worktree at the phase's commit, a prompt built
+//! only from `VerifierInput`, and a real work tree that must be byte-identical after.
+
+use serde_json::json;
+use tdd_engine::git::Git;
+use tdd_engine::plan::PlannedCycle;
+use tdd_engine::run::Phase;
+use tdd_engine::run::Snapshot;
+use tdd_leaves::Request;
+use tdd_leaves::VerifierVerdict;
+use tdd_prompts::CommitSha;
+use tdd_prompts::Prompt;
+use tdd_prompts::TestId;
+use tdd_prompts::VerifierInput;
+
+use crate::bail::Bail;
+use crate::bail::BailCause;
+use crate::conductor::Conductor;
+use crate::error::ConductError;
+use crate::error::Halt;
+use crate::leaf::Who;
+use crate::step::Timing;
+
+/// Removes a verifier's scratch worktree, if it is there.
+fn remove_scratch(work_tree: &std::path::Path, scratch: &std::path::Path) {
+    if !scratch.exists() {
+        return;
+    }
+    // Best effort: a leftover scratch tree is harmless, and pruned the next time one
+    // cannot be removed cleanly.
+    let git = Git::new(work_tree);
+    let removed = git
+        .output([
+            "worktree",
+            "remove",
+            "--force",
+            &scratch.display().to_string(),
+        ])
+        .is_ok();
+    if !removed {
+        let _ = std::fs::remove_dir_all(scratch);
+        let _ = git.output(["worktree", "prune"]);
+    }
+}
+
+impl Conductor<'_> {
+    /// The blind verifier's verdict on `commit`, recorded with its round.
+    pub(crate) fn judge(
+        &self,
+        planned: &PlannedCycle,
+        phase: Phase,
+        commit: &str,
+        base: &str,
+        revisions: u32,
+        timing: &mut Timing,
+    ) -> Result<VerifierVerdict, Halt> {
+        let (n, name) = (planned.n, phase.trailer());
+        let verdict = self.verify(planned, phase, commit, base, revisions + 1, timing)?;
+        self.journal.record(
+            "phase_verdict",
+            json!({
+                "step": n, "phase": name, "commit": commit, "round": revisions,
+                "decision": verdict.decision, "reason": verdict.reason, "findings": verdict.findings,
+                "verifier": verdict.leaf_id,
+            }),
+        )?;
+        tdd_engine::failpoint::hit(&format!("conduct_after_verdict_{name}"));
+        self.progress.event(
+            "verdict",
+            json!({ "step": n, "phase": name, "decision": verdict.decision }),
+            &format!(
+                "step {n} {name}: verifier says {:?}: {}",
+                verdict.decision, verdict.reason
+            ),
+        );
+        Ok(verdict)
+    }
+
+    /// The blind verifier of the phase's commit, in its own scratch worktree; the real
+    /// work tree must be byte-identical afterwards.
+    fn verify(
+        &self,
+        planned: &PlannedCycle,
+        phase: Phase,
+        commit: &str,
+        base: &str,
+        round: u32,
+        timing: &mut Timing,
+    ) -> Result<VerifierVerdict, Halt> {
+        let (n, name) = (planned.n, phase.trailer());
+        let git = Git::new(&self.work_tree);
+        let input = VerifierInput::new(
+            TestId::planned(planned),
+            self.issue.spec_for(planned)?,
+            CommitSha::resolve(&git, commit)?,
+            Some(CommitSha::resolve(&git, base)?),
+            phase,
+        );
+        let scratch = self.dir.join(format!("verify-s{n}-{name}-r{round}"));
+        remove_scratch(&self.work_tree, &scratch);
+        // The scratch worktree is made (and later removed) while the real tree is
+        // scanned: git touches only its own metadata for it, never the real tree.
+        let scratch_arg = scratch.display().to_string();
+        let (before, added) = std::thread::scope(|scope| {
+            let added = scope
+                .spawn(|| git.output(["worktree", "add", "-q", "--detach", &scratch_arg, commit]));
+            let before = Snapshot::scan(&self.work_tree);
+            (before, added.join())
+        });
+        let before = before?;
+        added.map_err(|_| ConductError::Config("the worktree thread panicked".into()))??;
+        let mut request = Request::new(Prompt::verifier(&input)?, self.issue.number(), n, &scratch);
+        request.attempt = round;
+        let result = self.run_leaf(Who::Verifier, request, n, name);
+        let work_tree = self.work_tree.as_path();
+        let after = std::thread::scope(|scope| {
+            scope.spawn(|| remove_scratch(work_tree, &scratch));
+            Snapshot::scan(work_tree)
+        })?;
+        let (response, took) = result?;
+        timing.leaf += took;
+        if before.tree != after.tree {
+            let changed: Vec<String> = before
+                .changes_to(&self.work_tree, &after)?
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+            return Err(Bail::new(
+                BailCause::VerifierModifiedTree,
+                format!("verifier {} changed the real work tree: {}", response.leaf_id, changed.join(", ")),
+                "the verifier provider is not read-only: fix its configuration (it must only read and run `tdd test`), then run `tdd conduct` again",
+            )
+            .at(n, name)
+            .tail(&response.text)
+            .into());
+        }
+        let ledger = tdd_engine::ledger::Ledger::open(&self.location.database)?;
+        tdd_leaves::verdict::verdict_of(&ledger, &response.leaf_id)?.ok_or_else(|| {
+            Bail::new(
+                BailCause::VerdictMissing,
+                format!("verifier {} ended without a verdict", response.leaf_id),
+                "check the verifier's output with `tdd leaves show`; it must end with `tdd verdict accept|reject`",
+            )
+            .at(n, name)
+            .tail(&response.text)
+            .into()
+        })
+    }
+}

@@ -44,6 +44,21 @@ fn files_of(dir: &Path, part: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The ledger directory behind a conduct envelope (`data.dir`, or `data.run.dir` on a
+/// bail).
+fn ledger_dir(value: &Value) -> PathBuf {
+    let dir = value["data"]["dir"]
+        .as_str()
+        .or_else(|| value["data"]["run"]["dir"].as_str())
+        .expect("dir");
+    PathBuf::from(dir).join("../..")
+}
+
+/// The prompts of the leaves of `value`'s run whose ids contain `part`.
+fn prompts(value: &Value, part: &str) -> Vec<String> {
+    files_of(&ledger_dir(value).join("leaf-files"), part, "prompt.md")
+}
+
 #[test]
 fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
     let env = Env::bare();
@@ -82,7 +97,7 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
     let developers = files_of(&ledger_dir.join("leaves"), "-developer-", "stdout.log");
     assert!(developers.len() >= 9, "{}", developers.len());
     assert!(developers.iter().all(|out| out.contains(MARKER)));
-    let prompts = files_of(&ledger_dir.join("leaf-files"), "verifier-", "prompt.md");
+    let prompts = prompts(&value, "verifier-");
     assert!(prompts.len() >= 10, "{}", prompts.len());
     assert!(prompts.iter().all(|p| !p.contains(MARKER)));
     let thread = std::fs::read_to_string(
@@ -216,13 +231,7 @@ fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
     );
     assert!(!env.root().join(".tdd/issue-1.md").exists());
     // The second planner was told why the first plan was refused.
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
-    let prompts = files_of(
-        &ledger_dir.join("leaf-files"),
-        "planner-i1-s0-plan-a2",
-        "prompt.md",
-    );
+    let prompts = prompts(&value, "planner-i1-s0-plan-a2");
     assert_eq!(prompts.len(), 1);
     assert!(
         prompts[0].contains("- ") && prompts[0].contains("project"),
@@ -270,7 +279,7 @@ fn stop_then_resume(mode: &str) {
     );
     // While the REFACTOR leaf ran, `tdd status` (outside a leaf's identity) showed
     // the conductor's position.
-    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let ledger_dir = ledger_dir(&value);
     let out = files_of(
         &ledger_dir.join("leaves"),
         "-developer-i1-s1-refactor",
@@ -302,7 +311,7 @@ fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
     // The planner's own `tdd conduct` runs while the first conductor holds the lock.
     let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
     assert_eq!(code, 0, "{value}");
-    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let ledger_dir = ledger_dir(&value);
     let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
     assert!(out.contains("conductor_running"), "{out}");
     assert!(out.contains("\"pid\":\""), "{out}");
@@ -387,12 +396,7 @@ fn a_rejected_refactor_is_reopened_and_revised_into_a_new_commit() {
     assert!(pr.contains("| REFACTOR | "), "{pr}");
     assert!(pr.contains("| 1 |"), "one revise round: {pr}");
     // The revise leaf got the findings, not the verifier's prompt.
-    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
-    let revise = files_of(
-        &ledger_dir.join("leaf-files"),
-        "developer-i1-s1-refactor-a2",
-        "prompt.md",
-    );
+    let revise = prompts(&value, "developer-i1-s1-refactor-a2");
     assert_eq!(revise.len(), 1);
     assert!(
         revise[0].contains("src/lib.rs: document sub"),
@@ -522,21 +526,11 @@ fn rejects_beyond_the_revise_budget_bail_revise_budget_exhausted() {
     // The demo config's budget is one revise round: two RED verifiers ran.
     let pr = read(&value["data"]["run"]["pr"]);
     assert!(pr.contains("revise_budget_exhausted"), "{pr}");
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
-    let verifiers = files_of(
-        &ledger_dir.join("leaf-files"),
-        "verifier-i1-s1-red",
-        "prompt.md",
-    );
+    let verifiers = prompts(&value, "verifier-i1-s1-red");
     assert_eq!(verifiers.len(), 2);
     // A resume does not refill the budget: the next REJECT bails at once.
     expect_bail(&env, &issue, "revise_budget_exhausted", "process");
-    let verifiers = files_of(
-        &ledger_dir.join("leaf-files"),
-        "verifier-i1-s1-red",
-        "prompt.md",
-    );
+    let verifiers = prompts(&value, "verifier-i1-s1-red");
     assert_eq!(verifiers.len(), 3);
 }
 
@@ -670,13 +664,7 @@ fn a_leaf_killed_by_someone_else_bails_killed_external_at_once() {
     let value = expect_bail(&env, &issue, "killed_external", "system");
     assert_eq!(value["data"]["bail"]["phase"], "green");
     // No retry: one GREEN developer leaf ran.
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
-    let greens = files_of(
-        &ledger_dir.join("leaf-files"),
-        "developer-i1-s1-green",
-        "prompt.md",
-    );
+    let greens = prompts(&value, "developer-i1-s1-green");
     assert_eq!(greens.len(), 1);
     // The half-done step (its RED commit) is rolled back.
     assert_eq!(
@@ -697,13 +685,7 @@ fn a_leaf_whose_supervisor_is_killed_bails_supervisor_lost_and_leaves_no_process
     let value = expect_bail(&env, &issue, "supervisor_lost", "system");
     assert_eq!(value["data"]["bail"]["phase"], "red");
     // No retry, and the orphaned leaf's tree was killed.
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
-    let reds = files_of(
-        &ledger_dir.join("leaf-files"),
-        "developer-i1-s1-red",
-        "prompt.md",
-    );
+    let reds = prompts(&value, "developer-i1-s1-red");
     assert_eq!(reds.len(), 1);
     let lingering: Vec<String> = std::fs::read_dir("/proc")
         .expect("/proc")
@@ -762,14 +744,8 @@ fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
     );
     env.commit_all("a short idle limit");
     let value = expect_bail(&env, &issue, "kill_stuck", "system");
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
     // stuck_retries = 1: the leaf ran twice.
-    let reds = files_of(
-        &ledger_dir.join("leaf-files"),
-        "developer-i1-s1-red",
-        "prompt.md",
-    );
+    let reds = prompts(&value, "developer-i1-s1-red");
     assert_eq!(reds.len(), 2);
 }
 
@@ -825,13 +801,7 @@ fn a_refactor_rejected_beyond_the_budget_bails_and_the_step_is_reset() {
     assert_eq!(env.git(&["status", "--porcelain"]), "");
     assert!(!env.root().join("tests/sub.rs").exists());
     // The REFACTOR was revised once (budget 1) before the bail.
-    let ledger_dir =
-        PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir")).join("../..");
-    let verifiers = files_of(
-        &ledger_dir.join("leaf-files"),
-        "verifier-i1-s1-refactor",
-        "prompt.md",
-    );
+    let verifiers = prompts(&value, "verifier-i1-s1-refactor");
     assert_eq!(verifiers.len(), 2);
 }
 
@@ -1081,7 +1051,7 @@ fn conduct_worktree_leaves_the_user_tree_alone_and_resumes_without_the_flag() {
     assert_eq!(value["data"]["steps_done"], 1);
     assert_separate(&env, &branch, &wt.0);
     // The leaves worked there: the REFACTOR leaf's `tdd status` saw the conductor.
-    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let ledger_dir = ledger_dir(&value);
     let out = files_of(
         &ledger_dir.join("leaves"),
         "-developer-i1-s1-refactor",
@@ -1179,7 +1149,7 @@ fn a_second_conductor_of_the_issue_from_the_user_tree_is_refused_while_one_works
         value["data"]["worktree"],
         wt.0.display().to_string().as_str()
     );
-    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("../..");
+    let ledger_dir = ledger_dir(&value);
     let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
     assert!(out.contains("conductor_running"), "{out}");
 }

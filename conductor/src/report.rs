@@ -174,6 +174,22 @@ fn baseline_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
     Ok(Some(line))
 }
 
+/// The steps skipped by hand in the engine run (`tdd cycle skip`), with their reasons.
+fn skipped_steps(c: &Conductor<'_>) -> Result<BTreeMap<u64, String>, LedgerError> {
+    let Some(run_id) = c.run_id.as_deref() else {
+        return Ok(BTreeMap::new());
+    };
+    let ledger = tdd_engine::ledger::Ledger::open(&c.location.database)?;
+    Ok(ledger
+        .events_of_kind(Some(run_id), "cycle_skipped")?
+        .into_iter()
+        .filter_map(|e| {
+            let n = e.payload["n"].as_u64()?;
+            Some((n, e.payload["reason"].as_str().unwrap_or("-").to_string()))
+        })
+        .collect())
+}
+
 /// The draft PR body.
 pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
     let events = c.journal.events()?;
@@ -191,6 +207,7 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
         out.push_str(&format!("\n{line}\n"));
     }
     let records = steps(&events);
+    let skipped = skipped_steps(c)?;
     for line in &checklist {
         let Some((n, title)) = line
             .get(6..)
@@ -200,7 +217,9 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
             continue;
         };
         let Ok(n) = n.parse::<u64>() else { continue };
-        if let Some(record) = records.get(&n) {
+        if let Some(reason) = skipped.get(&n) {
+            out.push_str(&format!("\n### Step {n}: {title}\n\nSkipped: {reason}\n"));
+        } else if let Some(record) = records.get(&n) {
             render_step(&mut out, n, title, record);
         }
     }

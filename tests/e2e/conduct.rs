@@ -726,6 +726,7 @@ fn a_test_that_passes_on_arrival_bails_needs_user_with_the_question_written_out(
     assert_eq!(value["data"]["steps_done"], 0);
     let pr = read(&value["data"]["pr"]);
     assert!(pr.contains("- [ ] Step 1:"), "{pr}");
+    assert!(pr.contains("Skipped: already there"), "{pr}");
 }
 
 #[test]

@@ -393,7 +393,7 @@ impl<'p> Conductor<'p> {
         self.ensure_plan()?;
         self.ensure_run()?;
         self.check_agreement()?;
-        self.judge_unjudged_refactors()?;
+        self.settle_unjudged()?;
         let mut done = 0;
         while let Some(state) = self.engine.status()? {
             if self.options.max_steps.is_some_and(|m| done >= m) {
@@ -425,7 +425,7 @@ impl<'p> Conductor<'p> {
             self.end_orphaned_leaves()?;
             // Before anything is reset: git and the ledger must agree on what is done.
             self.check_agreement()?;
-            self.reset_half_done_step()?;
+            self.restore_phase_start()?;
         }
         let dirty = git.dirty_paths()?;
         if !dirty.is_empty() {

@@ -101,6 +101,10 @@ impl From<ConductError> for Halt {
 
 impl From<crate::forge::ForgeError> for Halt {
     fn from(err: crate::forge::ForgeError) -> Halt {
+        // The ledger behind the forge's comment ids is ours, not the forge's.
+        if let crate::forge::ForgeError::Ledger(err) = err {
+            return Halt::Error(ConductError::Ledger(err));
+        }
         Halt::Bail(crate::bail::Bail::new(
             crate::bail::BailCause::ForgeUnreachable,
             format!("the forge could not be written: {err}"),

@@ -137,14 +137,15 @@ impl Forge for LocalForge {
         title: &str,
         body: &str,
     ) -> Result<String, ForgeError> {
+        let text = format!("<!-- draft PR: {branch} -->\n# {title}\n\n{body}");
+        self.write(&self.pr_path(), &text)?;
+        // Recorded once written, like a comment.
         if self.journal.of_kind("forge_pr_opened")?.is_empty() {
             self.journal.record(
                 "forge_pr_opened",
                 json!({ "branch": branch, "path": self.pr_path() }),
             )?;
         }
-        let text = format!("<!-- draft PR: {branch} -->\n# {title}\n\n{body}");
-        self.write(&self.pr_path(), &text)?;
         Ok(self.pr_path().display().to_string())
     }
 }

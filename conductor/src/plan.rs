@@ -294,6 +294,26 @@ impl Conductor<'_> {
         Ok(())
     }
 
+    /// On a resume: whatever a killed conductor's leaf left half-done in the current
+    /// phase is dropped, the tree restored exactly to that phase's start. The phases
+    /// before it stand; `settle_unjudged` then judges the last one if it was not.
+    pub(crate) fn restore_phase_start(&mut self) -> Result<(), Halt> {
+        let Some(state) = self.engine.status()? else {
+            return self.reset_half_done_step();
+        };
+        let Some(cycle) = state.current().map(|i| &state.cycles[i]) else {
+            return Ok(());
+        };
+        if !cycle.history.is_empty() {
+            self.engine.rollback(false)?;
+        }
+        self.journal.record(
+            "phase_reset",
+            json!({ "step": cycle.n, "phase": cycle.phase.trailer() }),
+        )?;
+        Ok(())
+    }
+
     /// Puts the current step back to where it began: every phase it committed is rolled
     /// back through the engine, and the tree restored to the step's start.
     pub(crate) fn reset_half_done_step(&mut self) -> Result<(), Halt> {

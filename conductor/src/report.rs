@@ -260,12 +260,16 @@ fn render_interruptions(out: &mut String, events: &[(String, Value)]) {
 /// One line for a bail or a stop.
 fn interruption((kind, p): &(String, Value)) -> String {
     if kind == "conduct_bailed" {
+        let at = match (p["bail"]["step"].as_u64(), p["bail"]["phase"].as_str()) {
+            (Some(step), Some(phase)) => format!(" at step {step} {phase}"),
+            (Some(step), None) => format!(" at step {step}"),
+            _ => String::new(),
+        };
+        let detail = p["bail"]["detail"].as_str().unwrap_or_default();
         format!(
-            "- bailed `{}` at step {} {}: {}",
+            "- bailed `{}`{at}: {}",
             p["bail"]["cause"].as_str().unwrap_or("?"),
-            p["bail"]["step"],
-            p["bail"]["phase"].as_str().unwrap_or("-"),
-            p["bail"]["detail"].as_str().unwrap_or_default()
+            detail.lines().collect::<Vec<_>>().join(" ")
         )
     } else {
         format!("- stopped ({})", p["mode"].as_str().unwrap_or("?"))

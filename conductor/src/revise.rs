@@ -40,6 +40,37 @@ fn findings_of(verdict: &serde_json::Value) -> Vec<String> {
     answerable(verdict["reason"].as_str().unwrap_or_default(), &findings)
 }
 
+/// The phase whose commits carry `name` (`red`, `green`, `refactor`).
+fn phase_named(name: &str) -> Phase {
+    match name {
+        "red" => Phase::AwaitingTest,
+        "green" => Phase::AwaitingImpl,
+        _ => Phase::AwaitingRefactor,
+    }
+}
+
+/// The last phase commit of the run, as (cycle index, phase name, commit): the current
+/// cycle's RED or GREEN commit, else the REFACTOR that closed the cycle before it (or
+/// the last one) while the current cycle has not moved.
+fn last_phase_commit(state: &RunState) -> Option<(usize, &'static str, String)> {
+    let current = state.current();
+    if let Some(i) = current
+        && let Some((tag, sha)) = state.cycles[i].commits.last()
+    {
+        let name = ["red", "green"].into_iter().find(|n| n == tag)?;
+        return Some((i, name, sha.clone()));
+    }
+    let upto = current.unwrap_or(state.cycles.len());
+    let index = upto.checked_sub(1)?;
+    let cycle = &state.cycles[index];
+    match (cycle.phase, cycle.commits.last()) {
+        (Phase::Closed, Some((tag, sha))) if tag == "refactor" => {
+            Some((index, "refactor", sha.clone()))
+        }
+        _ => None,
+    }
+}
+
 /// What a revise leaf is told of a REJECT: its findings, else its reason.
 pub(crate) fn answerable(reason: &str, findings: &[String]) -> Vec<String> {
     if findings.is_empty() {
@@ -50,11 +81,12 @@ pub(crate) fn answerable(reason: &str, findings: &[String]) -> Vec<String> {
 }
 
 impl Conductor<'_> {
-    /// A conductor killed right after a REFACTOR advance closed a cycle left that
-    /// commit unjudged (or judged, with its REJECT not yet acted on): its verifier runs
-    /// now, before anything else, and a REJECT within the budget reopens the REFACTOR
-    /// for a revise round.
-    pub(crate) fn judge_unjudged_refactors(&mut self) -> Result<(), Halt> {
+    /// On a resume, the last phase commit a killed conductor left unjudged (or judged,
+    /// with the verdict not yet acted on) is settled before anything else: the current
+    /// cycle's RED or GREEN commit, or the REFACTOR that closed the cycle before it.
+    /// An ACCEPT is recorded; a REJECT within the budget undoes the phase (reopening a
+    /// REFACTOR) and leaves its findings for the revise leaf.
+    pub(crate) fn settle_unjudged(&mut self) -> Result<(), Halt> {
         let Some(run_id) = self.run_id.clone() else {
             return Ok(());
         };
@@ -63,48 +95,38 @@ impl Conductor<'_> {
         let Some(state) = RunState::project(&events) else {
             return Ok(());
         };
-        let journal = self.journal.events()?;
-        for (index, cycle) in state.cycles.iter().enumerate() {
-            let refactor = cycle.commits.iter().rev().find(|(t, _)| t == "refactor");
-            let (Phase::Closed, Some((_, commit))) = (cycle.phase, refactor) else {
-                continue;
-            };
-            let n = u64::from(cycle.n);
-            let mut accepted = false;
-            let mut verdict = None;
-            for (kind, p) in &journal {
-                match kind.as_str() {
-                    _ if p["step"] != n => {}
-                    "step_reset" => (accepted, verdict) = (false, None),
-                    "conduct_phase" if p["phase"] == "refactor" => accepted = true,
-                    "phase_verdict"
-                        if p["phase"] == "refactor" && p["commit"] == commit.as_str() =>
-                    {
-                        verdict = Some(p.clone())
-                    }
-                    _ => {}
-                }
+        let Some((index, name, commit)) = last_phase_commit(&state) else {
+            return Ok(());
+        };
+        let n = u64::from(state.cycles[index].n);
+        let (mut accepted, mut verdict) = (false, None);
+        for (kind, p) in self.journal.events()? {
+            match kind.as_str() {
+                _ if p["step"] != n || p["phase"] != name || p["commit"] != commit.as_str() => {}
+                "conduct_phase" => accepted = true,
+                "phase_verdict" => verdict = Some(p),
+                _ => {}
             }
-            if accepted {
-                continue;
-            }
-            let planned = state.plan.cycles[index].clone();
-            self.settle_refactor(&planned, commit, verdict)?;
         }
-        Ok(())
+        if accepted {
+            return Ok(());
+        }
+        let planned = state.plan.cycles[index].clone();
+        self.settle(&planned, phase_named(name), &commit, verdict)
     }
 
-    /// Judges the closed REFACTOR `commit` of `planned` (unless `recorded` already holds
-    /// its verdict) and acts on the verdict: accepted, or reopened for a revise round.
-    fn settle_refactor(
+    /// Judges `commit`, the work of `phase` of `planned` (unless `recorded` already
+    /// holds its verdict), and acts on the verdict.
+    fn settle(
         &mut self,
         planned: &PlannedCycle,
+        phase: Phase,
         commit: &str,
         recorded: Option<serde_json::Value>,
     ) -> Result<(), Halt> {
-        let phase = Phase::AwaitingRefactor;
+        let name = phase.trailer();
         let mut timing = Timing::default();
-        let revisions = self.resume_point(planned.n, "refactor")?.revisions;
+        let revisions = self.resume_point(planned.n, name)?.revisions;
         let decision = match recorded {
             Some(p) => (
                 p["decision"] == "accept",
@@ -120,14 +142,14 @@ impl Conductor<'_> {
         if let (false, reason, findings) = decision {
             // `resume_point` hands these findings to the revise leaf.
             let rounds = revisions.saturating_sub(1);
-            self.undo_rejected(phase)?;
+            self.undo_rejected(planned.n, phase)?;
             self.reject(planned, phase, &reason, &findings, rounds)?;
             return Ok(());
         }
         self.journal.record(
             "conduct_phase",
             json!({
-                "step": planned.n, "phase": "refactor", "commit": commit, "revisions": revisions,
+                "step": planned.n, "phase": name, "commit": commit, "revisions": revisions,
                 "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
                 "reverted": [], "undeclared": [], "red_first_violation": false,
             }),
@@ -169,9 +191,9 @@ impl Conductor<'_> {
 
     /// Undoes a rejected phase's commit so its revision starts where the phase did: the
     /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle.
-    pub(crate) fn undo_rejected(&self, phase: Phase) -> Result<(), Halt> {
+    pub(crate) fn undo_rejected(&self, n: u32, phase: Phase) -> Result<(), Halt> {
         if phase == Phase::AwaitingRefactor {
-            self.engine.reopen_refactor()?;
+            self.engine.reopen_refactor(n)?;
         } else {
             self.engine.rollback(true)?;
         }

@@ -124,6 +124,10 @@ impl Conductor<'_> {
             mut revisions,
             mut findings,
         } = self.resume_point(n, name)?;
+        if !findings.is_empty() {
+            // A REJECT before a resume: within the budget, its revise comes next.
+            self.reject(planned, phase, "an earlier REJECT", &findings, revisions)?;
+        }
         let mut refusals = 0;
         let mut cost = 0.0;
         let start = *timing;
@@ -158,7 +162,7 @@ impl Conductor<'_> {
             }
             // Undone first: a bail then finds the step half-done and resets it whole.
             let began = Instant::now();
-            self.undo_rejected(phase)?;
+            self.undo_rejected(n, phase)?;
             timing.engine += began.elapsed();
             self.reject(
                 planned,

@@ -7,7 +7,8 @@ use crate::output::Outcome;
 
 /// Restore the exact tree from the start of the current phase. With --to-previous, go back
 /// to the start of the previous phase of this cycle, undoing the commit it made (the way
-/// back to RED after `rollback_to_red`).
+/// back to RED after `rollback_to_red`); at the start of a cycle that has not moved,
+/// reopen the REFACTOR that closed the cycle before.
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
     /// Go back to the start of the previous phase instead of the current one.

@@ -337,10 +337,10 @@ const CRASH_POINTS: &[&str] = &[
 #[test]
 fn a_conductor_killed_anywhere_resumes_to_the_same_commits_without_duplicates() {
     let good = fixture(&good_planner(""), GOOD_VERIFIER);
-    crash_and_resume(CRASH_POINTS, &good, 1, IMPL);
+    crash_and_resume(CRASH_POINTS, &good, 1, IMPL, TEST);
     // Killed after a step's close, before its comment (the resume finds every step
     // closed and writes the comment it missed).
-    crash_and_resume(&["conduct_step_done"], &good, 1, IMPL);
+    crash_and_resume(&["conduct_step_done"], &good, 1, IMPL, TEST);
 }
 
 /// The verifier rejects the first REFACTOR of step 1; its revise documents `sub`.
@@ -409,21 +409,45 @@ fn a_rejected_refactor_is_reopened_and_revised_into_a_new_commit() {
 #[test]
 fn a_conductor_killed_around_a_refactor_revise_resumes_to_the_same_commits() {
     // Killed after the REFACTOR closed the cycle, after its REJECT was recorded, before
-    // the revise leaf, and (the step reset, RED and GREEN done again) after the REFACTOR
-    // closed again: each resume picks up where the last left off.
+    // the revise leaf, and after the revised REFACTOR closed the cycle again: each
+    // resume picks up exactly where the last left off, so one revise round (the
+    // budget) is enough.
     let points = [
         "conduct_after_advance_refactor",
         "conduct_after_verdict_refactor",
         "conduct_before_leaf_refactor",
         "conduct_after_advance_refactor",
     ];
-    crash_and_resume(&points, &refactor_revised(), 3, DOCUMENTED);
+    crash_and_resume(&points, &refactor_revised(), 1, DOCUMENTED, TEST);
+}
+
+#[test]
+fn a_conductor_killed_around_a_red_revise_resumes_to_the_same_commits() {
+    let reject = "[[leaf]]\nrole = \"verifier\"\nphase = \"red\"\nattempt = 1\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"one case\"\nfindings = [\"tests/sub.rs: check a negative result\"]\n";
+    let strict = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n    assert_eq!(calc::sub(2, 5), -3);\n}\n";
+    let revise = format!(
+        "[[leaf]]\nrole = \"developer\"\nphase = \"red\"\nattempt = 2\n[[leaf.do]]\naction = \"write\"\npath = \"tests/sub.rs\"\ncontent = '''{strict}'''\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''{LIB}{STUB}'''\n"
+    );
+    let fixture = fixture(
+        &good_planner(""),
+        &format!("{GOOD_VERIFIER}{reject}{revise}"),
+    );
+    // After the REJECT was recorded (not yet acted on), before and after the revise
+    // leaf's launch, after its advance (unjudged), and after its ACCEPT was recorded.
+    let points = [
+        "conduct_after_verdict_red",
+        "conduct_before_leaf_red",
+        "conduct_after_leaf_red",
+        "conduct_after_advance_red",
+        "conduct_after_verdict_red",
+    ];
+    crash_and_resume(&points, &fixture, 1, IMPL, strict);
 }
 
 /// Kills `tdd conduct` at each point in turn, then resumes it to the end and checks
 /// the result equals an uninterrupted run's: the same commits, `LIB` + `body` in
-/// src/lib.rs, one comment. `budget` is the revise budget.
-fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str) {
+/// src/lib.rs, `test` in tests/sub.rs, one comment. `budget` is the revise budget.
+fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str, test: &str) {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let issue = project(&env, fixture);
@@ -466,6 +490,8 @@ fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str) {
     assert_eq!(env.git(&["status", "--porcelain"]), "");
     let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
     assert_eq!(lib, format!("{LIB}{body}"), "{points:?}");
+    let committed = std::fs::read_to_string(env.root().join("tests/sub.rs")).expect("test");
+    assert_eq!(committed, test, "{points:?}");
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
     assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");

@@ -309,6 +309,33 @@ fn rollback_to_previous_at_a_fresh_cycle_reopens_the_refactor_that_closed_the_la
 }
 
 #[test]
+fn rollback_to_previous_does_not_reopen_a_refactor_across_a_skipped_cycle() {
+    let env = project();
+    env.write(
+        ".tdd/plan.md",
+        &PLAN.replace(
+            "---\n# Calculator plan",
+            "  - n: 3\n    project: app\n    title: division\n    test: app::calc::div divides\n---\n# Calculator plan",
+        ),
+    );
+    env.commit_all("three cycles");
+    env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    assert_eq!(advance(&env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}\n/// Subtraction.{SUB_IMPL}"));
+    assert_eq!(advance(&env).0, 0);
+    let (code, skipped) = env.json(&["cycle", "skip", "--reason", "later"]);
+    assert_eq!(code, 0, "{skipped}");
+    let before = log(&env);
+    let (exit, value) = env.json(&["rollback", "--to-previous"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "no_previous_phase");
+    assert_eq!(log(&env), before);
+}
+
+#[test]
 fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
     let env = project();
     let count = "mkdir -p generated && grep -c 'pub fn' src/lib.rs > generated/count.txt";

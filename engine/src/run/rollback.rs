@@ -53,24 +53,36 @@ impl Engine {
                 phase: cycle.phase,
             });
         };
-        let state = self.roll_back_to(&mut ledger, &state, cycle.n, cycle.phase, &start)?;
+        let state = self.roll_back_to(
+            &mut ledger,
+            &state,
+            cycle.n,
+            cycle.phase,
+            &start,
+            to_previous,
+        )?;
         drop(guard);
         Ok(state)
     }
 
-    /// Reopens the REFACTOR of the cycle that closed last, so a revised REFACTOR can be
-    /// advanced again: HEAD moves back over the REFACTOR commit and the tree becomes
-    /// exactly what REFACTOR started from. Refused (`NoPreviousPhase`) unless HEAD is
-    /// that REFACTOR commit and no later cycle has moved since it opened. Works on a run
-    /// that completed with that cycle, which is active again afterwards.
-    pub fn reopen_refactor(&self) -> Result<RunState, RunError> {
+    /// Reopens the REFACTOR of cycle `n`, so a revised REFACTOR can be advanced again:
+    /// HEAD moves back over the REFACTOR commit and the tree becomes exactly what
+    /// REFACTOR started from. Refused (`NoPreviousPhase`) unless `n` closed last, right
+    /// before the current cycle, HEAD is its REFACTOR commit and the current cycle has
+    /// not moved since it opened. Works on a run that completed with cycle `n`, which
+    /// is active again afterwards.
+    pub fn reopen_refactor(&self, n: u32) -> Result<RunState, RunError> {
         let _guard = self.lock("advance")?;
         let mut ledger = Ledger::open(&self.location.database)?;
         let state = self
             .latest_run(&ledger)?
             .filter(|s| s.status != RunStatus::Abandoned)
             .ok_or(RunError::NoActiveRun)?;
-        if let Some(reopened) = self.reopen_closed(&mut ledger, &state)? {
+        let upto = state.current().unwrap_or(state.cycles.len());
+        let last = upto.checked_sub(1).map(|i| state.cycles[i].n);
+        if last == Some(n)
+            && let Some(reopened) = self.reopen_closed(&mut ledger, &state)?
+        {
             return Ok(reopened);
         }
         let (n, phase) = state.current().map_or((0, Phase::Closed), |i| {
@@ -92,11 +104,9 @@ impl Engine {
         {
             return Ok(None);
         }
-        let Some(closed) = state.cycles[..upto]
-            .iter()
-            .rev()
-            .find(|c| c.phase != Phase::Skipped)
-        else {
+        // Only the cycle right before the current one: a skipped cycle in between
+        // would be opened again in its place when the reopened one closes.
+        let Some(closed) = upto.checked_sub(1).map(|i| &state.cycles[i]) else {
             return Ok(None);
         };
         let head = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
@@ -113,12 +123,14 @@ impl Engine {
             return Ok(None);
         };
         let start = start.clone();
-        self.roll_back_to(ledger, state, closed.n, closed.phase, &start)
+        self.roll_back_to(ledger, state, closed.n, closed.phase, &start, true)
             .map(Some)
     }
 
-    /// Moves HEAD back to `start.head` (a mixed reset, when it differs), restores the
-    /// tree to `start.snapshot` exactly and records `rolled_back` for cycle `n`.
+    /// With `move_head`, moves HEAD back to `start.head` (a mixed reset, when it
+    /// differs); restores the tree to `start.snapshot` exactly and records
+    /// `rolled_back` for cycle `n`, whose `undone_from` is the HEAD moved away from
+    /// (the phase's start when HEAD stayed).
     fn roll_back_to(
         &self,
         ledger: &mut Ledger,
@@ -126,10 +138,13 @@ impl Engine {
         n: u32,
         from: Phase,
         start: &PhaseStart,
+        move_head: bool,
     ) -> Result<RunState, RunError> {
         let git = Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
-        if head != start.head {
+        let mut head = git.text(["rev-parse", "HEAD"])?;
+        if !move_head {
+            head = start.head.clone();
+        } else if head != start.head {
             // A mixed reset moves HEAD and the index back over the phase's commit and leaves
             // the files alone; the restore below then makes them exact.
             git.output(["reset", "-q", &start.head])?;

@@ -239,6 +239,12 @@ impl RunState {
                         .map(str::to_string);
                     c.history = phase_start(c.phase, p).into_iter().collect();
                     c.known_at_open = known;
+                    // Opened afresh after the cycle before it was reopened: nothing of
+                    // the earlier opening carries over.
+                    c.refusal = None;
+                    c.attempts = 0;
+                    c.target_override = None;
+                    c.failed_in_phase.clear();
                 }
             }
             "advance_refused" => {

@@ -11,6 +11,10 @@ use serde_json::Value;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 
+/// Where a payload names its conduct run; events recorded before the journal filed
+/// them under the conduct id are found by it.
+const TAG: &str = "$.conduct";
+
 /// Appends and reads one conduct run's events.
 #[derive(Debug, Clone)]
 pub struct Journal {
@@ -52,7 +56,7 @@ impl Journal {
     pub fn events(&self) -> Result<Vec<(String, Value)>, LedgerError> {
         let ledger = Ledger::open(&self.database)?;
         Ok(ledger
-            .events(Some(&self.conduct))?
+            .events_filed(&self.conduct, TAG, None)?
             .into_iter()
             .map(|e| (e.kind, e.payload))
             .collect())
@@ -62,9 +66,46 @@ impl Journal {
     pub fn of_kind(&self, kind: &str) -> Result<Vec<Value>, LedgerError> {
         let ledger = Ledger::open(&self.database)?;
         Ok(ledger
-            .events_of_kind(Some(&self.conduct), kind)?
+            .events_filed(&self.conduct, TAG, Some(kind))?
             .into_iter()
             .map(|e| e.payload)
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_recorded_before_filing_are_read_with_the_filed_ones_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("ledger.db");
+        let journal = Journal::new(&database, "conduct-a");
+        {
+            let mut ledger = Ledger::open(&database).expect("ledger");
+            let legacy = serde_json::json!({ "conduct": "conduct-a", "step": 1 });
+            ledger
+                .append(None, "conduct_started", &legacy)
+                .expect("append");
+            let other = serde_json::json!({ "conduct": "conduct-b" });
+            ledger
+                .append(None, "conduct_started", &other)
+                .expect("append");
+        }
+        journal
+            .record("conduct_phase", serde_json::json!({ "step": 1 }))
+            .expect("record");
+        let kinds: Vec<String> = journal
+            .events()
+            .expect("events")
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(kinds, ["conduct_started", "conduct_phase"]);
+        assert_eq!(
+            journal.of_kind("conduct_started").expect("of kind").len(),
+            1
+        );
     }
 }

@@ -98,8 +98,35 @@ pub(crate) fn read_events(
         "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
          WHERE ?1 IS NULL AND (?2 IS NULL OR kind = ?2) ORDER BY id"
     };
+    query(conn, sql, &[&run_id, &kind], path)
+}
+
+/// Reads, oldest first, the events filed under `id` and the unfiled ones (no run id)
+/// whose payload holds `id` at the JSON path `tag` (e.g. `$.conduct`).
+pub(crate) fn read_filed(
+    conn: &Connection,
+    id: &str,
+    tag: &str,
+    kind: Option<&str>,
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2) \
+               UNION ALL \
+               SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE run_id IS NULL AND json_extract(payload, ?3) = ?1 \
+               AND (?2 IS NULL OR kind = ?2) ORDER BY id";
+    query(conn, sql, &[&id, &kind, &tag], path)
+}
+
+fn query(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
     let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
-    let rows = stmt.query_map([run_id, kind], row).map_err(sql_err(path))?;
+    let rows = stmt.query_map(params, row).map_err(sql_err(path))?;
     let mut events = Vec::new();
     for r in rows {
         let (id, run_id, kind, payload, at, prev_hash, hash) = r.map_err(sql_err(path))?;

@@ -229,6 +229,19 @@ impl Ledger {
         chain::read_events(&self.conn, run_id, Some(kind), &self.path)
     }
 
+    /// Events filed under `id` (as their run id), oldest first, together with the
+    /// events appended without a run id whose payload holds `id` at the JSON path
+    /// `tag` (e.g. `$.conduct`): records written before they were filed under an id
+    /// are read as if they had been. Optionally only those of one kind.
+    pub fn events_filed(
+        &self,
+        id: &str,
+        tag: &str,
+        kind: Option<&str>,
+    ) -> Result<Vec<Event>, LedgerError> {
+        chain::read_filed(&self.conn, id, tag, kind, &self.path)
+    }
+
     /// The number of events.
     pub fn count(&self) -> Result<u64, LedgerError> {
         let n: i64 = self

@@ -225,7 +225,7 @@ fn placement(
     options: &Options,
     n: u64,
 ) -> Result<(PathBuf, bool), ConductError> {
-    let own = crate::worktree::path_for(&location.repository, n);
+    let own = crate::worktree::path_for(&crate::worktree::main_work_tree(work_tree)?, n);
     let wanted = options.worktree
         || config.conductor.worktree
         || open_conduct(&location.database, &own, n)?.is_some();
@@ -286,15 +286,17 @@ impl<'p> Conductor<'p> {
         // Locked before the worktree is made, so two conductors never race to make it.
         let lock = WorktreeLock::acquire(&location.dir, &target)?;
         let (config, config_text) = if own_worktree {
-            let committed = committed_config(work_tree, &target, &branch)?;
-            crate::worktree::ensure(work_tree, &target, &branch)?;
-            committed
+            committed_config(work_tree, &target, &branch)?
         } else {
             (config, config_text.to_string())
         };
+        // Checked before the worktree is made: a bad provider leaves nothing behind.
+        let (developer, verifier) = providers(&config, &options)?;
+        if own_worktree {
+            crate::worktree::ensure(work_tree, &target, &branch)?;
+        }
         let engine = Engine::new(&target, config.clone(), &config_text)?;
         let work_tree = engine.work_tree().to_path_buf();
-        let (developer, verifier) = providers(&config, &options)?;
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;
         let resumed = resumed_id.is_some();

@@ -47,28 +47,32 @@ pub enum WorktreeError {
     Git(#[from] tdd_engine::git::GitError),
 }
 
-/// The conductor's worktree for issue `issue` of the repository whose canonical git common
-/// directory is `common_dir`: `<main work tree>-tdd-issue-<n>` beside the main work tree
-/// (beside the repository directory itself for a bare repository). The same for every
+/// The conductor's worktree for issue `issue` of the repository whose main work tree is
+/// `main` (see [`main_work_tree`]): `<main>-tdd-issue-<n>` beside it. The same for every
 /// work tree of the repository, so a resume from anywhere finds it.
-pub fn path_for(common_dir: &Path, issue: u64) -> PathBuf {
-    let (parent, prefix) = beside(common_dir);
-    parent.join(format!("{prefix}{issue}"))
-}
-
-/// The directory the conductor's worktrees go in, and their names' prefix.
-fn beside(common_dir: &Path) -> (PathBuf, String) {
-    let main = if common_dir.file_name().is_some_and(|n| n == ".git") {
-        common_dir.parent().unwrap_or(common_dir)
-    } else {
-        common_dir
-    };
+pub fn path_for(main: &Path, issue: u64) -> PathBuf {
     let name = main
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "repo".to_string());
     let parent = main.parent().unwrap_or(main);
-    (parent.to_path_buf(), format!("{name}-tdd-issue-"))
+    parent.join(format!("{name}-tdd-issue-{issue}"))
+}
+
+/// The main work tree of the repository of `from`: `from`'s own work tree when that is
+/// the main one (its git directory is the common one: also for submodules and separate
+/// git directories, whose git directory is elsewhere), else the first that git lists.
+pub fn main_work_tree(from: &Path) -> Result<PathBuf, WorktreeError> {
+    if let Some(found) = tdd_engine::git::discover(from) {
+        let git_dir = found.git_dir.canonicalize().unwrap_or(found.git_dir);
+        if git_dir == found.common_dir {
+            return Ok(found.toplevel);
+        }
+    }
+    Ok(worktrees(from)?
+        .into_iter()
+        .next()
+        .map_or_else(|| from.to_path_buf(), |(path, _)| path))
 }
 
 /// The branches of the repository's worktrees by path (`HEAD` for a detached one), from
@@ -159,15 +163,19 @@ pub fn ensure(from: &Path, path: &Path, branch: &str) -> Result<bool, WorktreeEr
 /// work tree can point at a run that works elsewhere. Best effort: empty when git cannot
 /// list the worktrees.
 pub fn running_elsewhere(ledger_dir: &Path, work_tree: &Path) -> Vec<(PathBuf, Position)> {
-    let Ok(common_dir) = Git::new(work_tree).common_dir() else {
+    let (Ok(listed), Ok(main)) = (worktrees(work_tree), main_work_tree(work_tree)) else {
         return Vec::new();
     };
-    let (parent, prefix) = beside(&common_dir);
+    let parent = main.parent().unwrap_or(&main).to_path_buf();
+    let prefix = format!(
+        "{}-tdd-issue-",
+        main.file_name()
+            .map_or("repo".into(), |n| n.to_string_lossy())
+    );
     let here = work_tree
         .canonicalize()
         .unwrap_or_else(|_| work_tree.to_path_buf());
-    worktrees(work_tree)
-        .unwrap_or_default()
+    listed
         .into_iter()
         .filter(|(path, _)| *path != here)
         .filter(|(path, _)| path.parent() == Some(parent.as_path()))
@@ -203,10 +211,34 @@ mod tests {
 
     #[test]
     fn the_path_is_beside_the_main_work_tree() {
-        let path = path_for(Path::new("/src/calc/.git"), 7);
+        let path = path_for(Path::new("/src/calc"), 7);
         assert_eq!(path, PathBuf::from("/src/calc-tdd-issue-7"));
         let bare = path_for(Path::new("/src/calc.git"), 7);
         assert_eq!(bare, PathBuf::from("/src/calc.git-tdd-issue-7"));
+    }
+
+    #[test]
+    fn a_separate_git_dir_puts_the_worktree_beside_the_work_tree() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (tree, gitdir) = (root.path().join("calc"), root.path().join("store/calc.git"));
+        std::fs::create_dir_all(root.path().join("store")).expect("mkdir");
+        let status = std::process::Command::new("git")
+            .args(["init", "-q", "--separate-git-dir"])
+            .arg(&gitdir)
+            .arg(&tree)
+            .status()
+            .expect("git init");
+        assert!(status.success());
+        commit(&tree);
+        let main = main_work_tree(&tree).expect("main work tree");
+        assert_eq!(main, tree.canonicalize().expect("canonical"));
+        assert_eq!(
+            path_for(&main, 3),
+            root.path()
+                .canonicalize()
+                .expect("canonical")
+                .join("calc-tdd-issue-3")
+        );
     }
 
     #[test]

@@ -133,10 +133,11 @@ proptest! {
         }
     }
 
-    /// The projection never panics, moves a phase only on an observed transition or a skip,
-    /// and calls a run complete exactly when every cycle is closed or skipped.
+    /// The projection never panics, moves a phase only on an observed transition, a skip
+    /// or a recorded rollback (which may reopen a closed cycle), and calls a run complete
+    /// exactly when every cycle is closed or skipped.
     #[test]
-    fn projection_moves_only_on_observed_transitions(steps in proptest::collection::vec((0u8..6, 1u32..4, any::<bool>(), 0u8..7), 0..40)) {
+    fn projection_moves_only_on_observed_transitions(steps in proptest::collection::vec((0u8..8, 1u32..4, any::<bool>(), 0u8..7), 0..40)) {
         let mut events = vec![event(1, "run_started", started())];
         for (i, (kind, n, observed, to)) in steps.iter().enumerate() {
             let to = [Phase::AwaitingTest, Phase::AwaitingImpl, Phase::AwaitingRefactor, Phase::AwaitingPin, Phase::SensitivityRequired, Phase::Closed, Phase::Skipped][*to as usize % 7];
@@ -147,6 +148,8 @@ proptest! {
                 2 => ("cycle_skipped", json!({ "n": n })),
                 3 => ("annotation", json!({ "n": n, "key": "k", "value": "v" })),
                 4 => ("note", json!({ "n": n, "text": "t" })),
+                5 => ("rolled_back", json!({ "n": n, "to": to, "snapshot": "s", "head": "h", "undone_from": if *observed { "c" } else { "h" } })),
+                6 => ("cycle_opened", json!({ "n": n, "phase": to, "snapshot": "s", "head": "h" })),
                 _ => ("garbage", json!(null)),
             };
             events.push(event(i as i64 + 2, k, payload));
@@ -154,7 +157,9 @@ proptest! {
             let after = RunState::project(&events).expect("projects");
             for (b, a) in before.cycles.iter().zip(&after.cycles) {
                 if b.phase != a.phase {
-                    let moved_by = (k == "phase_changed" && *observed) || (k == "cycle_skipped" && a.phase == Phase::Skipped);
+                    let moved_by = (k == "phase_changed" && *observed)
+                        || (k == "cycle_skipped" && a.phase == Phase::Skipped)
+                        || (k == "rolled_back" && a.phase == to);
                     prop_assert!(moved_by, "{k} moved cycle {} from {} to {}", a.n, b.phase, a.phase);
                 }
             }
@@ -236,4 +241,90 @@ fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
             refusal.detail
         );
     }
+}
+
+/// A closed cycle's REFACTOR reopened while the next cycle had opened (and been refused
+/// once): the run is active again at that REFACTOR, its commit is gone, and when it
+/// closes again the next cycle opens afresh, with nothing of its first opening.
+#[test]
+fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
+    let obs = json!([{}]);
+    let changed = |to: Phase, committed: Option<(&str, &str)>| {
+        let mut p = json!({ "n": 1, "to": to, "observations": obs, "snapshot": "s", "head": "h" });
+        if let Some((phase, commit)) = committed {
+            p["committed_phase"] = json!(phase);
+            p["commit"] = json!(commit);
+        }
+        p
+    };
+    let mut events = vec![
+        event(1, "run_started", started()),
+        event(
+            2,
+            "cycle_opened",
+            json!({ "n": 1, "phase": Phase::AwaitingTest, "snapshot": "s0", "head": "h0" }),
+        ),
+        event(
+            3,
+            "phase_changed",
+            changed(Phase::AwaitingImpl, Some(("red", "r"))),
+        ),
+        event(
+            4,
+            "phase_changed",
+            changed(Phase::AwaitingRefactor, Some(("green", "g"))),
+        ),
+        event(
+            5,
+            "phase_changed",
+            changed(Phase::Closed, Some(("refactor", "f1"))),
+        ),
+        event(
+            6,
+            "cycle_opened",
+            json!({ "n": 2, "phase": Phase::AwaitingTest, "snapshot": "s2", "head": "f1" }),
+        ),
+        event(
+            7,
+            "advance_refused",
+            json!({ "n": 2, "refusal": { "reason": "x", "verb": "write_test", "tree": "t" } }),
+        ),
+        event(
+            8,
+            "rolled_back",
+            json!({ "n": 1, "from": Phase::Closed, "to": Phase::AwaitingRefactor, "snapshot": "s", "head": "g", "undone_from": "f1" }),
+        ),
+    ];
+    let reopened = RunState::project(&events).expect("projects");
+    assert_eq!(reopened.status, RunStatus::Active);
+    assert_eq!(reopened.current(), Some(0));
+    assert_eq!(reopened.cycles[0].phase, Phase::AwaitingRefactor);
+    let tags: Vec<&str> = reopened.cycles[0]
+        .commits
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    assert_eq!(tags, ["red", "green"]);
+    events.push(event(
+        9,
+        "phase_changed",
+        changed(Phase::Closed, Some(("refactor", "f2"))),
+    ));
+    events.push(event(
+        10,
+        "cycle_opened",
+        json!({ "n": 2, "phase": Phase::AwaitingTest, "snapshot": "s3", "head": "f2" }),
+    ));
+    let closed = RunState::project(&events).expect("projects");
+    assert_eq!(closed.current(), Some(1));
+    let next = &closed.cycles[1];
+    assert!(next.refusal.is_none());
+    assert_eq!(next.attempts, 0);
+    assert_eq!(next.snapshot.as_deref(), Some("s3"));
+    assert_eq!(next.history.len(), 1);
+    assert_eq!(next.history[0].head, "f2");
+    assert_eq!(
+        closed.cycles[0].commits.last().map(|(_, c)| c.as_str()),
+        Some("f2")
+    );
 }

@@ -101,10 +101,25 @@ impl Conductor<'_> {
         let n = u64::from(state.cycles[index].n);
         let (mut accepted, mut verdict) = (false, None);
         for (kind, p) in self.journal.events()? {
+            if p["step"] != n {
+                continue;
+            }
+            // A commit's sha does not make it the one judged before: a revise (or a
+            // restarted step) that writes the same tree on the same parent within the
+            // same second makes the same sha again. A verdict or acceptance counts only
+            // until that commit was undone or its step reset; after that, the commit at
+            // HEAD is new work and is judged afresh.
+            if kind == "step_reset" {
+                (accepted, verdict) = (false, None);
+                continue;
+            }
+            if p["phase"] != name || p["commit"] != commit.as_str() {
+                continue;
+            }
             match kind.as_str() {
-                _ if p["step"] != n || p["phase"] != name || p["commit"] != commit.as_str() => {}
                 "conduct_phase" => accepted = true,
                 "phase_verdict" => verdict = Some(p),
+                "phase_undone" => (accepted, verdict) = (false, None),
                 _ => {}
             }
         }
@@ -142,7 +157,7 @@ impl Conductor<'_> {
         if let (false, reason, findings) = decision {
             // `resume_point` hands these findings to the revise leaf.
             let rounds = revisions.saturating_sub(1);
-            self.undo_rejected(planned.n, phase)?;
+            self.undo_rejected(planned.n, phase, commit)?;
             self.reject(planned, phase, &reason, &findings, rounds)?;
             return Ok(());
         }
@@ -190,13 +205,19 @@ impl Conductor<'_> {
     }
 
     /// Undoes a rejected phase's commit so its revision starts where the phase did: the
-    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle.
-    pub(crate) fn undo_rejected(&self, n: u32, phase: Phase) -> Result<(), Halt> {
+    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle. The
+    /// undo is journaled (`phase_undone`), so a resume never takes a revision that
+    /// happens to recreate `commit` for the rejected commit itself.
+    pub(crate) fn undo_rejected(&self, n: u32, phase: Phase, commit: &str) -> Result<(), Halt> {
         if phase == Phase::AwaitingRefactor {
             self.engine.reopen_refactor(n)?;
         } else {
             self.engine.rollback(true)?;
         }
+        self.journal.record(
+            "phase_undone",
+            json!({ "step": n, "phase": phase.trailer(), "commit": commit }),
+        )?;
         Ok(())
     }
 

@@ -162,7 +162,7 @@ impl Conductor<'_> {
             }
             // Undone first: a bail then finds the step half-done and resets it whole.
             let began = Instant::now();
-            self.undo_rejected(n, phase)?;
+            self.undo_rejected(n, phase, &commit)?;
             timing.engine += began.elapsed();
             self.reject(
                 planned,

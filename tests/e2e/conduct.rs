@@ -1358,8 +1358,9 @@ fn project_two(env: &Env, before_verdict: &str) -> String {
 
 /// Runs `tdd conduct` on the two-step issue to the end and checks the result equals an
 /// uninterrupted run's: the same commits, both steps ticked and commented, step 1's
-/// REFACTOR revised once.
-fn finish_two(env: &Env, issue: &str) {
+/// REFACTOR revised once. `revises` is how many times its revise leaf ran (a kill
+/// before the revision was recorded makes the resume redo it).
+fn finish_two(env: &Env, issue: &str, revises: usize) {
     let (code, value) = env.json(&["conduct", issue]);
     assert_eq!(code, 0, "{value}");
     let expected: Vec<String> = ["subtraction", "negation"]
@@ -1386,8 +1387,11 @@ fn finish_two(env: &Env, issue: &str) {
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
     assert_eq!(thread.matches("<!-- comment ").count(), 2, "{thread}");
-    // Step 1's REFACTOR: one REJECT, one revise, two verifiers; step 2's: one.
-    assert_eq!(prompts(&value, "developer-i1-s1-refactor-a2").len(), 1);
+    // Step 1's REFACTOR: one REJECT, one revise round; step 2's RED: one verifier.
+    assert_eq!(
+        prompts(&value, "developer-i1-s1-refactor-a2").len(),
+        revises
+    );
     assert!(prompts(&value, "developer-i1-s1-refactor-a3").is_empty());
     assert_eq!(prompts(&value, "verifier-i1-s2-red").len(), 1);
     let pr = read(&value["data"]["pr"]);
@@ -1409,7 +1413,7 @@ fn a_conductor_killed_after_a_refactor_reject_before_the_next_step_resumes_to_th
         "conduct_before_leaf_red",
     ];
     kill_at_each(&env, &issue, &points);
-    finish_two(&env, &issue);
+    finish_two(&env, &issue, 1);
 }
 
 #[test]
@@ -1425,7 +1429,7 @@ fn a_conductor_killed_around_a_refactor_judged_on_resume_before_the_next_step_re
         "conduct_after_advance_refactor",
     ];
     kill_at_each(&env, &issue, &points);
-    finish_two(&env, &issue);
+    finish_two(&env, &issue, 1);
 }
 
 #[test]
@@ -1446,7 +1450,7 @@ fn a_stop_between_a_refactor_reject_and_its_revise_before_the_next_step_resumes_
     assert_eq!(env.git(&["status", "--porcelain"]), "");
     // A kill before the revise leaf on top of the stop changes nothing either.
     kill_at_each(&env, &issue, &["conduct_before_leaf_refactor"]);
-    finish_two(&env, &issue);
+    finish_two(&env, &issue, 1);
 }
 
 #[test]
@@ -1510,4 +1514,51 @@ fn a_restarted_step_that_recommits_an_accepted_commit_is_judged_afresh_after_a_k
     assert_eq!(prompts(&value, "verifier-i1-s1-red").len(), 2);
     // A reset does not refill the budget: the first GREEN REJECT after it bailed.
     assert_eq!(prompts(&value, "verifier-i1-s1-green").len(), 3);
+}
+
+#[test]
+fn a_conductor_killed_inside_the_engine_around_a_green_revise_resumes_to_the_same_commits() {
+    // Killed between RED's commit and its record, between the undo of the rejected GREEN
+    // moving HEAD back and its record, and between the revised GREEN's commit and its
+    // record: git is ahead of (or behind) the ledger each time.
+    let points = [
+        "advance_committed",
+        "conduct_after_verdict_green",
+        "rollback_head_moved",
+        "conduct_before_leaf_green",
+        "advance_committed",
+    ];
+    crash_and_resume(&points, &green_revised(""), 1, ALT_IMPL, TEST);
+}
+
+#[test]
+fn a_conductor_killed_inside_the_engine_around_a_refactor_revise_resumes_to_the_same_commits() {
+    // Killed between the REFACTOR's commit (its box ticked) and its record, between the
+    // reopen of the rejected REFACTOR moving HEAD back and its record, and between the
+    // revised REFACTOR's commit and its record.
+    let points = [
+        "conduct_before_leaf_refactor",
+        "advance_committed",
+        "conduct_after_verdict_refactor",
+        "rollback_head_moved",
+        "advance_committed",
+    ];
+    crash_and_resume(&points, &refactor_revised(), 1, DOCUMENTED, TEST);
+}
+
+#[test]
+fn a_conductor_killed_inside_the_engine_around_a_refactor_revise_before_the_next_step_resumes_to_the_same_commits()
+ {
+    let env = Env::new();
+    let issue = project_two(&env, "");
+    // Killed with step 1's REFACTOR REJECT recorded, then while its reopen had moved HEAD
+    // back but not recorded it (step 2 open in the ledger), then between the revised
+    // REFACTOR's commit and its record.
+    let points = [
+        "conduct_after_verdict_refactor",
+        "rollback_head_moved",
+        "advance_committed",
+    ];
+    kill_at_each(&env, &issue, &points);
+    finish_two(&env, &issue, 2);
 }

@@ -26,6 +26,8 @@ pub(crate) struct Resume {
     pub(crate) revisions: u32,
     /// The findings of an unanswered REJECT.
     pub(crate) findings: Vec<String>,
+    /// Refused advances so far: a resume does not refill the refusals tolerated.
+    pub(crate) refusals: u32,
 }
 
 /// The findings a REJECT verdict payload hands to the revise leaf: its findings, else
@@ -222,14 +224,15 @@ impl Conductor<'_> {
     }
 
     /// Where phase `name` of step `n` stands since the step last (re)started: the next
-    /// developer attempt, the revise rounds spent and the findings of a REJECT that no
-    /// developer has answered yet. A conductor resumed between a REJECT and its revise
+    /// developer attempt, the revise rounds spent, the refused advances and the findings
+    /// of a REJECT that no developer has answered yet. A conductor resumed between a REJECT and its revise
     /// continues exactly there.
     pub(crate) fn resume_point(&self, n: u32, name: &str) -> Result<Resume, Halt> {
         let mut point = Resume {
             attempt: 1,
             revisions: 0,
             findings: Vec::new(),
+            refusals: 0,
         };
         for (kind, p) in self.journal.events()? {
             if p["step"] != n {
@@ -241,9 +244,13 @@ impl Conductor<'_> {
                         attempt: 1,
                         revisions: 0,
                         findings: Vec::new(),
+                        refusals: 0,
                     }
                 }
-                "gate_refused" if p["phase"] == name => point.attempt += 1,
+                "gate_refused" if p["phase"] == name => {
+                    point.attempt += 1;
+                    point.refusals += 1;
+                }
                 "phase_verdict" if p["phase"] == name && p["decision"] == "reject" => {
                     point.attempt += 1;
                     point.revisions += 1;

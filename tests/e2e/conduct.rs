@@ -1289,6 +1289,11 @@ const NEG_IMPL: &str = "\npub fn neg(a: i32) -> i32 {\n    -a\n}\n";
 /// (its verifier doing `before_verdict` first) and revised into `DOCUMENTED`; the
 /// issue's path.
 fn project_two(env: &Env, before_verdict: &str) -> String {
+    project_two_with(env, before_verdict, "")
+}
+
+/// `project_two` with `extra` leaf entries appended to the fixture.
+fn project_two_with(env: &Env, before_verdict: &str, extra: &str) -> String {
     let developer = |step: u32, phase: &str, attempt: &str, writes: &[(&str, String)]| {
         let mut entry = format!(
             "[[leaf]]\nrole = \"developer\"\nstep = {step}\nphase = \"{phase}\"\n{attempt}"
@@ -1348,7 +1353,7 @@ fn project_two(env: &Env, before_verdict: &str) -> String {
         developer(2, "refactor", "", &[]),
     ];
     let fixture = format!(
-        "version = 1\n[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = '''{PLAN_TWO}'''\n{}{GOOD_VERIFIER}{neg_verifier}{reject}",
+        "version = 1\n[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = '''{PLAN_TWO}'''\n{}{GOOD_VERIFIER}{neg_verifier}{reject}{extra}",
         leaves.concat()
     );
     let issue = project(env, &fixture);
@@ -1561,4 +1566,30 @@ fn a_conductor_killed_inside_the_engine_around_a_refactor_revise_before_the_next
     ];
     kill_at_each(&env, &issue, &points);
     finish_two(&env, &issue, 2);
+}
+
+#[test]
+fn a_stop_between_refused_advances_does_not_refill_the_refusals_tolerated() {
+    // The GREEN developer never satisfies the gate until its fourth attempt; an
+    // uninterrupted run bails at the third refusal. Its second attempt asks for a stop,
+    // so the conductor stops before the third: the resume must still bail there, not
+    // count refusals from zero and reach the fourth attempt.
+    let env = Env::new();
+    let idle = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"print\"\ntext = \"thinking\"\n";
+    let stop = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\nattempt = 2\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-ledger\"]\n";
+    let late = format!(
+        "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\nattempt = 4\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''{LIB}{IMPL}'''\n"
+    );
+    let issue = project(
+        &env,
+        &fixture(
+            &good_planner(""),
+            &format!("{GOOD_VERIFIER}{idle}{stop}{late}"),
+        ),
+    );
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    let value = expect_bail(&env, &issue, "gate_refused_repeatedly", "process");
+    assert!(prompts(&value, "developer-i1-s1-green-a4").is_empty());
+    assert_eq!(prompts(&value, "developer-i1-s1-green-a3").len(), 1);
 }

@@ -171,6 +171,13 @@ impl Conductor<'_> {
                 "reverted": [], "undeclared": [], "red_first_violation": false,
             }),
         )?;
+        if phase == Phase::AwaitingRefactor {
+            // The accepted REFACTOR closed its step, which `step` then comments on before
+            // the next begins; the resume goes straight on to the next step, so the
+            // comment is written here, or a bail there would leave the step without it.
+            self.write_step_comment(planned.n)?;
+            self.publish()?;
+        }
         Ok(())
     }
 

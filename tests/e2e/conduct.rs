@@ -1593,3 +1593,33 @@ fn a_stop_between_refused_advances_does_not_refill_the_refusals_tolerated() {
     assert!(prompts(&value, "developer-i1-s1-green-a4").is_empty());
     assert_eq!(prompts(&value, "developer-i1-s1-green-a3").len(), 1);
 }
+
+#[test]
+fn a_step_settled_on_resume_gets_its_comment_even_if_the_next_step_bails() {
+    // Step 2's RED is always rejected, so the run bails there; by then an uninterrupted
+    // run has commented on step 1. Killed after step 1's revised REFACTOR closed it
+    // (unjudged), the resume settles it and must comment on it just the same.
+    let picky = "[[leaf]]\nrole = \"verifier\"\nstep = 2\nphase = \"red\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"never good enough\"\n";
+    let comments = |value: &Value| {
+        let dir = PathBuf::from(value["data"]["run"]["dir"].as_str().expect("dir"));
+        let thread = std::fs::read_to_string(dir.join("thread.md")).unwrap_or_default();
+        thread.matches("<!-- comment ").count()
+    };
+    let uninterrupted = Env::new();
+    let issue = project_two_with(&uninterrupted, "", picky);
+    let expected = expect_bail(&uninterrupted, &issue, "revise_budget_exhausted", "process");
+    let env = Env::new();
+    let issue = project_two_with(&env, "", picky);
+    kill_at_each(
+        &env,
+        &issue,
+        &[
+            "conduct_after_verdict_refactor",
+            "conduct_after_advance_refactor",
+        ],
+    );
+    let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    assert_eq!(subjects(env.root()), subjects(uninterrupted.root()));
+    assert!(comments(&expected) >= 1, "{expected}");
+    assert_eq!(comments(&value), comments(&expected), "{value}");
+}

@@ -425,6 +425,8 @@ impl<'p> Conductor<'p> {
             self.journal
                 .record("conduct_resumed", json!({ "pid": std::process::id() }))?;
             self.end_orphaned_leaves()?;
+            // A kill inside the engine can leave HEAD one of its commits off the ledger.
+            self.realign_head()?;
             // Before anything is reset: git and the ledger must agree on what is done.
             self.check_agreement()?;
             self.restore_phase_start()?;

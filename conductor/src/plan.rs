@@ -294,6 +294,69 @@ impl Conductor<'_> {
         Ok(())
     }
 
+    /// On a resume, before git and the ledger are compared: a conductor killed inside the
+    /// engine, between a phase's commit and its record or between an undo moving HEAD
+    /// back over a phase commit and its record, left HEAD one engine commit ahead of the
+    /// ledger or one behind it. HEAD is put back where the ledger has it (a mixed reset;
+    /// `restore_phase_start` then makes the files exact), so the work of that phase is
+    /// redone (or its undo) as if the kill came just before it. Any other difference is
+    /// not the engine's, and is left to `check_agreement`.
+    pub(crate) fn realign_head(&mut self) -> Result<(), Halt> {
+        // The engine run of this conduct run, active or completed (a killed undo of the
+        // last REFACTOR finds the run completed in the ledger).
+        let started = self.journal.of_kind("conduct_run_started")?;
+        let Some(run_id) = started.last().and_then(|s| s["run_id"].as_str()) else {
+            return Ok(());
+        };
+        let events =
+            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(run_id))?;
+        let Some(state) = tdd_engine::run::RunState::project(&events)
+            .filter(|s| s.status != tdd_engine::run::RunStatus::Abandoned)
+        else {
+            return Ok(());
+        };
+        // Where the ledger has HEAD: the current phase's start, else (every cycle
+        // closed) the last phase commit.
+        let expected = match state.current() {
+            Some(i) => state.cycles[i].history.last().map(|h| h.head.clone()),
+            None => state
+                .cycles
+                .iter()
+                .rev()
+                .find_map(|c| c.commits.last().map(|(_, sha)| sha.clone())),
+        };
+        let Some(expected) = expected.filter(|e| !e.is_empty()) else {
+            return Ok(());
+        };
+        let git = Git::new(&self.work_tree);
+        let head = git.text(["rev-parse", "HEAD"])?;
+        if head == expected {
+            return Ok(());
+        }
+        let parent = |sha: &str| git.text(["rev-parse", "--verify", "--quiet", &format!("{sha}^")]);
+        // A phase commit of this run; not an artifact's regeneration, which the ledger
+        // records on its own.
+        let ours = |sha: &str| {
+            git.text(["show", "-s", "--format=%B", sha]).is_ok_and(|m| {
+                m.contains(&format!("TDD-Run: {}", state.run_id))
+                    && !m.contains("TDD-Phase: artifact")
+            })
+        };
+        // Ahead: HEAD is a phase commit of this run on top of the ledger's HEAD. Behind:
+        // the ledger's HEAD is a phase commit of this run on top of HEAD.
+        let ahead = parent(&head).is_ok_and(|p| p == expected) && ours(&head);
+        let behind = parent(&expected).is_ok_and(|p| p == head) && ours(&expected);
+        if !ahead && !behind {
+            return Ok(());
+        }
+        git.output(["reset", "-q", &expected])?;
+        self.journal.record(
+            "head_realigned",
+            json!({ "from": head, "to": expected, "ahead": ahead }),
+        )?;
+        Ok(())
+    }
+
     /// On a resume: whatever a killed conductor's leaf left half-done in the current
     /// phase is dropped, the tree restored exactly to that phase's start. The phases
     /// before it stand; `settle_unjudged` then judges the last one if it was not.

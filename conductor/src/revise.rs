@@ -26,6 +26,8 @@ pub(crate) struct Resume {
     pub(crate) revisions: u32,
     /// The findings of an unanswered REJECT.
     pub(crate) findings: Vec<String>,
+    /// Refused advances so far: a resume does not refill the refusals tolerated.
+    pub(crate) refusals: u32,
 }
 
 /// The findings a REJECT verdict payload hands to the revise leaf: its findings, else
@@ -101,10 +103,25 @@ impl Conductor<'_> {
         let n = u64::from(state.cycles[index].n);
         let (mut accepted, mut verdict) = (false, None);
         for (kind, p) in self.journal.events()? {
+            if p["step"] != n {
+                continue;
+            }
+            // A commit's sha does not make it the one judged before: a revise (or a
+            // restarted step) that writes the same tree on the same parent within the
+            // same second makes the same sha again. A verdict or acceptance counts only
+            // until that commit was undone or its step reset; after that, the commit at
+            // HEAD is new work and is judged afresh.
+            if kind == "step_reset" {
+                (accepted, verdict) = (false, None);
+                continue;
+            }
+            if p["phase"] != name || p["commit"] != commit.as_str() {
+                continue;
+            }
             match kind.as_str() {
-                _ if p["step"] != n || p["phase"] != name || p["commit"] != commit.as_str() => {}
                 "conduct_phase" => accepted = true,
                 "phase_verdict" => verdict = Some(p),
+                "phase_undone" => (accepted, verdict) = (false, None),
                 _ => {}
             }
         }
@@ -142,7 +159,7 @@ impl Conductor<'_> {
         if let (false, reason, findings) = decision {
             // `resume_point` hands these findings to the revise leaf.
             let rounds = revisions.saturating_sub(1);
-            self.undo_rejected(planned.n, phase)?;
+            self.undo_rejected(planned.n, phase, commit)?;
             self.reject(planned, phase, &reason, &findings, rounds)?;
             return Ok(());
         }
@@ -154,6 +171,13 @@ impl Conductor<'_> {
                 "reverted": [], "undeclared": [], "red_first_violation": false,
             }),
         )?;
+        if phase == Phase::AwaitingRefactor {
+            // The accepted REFACTOR closed its step, which `step` then comments on before
+            // the next begins; the resume goes straight on to the next step, so the
+            // comment is written here, or a bail there would leave the step without it.
+            self.write_step_comment(planned.n)?;
+            self.publish()?;
+        }
         Ok(())
     }
 
@@ -190,25 +214,32 @@ impl Conductor<'_> {
     }
 
     /// Undoes a rejected phase's commit so its revision starts where the phase did: the
-    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle.
-    pub(crate) fn undo_rejected(&self, n: u32, phase: Phase) -> Result<(), Halt> {
+    /// previous phase for RED and GREEN, the reopened REFACTOR of the closed cycle. The
+    /// undo is journaled (`phase_undone`), so a resume never takes a revision that
+    /// happens to recreate `commit` for the rejected commit itself.
+    pub(crate) fn undo_rejected(&self, n: u32, phase: Phase, commit: &str) -> Result<(), Halt> {
         if phase == Phase::AwaitingRefactor {
             self.engine.reopen_refactor(n)?;
         } else {
             self.engine.rollback(true)?;
         }
+        self.journal.record(
+            "phase_undone",
+            json!({ "step": n, "phase": phase.trailer(), "commit": commit }),
+        )?;
         Ok(())
     }
 
     /// Where phase `name` of step `n` stands since the step last (re)started: the next
-    /// developer attempt, the revise rounds spent and the findings of a REJECT that no
-    /// developer has answered yet. A conductor resumed between a REJECT and its revise
+    /// developer attempt, the revise rounds spent, the refused advances and the findings
+    /// of a REJECT that no developer has answered yet. A conductor resumed between a REJECT and its revise
     /// continues exactly there.
     pub(crate) fn resume_point(&self, n: u32, name: &str) -> Result<Resume, Halt> {
         let mut point = Resume {
             attempt: 1,
             revisions: 0,
             findings: Vec::new(),
+            refusals: 0,
         };
         for (kind, p) in self.journal.events()? {
             if p["step"] != n {
@@ -220,9 +251,13 @@ impl Conductor<'_> {
                         attempt: 1,
                         revisions: 0,
                         findings: Vec::new(),
+                        refusals: 0,
                     }
                 }
-                "gate_refused" if p["phase"] == name => point.attempt += 1,
+                "gate_refused" if p["phase"] == name => {
+                    point.attempt += 1;
+                    point.refusals += 1;
+                }
                 "phase_verdict" if p["phase"] == name && p["decision"] == "reject" => {
                     point.attempt += 1;
                     point.revisions += 1;

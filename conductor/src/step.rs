@@ -119,16 +119,18 @@ impl Conductor<'_> {
         timing: &mut Timing,
     ) -> Result<(), Halt> {
         let (n, name) = (planned.n, phase.trailer());
+        // Refusals, like REJECTs, count across invocations: a stopped or killed
+        // conductor's resume bails where an uninterrupted run would.
         let Resume {
             mut attempt,
             mut revisions,
             mut findings,
+            mut refusals,
         } = self.resume_point(n, name)?;
         if !findings.is_empty() {
             // A REJECT before a resume: within the budget, its revise comes next.
             self.reject(planned, phase, "an earlier REJECT", &findings, revisions)?;
         }
-        let mut refusals = 0;
         let mut cost = 0.0;
         let start = *timing;
         loop {
@@ -162,7 +164,7 @@ impl Conductor<'_> {
             }
             // Undone first: a bail then finds the step half-done and resets it whole.
             let began = Instant::now();
-            self.undo_rejected(n, phase)?;
+            self.undo_rejected(n, phase, &commit)?;
             timing.engine += began.elapsed();
             self.reject(
                 planned,

@@ -475,6 +475,7 @@ impl Engine {
             ("TDD-Phase", ctx.phase.trailer().to_string()),
         ];
         let commit = commit_paths(&self.work_tree, &chosen, message, &trailers)?;
+        crate::failpoint::hit("advance_committed");
         let snapshot = Snapshot::take(
             &self.work_tree,
             &format!(

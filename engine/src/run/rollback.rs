@@ -148,6 +148,7 @@ impl Engine {
             // A mixed reset moves HEAD and the index back over the phase's commit and leaves
             // the files alone; the restore below then makes them exact.
             git.output(["reset", "-q", &start.head])?;
+            crate::failpoint::hit("rollback_head_moved");
         }
         let report = Snapshot {
             tree: start.snapshot.clone(),

@@ -1,0 +1,474 @@
+//! `tdd conduct` and `tdd demo` end to end: real scripted leaves under the supervisor,
+//! a real cargo suite, the local forge.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+mod bails;
+mod resume;
+mod worktree;
+
+const MARKER: &str = "DEVELOPER-LEAF-MARKER-3f9c";
+
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn subjects(dir: &Path) -> Vec<String> {
+    git_in(dir, &["log", "--format=%s", "--reverse"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn read(path: &Value) -> String {
+    std::fs::read_to_string(path.as_str().expect("a path")).expect("readable")
+}
+
+/// Every file named `name` in the directories of `dir` whose names contain `part`.
+fn files_of(dir: &Path, part: &str, name: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .filter_map(|e| std::fs::read_to_string(e.path().join(name)).ok())
+        .collect()
+}
+
+/// The ledger directory behind a conduct envelope (`data.dir`, or `data.run.dir` on a
+/// bail).
+fn ledger_dir(value: &Value) -> PathBuf {
+    let dir = value["data"]["dir"]
+        .as_str()
+        .or_else(|| value["data"]["run"]["dir"].as_str())
+        .expect("dir");
+    PathBuf::from(dir).join("../..")
+}
+
+/// The prompts of the leaves of `value`'s run whose ids contain `part`.
+fn prompts(value: &Value, part: &str) -> Vec<String> {
+    files_of(&ledger_dir(value).join("leaf-files"), part, "prompt.md")
+}
+
+#[test]
+fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
+    let env = Env::bare();
+    let dir = env.home.path().join("demo");
+    let (code, value) = env.json(&["demo", "--keep", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{value}");
+    let pr = read(&value["data"]["pr"]);
+    for n in 1..=3 {
+        assert!(pr.contains(&format!("- [x] Step {n}:")), "{pr}");
+    }
+    assert!(!pr.contains("- [ ] Step"), "{pr}");
+    assert!(pr.contains("RED REJECT"), "{pr}");
+    assert!(pr.contains("the engine reverted tests/mul.rs"), "{pr}");
+    assert!(pr.contains(value["data"]["run_id"].as_str().expect("run id")));
+    let log = subjects(&dir.join("calc"));
+    let expected: Vec<String> = ["subtraction", "multiplication", "clamping"]
+        .iter()
+        .flat_map(|t| {
+            [
+                format!("test: {t}"),
+                format!("feat: {t}"),
+                format!("refactor: {t}"),
+            ]
+        })
+        .collect();
+    assert_eq!(log[2..], expected[..], "{log:?}");
+    assert!(log[1].starts_with("plan: issue #1"), "{log:?}");
+    // The cheat did not survive: the committed test is the strict one.
+    let test = git_in(&dir.join("calc"), &["show", "HEAD:tests/mul.rs"]);
+    assert!(test.contains("assert_eq!(calc::mul(3, 4), 12)"), "{test}");
+    // Blindness: every developer leaf printed the marker; no verifier was told it.
+    let ledger_dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"))
+        .join("../..")
+        .canonicalize()
+        .expect("ledger dir");
+    let developers = files_of(&ledger_dir.join("leaves"), "-developer-", "stdout.log");
+    assert!(developers.len() >= 9, "{}", developers.len());
+    assert!(developers.iter().all(|out| out.contains(MARKER)));
+    let prompts = prompts(&value, "verifier-");
+    assert!(prompts.len() >= 10, "{}", prompts.len());
+    assert!(prompts.iter().all(|p| !p.contains(MARKER)));
+    let thread = std::fs::read_to_string(
+        PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("thread.md"),
+    )
+    .expect("thread");
+    assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+}
+
+const CONFIG: &str = include_str!("../../../examples/demo/tdd.toml");
+const PLAN_ONE: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n---\n";
+const ISSUE_ONE: &str = "# Subtraction\n\nUsers need to subtract.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n";
+const LIB: &str = include_str!("../../../examples/demo/src/lib.rs");
+const STUB: &str = "\npub fn sub(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
+const IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+const TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+
+/// A one-criterion fixture: `planner` and `verifier` are the leaves' entries for those
+/// roles; the developer's are fixed.
+fn fixture(planner: &str, verifier: &str) -> String {
+    format!(
+        r#"version = 1
+{planner}
+[[leaf]]
+role = "developer"
+phase = "red"
+[[leaf.do]]
+action = "write"
+path = "tests/sub.rs"
+content = '''{TEST}'''
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{STUB}'''
+[[leaf]]
+role = "developer"
+phase = "green"
+[[leaf.do]]
+action = "write"
+path = "src/lib.rs"
+content = '''{LIB}{IMPL}'''
+[[leaf]]
+role = "developer"
+phase = "refactor"
+[[leaf.do]]
+action = "run"
+argv = ["env", "-u", "TDD_LEAF_ID", "-u", "TDD_LEAF_TOKEN", "tdd", "status", "--json"]
+{verifier}
+"#
+    )
+}
+
+fn good_planner(extra: &str) -> String {
+    format!(
+        "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = '''{PLAN_ONE}'''\n{extra}"
+    )
+}
+
+const GOOD_VERIFIER: &str = r#"[[leaf]]
+role = "verifier"
+[[leaf.do]]
+action = "run"
+argv = ["tdd", "test", "app::calc::sub subtracts"]
+[[leaf.do]]
+action = "verdict"
+decision = "accept"
+reason = "ran it"
+"#;
+
+/// The calc crate with the demo's config pointing at `fixture`; returns the issue path.
+fn project(env: &Env, fixture: &str) -> String {
+    let fixture_path = env.home.path().join("fixture.toml");
+    std::fs::write(&fixture_path, fixture).expect("fixture");
+    let issue = env.home.path().join("issue-1.md");
+    std::fs::write(&issue, ISSUE_ONE).expect("issue");
+    env.write(
+        "Cargo.toml",
+        include_str!("../../../examples/demo/Cargo.toml"),
+    );
+    env.write("src/lib.rs", LIB);
+    env.write(
+        "tests/add.rs",
+        include_str!("../../../examples/demo/tests/add.rs"),
+    );
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write(
+        "tdd.toml",
+        &CONFIG.replace("{fixture}", &fixture_path.display().to_string()),
+    );
+    env.commit_all("calc");
+    issue.display().to_string()
+}
+
+fn bail_of(value: &Value) -> (&str, &str) {
+    (
+        value["error"]["reason"].as_str().unwrap_or_default(),
+        value["data"]["bail"]["class"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn a_verifier_that_writes_to_the_work_tree_halts_the_run() {
+    let env = Env::new();
+    let target = env.root().join("src/lib.rs").display().to_string();
+    let verifier = format!(
+        "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"write\"\npath = \"{target}\"\ncontent = \"tampered\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"x\"\n"
+    );
+    let issue = project(&env, &fixture(&good_planner(""), &verifier));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("verifier_modified_tree", "system"));
+    assert_eq!(value["data"]["bail"]["step"], 1);
+    // The half-done step is reset: only the plan is left on top of the base.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("plan: issue #1 Subtraction")
+    );
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let pr = read(&value["data"]["run"]["pr"]);
+    assert!(pr.contains("verifier_modified_tree"), "{pr}");
+}
+
+#[test]
+fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
+    let env = Env::new();
+    let planner = "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = \"---\\ncycles:\\n  - n: 1\\n    title: no project\\n---\\n\"\n";
+    let issue = project(&env, &fixture(planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), ("plan_invalid", "process"));
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("calc")
+    );
+    assert!(!env.root().join(".tdd/issue-1.md").exists());
+    // The second planner was told why the first plan was refused.
+    let prompts = prompts(&value, "planner-i1-s0-plan-a2");
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        prompts[0].contains("- ") && prompts[0].contains("project"),
+        "{}",
+        prompts[0]
+    );
+    assert!(!prompts[0].contains("(none: this is the first attempt)"));
+}
+
+#[test]
+fn a_stop_at_leaf_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-leaf");
+}
+
+#[test]
+fn a_stop_at_ledger_exits_5_and_a_second_conduct_finishes_the_issue() {
+    stop_then_resume("at-ledger");
+}
+
+/// The planner requests a stop in `mode` (from inside the run, so no timing is
+/// involved); the conductor stops before the next leaf, and a second `tdd conduct`
+/// finishes the issue.
+fn stop_then_resume(mode: &str) {
+    let env = Env::new();
+    let planner = good_planner(&format!(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"{mode}\"]\n"
+    ));
+    let issue = project(&env, &fixture(&planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 5, "{value}");
+    assert_eq!(value["error"]["reason"], "stopped");
+    assert_eq!(value["data"]["mode"], mode);
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["steps_done"], 1);
+    let log = subjects(env.root());
+    assert_eq!(
+        log[2..],
+        [
+            "plan: issue #1 Subtraction",
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ]
+    );
+    // While the REFACTOR leaf ran, `tdd status` (outside a leaf's identity) showed
+    // the conductor's position.
+    let ledger_dir = ledger_dir(&value);
+    let out = files_of(
+        &ledger_dir.join("leaves"),
+        "-developer-i1-s1-refactor",
+        "stdout.log",
+    );
+    let status: Value = serde_json::from_str(out[0].trim()).expect("an envelope");
+    let conductor = &status["data"]["conductor"];
+    assert_eq!(conductor["issue"], 1, "{status}");
+    assert_eq!(conductor["step"], 1);
+    assert_eq!(conductor["of"], 1);
+    assert_eq!(conductor["phase"], "refactor");
+    assert!(
+        conductor["leaf"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("developer-i1-s1-refactor"))
+    );
+    assert!(conductor["leaf_age_s"].is_u64());
+}
+
+#[test]
+fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
+    let env = Env::new();
+    let planner = good_planner(
+        "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"conduct\", \"--json\", \"ISSUE\"]\n",
+    );
+    let issue = project(&env, "");
+    let fixture = fixture(&planner.replace("ISSUE", &issue), GOOD_VERIFIER);
+    std::fs::write(env.home.path().join("fixture.toml"), fixture).expect("fixture");
+    // The planner's own `tdd conduct` runs while the first conductor holds the lock.
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    let ledger_dir = ledger_dir(&value);
+    let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
+    assert!(out.contains("conductor_running"), "{out}");
+    assert!(out.contains("\"pid\":\""), "{out}");
+}
+
+#[test]
+fn a_resume_with_another_binary_is_refused_unless_accepted() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "0"]);
+    assert_eq!(code, 0, "{value}");
+    // The same program with one byte more is another binary.
+    let other = env.home.path().join("other-bin").join("tdd");
+    std::fs::create_dir_all(other.parent().expect("dir")).expect("mkdir");
+    let mut bytes = std::fs::read(assert_cmd::cargo::cargo_bin("tdd")).expect("binary");
+    bytes.push(b'\n');
+    std::fs::write(&other, bytes).expect("copy");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = |extra: &[&str]| {
+        let out = env
+            .tdd_at(&other)
+            .args(["conduct", &issue, "--json"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        (crate::support::code(&out), crate::support::envelope(&out))
+    };
+    let (code, value) = run(&[]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "binary_changed");
+    let (code, value) = run(&["--accept-new-binary"]);
+    assert_eq!(code, 0, "{value}");
+    let ledger = env.json(&["ledger", "path"]).1;
+    let database = PathBuf::from(ledger["data"]["database"].as_str().expect("db"));
+    let events = tdd_engine::ledger::Ledger::open_read_only(&database)
+        .expect("open")
+        .expect("exists")
+        .events(None)
+        .expect("events");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.kind == "conduct_binary_accepted")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_detached_conductor_runs_on_under_its_supervisor_to_the_end() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--detach"]);
+    assert_eq!(code, 0, "{value}");
+    let id = value["data"]["id"].as_str().expect("leaf id").to_string();
+    let (code, waited) = env.json(&["wait", &id]);
+    assert_eq!(code, 0, "the conductor did not finish cleanly: {waited}");
+    let stdout =
+        std::fs::read_to_string(value["data"]["stdout"].as_str().expect("stdout")).expect("log");
+    let envelope: Value =
+        serde_json::from_str(stdout.lines().last().expect("an envelope")).expect("json");
+    assert_eq!(envelope["command"], "conduct");
+    assert_eq!(envelope["ok"], true, "{envelope}");
+    assert!(
+        subjects(env.root())
+            .iter()
+            .any(|s| s.starts_with("refactor:") || s.starts_with("feat:"))
+    );
+}
+
+/// Starts `tdd conduct` with a planner that marks the file `.leaf-running` and then sleeps,
+/// sends it `signals` SIGINTs once the planner runs, and returns its exit code and envelope.
+fn interrupt(env: &Env, signals: usize) -> (i32, Value, String) {
+    let marker = env.home.path().join("leaf-running");
+    let planner = good_planner(&format!(
+        "[[leaf.do]]\naction = \"write\"\npath = \"{}\"\ncontent = \"x\"\n\n[[leaf.do]]\naction = \"sleep\"\nms = 3000\n",
+        marker.display()
+    ));
+    let issue = project(env, &fixture(&planner, GOOD_VERIFIER));
+    let child = env
+        .tdd_std()
+        .args(["conduct", &issue, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("conductor starts");
+    crate::leafsupport::wait_until("the planner leaf to run", || marker.exists());
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let ledger_dir = PathBuf::from(
+        env.json(&["ledger", "path"]).1["data"]["dir"]
+            .as_str()
+            .expect("dir"),
+    );
+    for n in 0..signals {
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+        if n + 1 < signals {
+            // Signals of one kind do not queue: wait until the first one was acted on.
+            crate::leafsupport::wait_until("the first stop request", || {
+                ledger_dir.join("stop.json").exists()
+            });
+        }
+    }
+    let out = child.wait_with_output().expect("conductor ends");
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), value, issue)
+}
+
+#[test]
+fn ctrl_c_once_stops_at_leaf_and_twice_stops_now_then_resume_finishes() {
+    for (signals, mode) in [(1, "at-leaf"), (2, "now")] {
+        let env = Env::new();
+        let (code, value, issue) = interrupt(&env, signals);
+        assert_eq!(code, 5, "{signals} SIGINT: {value}");
+        assert_eq!(value["data"]["mode"], mode, "{value}");
+        let (code, value) = env.json(&["conduct", &issue]);
+        assert_eq!(code, 0, "{value}");
+        assert_eq!(value["data"]["steps_done"], 1);
+    }
+}
+
+/// The conductor's own worktree of issue 1 beside `env`'s repository, removed when the
+/// test ends (it lies outside every temporary directory the test owns).
+struct Sibling(PathBuf);
+
+impl Sibling {
+    fn of(env: &Env) -> Sibling {
+        let root = env.root().canonicalize().expect("canonical root");
+        let name = root.file_name().expect("a name").to_string_lossy();
+        Sibling(root.with_file_name(format!("{name}-tdd-issue-1")))
+    }
+}
+
+impl Drop for Sibling {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `tdd conduct` and checks it bailed with `cause` of `class`, exit 4; returns
+/// the envelope.
+fn expect_bail(env: &Env, issue: &str, cause: &str, class: &str) -> Value {
+    let (code, value) = env.json(&["conduct", issue]);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(bail_of(&value), (cause, class), "{value}");
+    assert!(
+        !value["data"]["bail"]["action"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    );
+    value
+}

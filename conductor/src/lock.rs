@@ -122,6 +122,21 @@ pub fn read_position(ledger_dir: &Path, work_tree: &Path) -> Option<Position> {
     serde_json::from_str(&std::fs::read_to_string(position).ok()?).ok()
 }
 
+/// Whether any conductor other than the one of `work_tree` may be running in this
+/// repository: false (and certain) when no other position file exists. Costs a
+/// directory listing, no process.
+pub fn others_may_run(ledger_dir: &Path, work_tree: &Path) -> bool {
+    let (_, _, own) = paths(ledger_dir, work_tree);
+    let Ok(entries) = std::fs::read_dir(ledger_dir.join("conduct")) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        name.starts_with("position-") && name.ends_with(".json") && e.path() != own
+    })
+}
+
 /// Seconds since the Unix epoch.
 pub fn now_s() -> u64 {
     std::time::SystemTime::now()

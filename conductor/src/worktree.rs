@@ -163,6 +163,10 @@ pub fn ensure(from: &Path, path: &Path, branch: &str) -> Result<bool, WorktreeEr
 /// work tree can point at a run that works elsewhere. Best effort: empty when git cannot
 /// list the worktrees.
 pub fn running_elsewhere(ledger_dir: &Path, work_tree: &Path) -> Vec<(PathBuf, Position)> {
+    // `tdd status` runs often: git is asked only when some other conductor may run.
+    if !crate::lock::others_may_run(ledger_dir, work_tree) {
+        return Vec::new();
+    }
     let (Ok(listed), Ok(main)) = (worktrees(work_tree), main_work_tree(work_tree)) else {
         return Vec::new();
     };

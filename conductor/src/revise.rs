@@ -13,6 +13,7 @@ use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::Halt;
+use crate::step::PhaseRecord;
 use crate::step::Timing;
 use crate::step::ms;
 
@@ -163,14 +164,18 @@ impl Conductor<'_> {
             self.reject(planned, phase, &reason, &findings, rounds)?;
             return Ok(());
         }
-        self.journal.record(
-            "conduct_phase",
-            json!({
-                "step": planned.n, "phase": name, "commit": commit, "revisions": revisions,
-                "leaf_ms": ms(timing.leaf), "engine_ms": 0, "cost_usd": 0.0,
-                "reverted": [], "undeclared": [], "red_first_violation": false,
-            }),
-        )?;
+        self.record_phase(&PhaseRecord {
+            step: planned.n,
+            phase: name,
+            commit,
+            revisions,
+            leaf_ms: ms(timing.leaf),
+            engine_ms: 0,
+            cost_usd: 0.0,
+            reverted: &[],
+            undeclared: &[],
+            red_first_violation: false,
+        })?;
         if phase == Phase::AwaitingRefactor {
             // The accepted REFACTOR closed its step, which `step` then comments on before
             // the next begins; the resume goes straight on to the next step, so the

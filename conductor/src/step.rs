@@ -29,6 +29,31 @@ use crate::revise::Resume;
 /// Refused advances of one phase tolerated before `gate_refused_repeatedly`.
 const MAX_REFUSALS: u32 = 2;
 
+/// The `conduct_phase` record of an accepted phase, the one schema the reports read.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct PhaseRecord<'a> {
+    /// The step.
+    pub(crate) step: u32,
+    /// `red`, `green` or `refactor`.
+    pub(crate) phase: &'a str,
+    /// The accepted commit.
+    pub(crate) commit: &'a str,
+    /// Revise rounds it took.
+    pub(crate) revisions: u32,
+    /// Time in leaves.
+    pub(crate) leaf_ms: u64,
+    /// Time in the engine.
+    pub(crate) engine_ms: u64,
+    /// What the leaves reported spending.
+    pub(crate) cost_usd: f64,
+    /// Locked files the engine reverted.
+    pub(crate) reverted: &'a [String],
+    /// Files changed outside the cycle's declaration, left uncommitted.
+    pub(crate) undeclared: &'a [String],
+    /// The target passed on arrival.
+    pub(crate) red_first_violation: bool,
+}
+
 /// Where a step's time went.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Timing {
@@ -159,7 +184,19 @@ impl Conductor<'_> {
                     leaf: timing.leaf - start.leaf,
                     engine: timing.engine - start.engine,
                 };
-                self.record_phase(n, &commit, revisions, spent, cost, &outcome)?;
+                self.record_phase(&PhaseRecord {
+                    step: n,
+                    phase: name,
+                    commit: &commit,
+                    revisions,
+                    leaf_ms: ms(spent.leaf),
+                    engine_ms: ms(spent.engine),
+                    cost_usd: cost,
+                    reverted: &outcome.reverted,
+                    undeclared: &outcome.undeclared,
+                    red_first_violation: outcome.red.is_some()
+                        && outcome.to == Phase::SensitivityRequired,
+                })?;
                 return Ok(());
             }
             // Undone first: a bail then finds the step half-done and resets it whole.
@@ -201,26 +238,11 @@ impl Conductor<'_> {
         );
     }
 
-    /// Records an accepted phase (the one `outcome` advanced from) with what it cost
-    /// and what the engine caught.
-    fn record_phase(
-        &self,
-        n: u32,
-        commit: &str,
-        revisions: u32,
-        spent: Timing,
-        cost: f64,
-        outcome: &AdvanceOutcome,
-    ) -> Result<(), Halt> {
-        self.journal.record(
-            "conduct_phase",
-            json!({
-                "step": n, "phase": outcome.from.trailer(), "commit": commit, "revisions": revisions,
-                "leaf_ms": ms(spent.leaf), "engine_ms": ms(spent.engine), "cost_usd": cost,
-                "reverted": outcome.reverted, "undeclared": outcome.undeclared,
-                "red_first_violation": outcome.red.is_some() && outcome.to == Phase::SensitivityRequired,
-            }),
-        )?;
+    /// Records an accepted phase: what the PR's phase table and integrity events read.
+    pub(crate) fn record_phase(&self, record: &PhaseRecord<'_>) -> Result<(), Halt> {
+        let payload = serde_json::to_value(record)
+            .map_err(|e| ConductError::Config(format!("a phase record: {e}")))?;
+        self.journal.record("conduct_phase", payload)?;
         Ok(())
     }
 

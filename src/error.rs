@@ -350,6 +350,13 @@ impl From<RunError> for CommandError {
             RunError::Blocked { .. } => CommandError::refused("run_blocked", message)
                 .verb(Verb::Blocked)
                 .hint("a human resolves the blocker, then runs `tdd resume --unblock --note ...`"),
+            RunError::CleanRoom(_) => CommandError::internal("engine_io_failed", message),
+            RunError::RunnerChanged(_) => CommandError::refused("runner_changed", message)
+                .verb(Verb::ResolveBlocker)
+                .hint("put the runner back as it was when the run started (PATH and the program's bytes), or abandon the run with `tdd run abandon --reason ...` and start a new one"),
+            RunError::ConfigChanged { .. } => CommandError::refused("config_changed", message)
+                .verb(Verb::FixConfig)
+                .hint("restore tdd.toml as it was at run start (`git checkout -- tdd.toml`), or abandon the run with `tdd run abandon --reason ...` and start a new one with the new configuration"),
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
     }

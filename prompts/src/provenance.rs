@@ -314,6 +314,7 @@ mod tests {
             files: vec![],
             stub_expected: vec![],
             modifies_tests: vec![],
+            harness: vec![],
             commit_red: None,
             commit_green: None,
             commit_refactor: None,

@@ -32,6 +32,7 @@ fn demo_cycle() -> PlannedCycle {
         files: vec!["app/duration.py".into(), "tests/test_duration.py".into()],
         stub_expected: vec![],
         modifies_tests: vec![],
+        harness: vec![],
         commit_red: None,
         commit_green: None,
         commit_refactor: None,

@@ -85,6 +85,7 @@ fn cycle() -> PlannedCycle {
         files: vec!["app/duration.py".into()],
         stub_expected: vec![],
         modifies_tests: vec![],
+        harness: vec![],
         commit_red: None,
         commit_green: None,
         commit_refactor: None,

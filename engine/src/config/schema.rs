@@ -210,6 +210,10 @@ pub struct LockConfig {
     /// Test globs, locked during GREEN and REFACTOR; `!` excludes.
     #[serde(default, rename = "test")]
     pub test_globs: Vec<String>,
+    /// Harness globs (the files that decide how tests run), relative to the work-tree
+    /// root and locked for the whole run; `None` means the adapter's defaults.
+    #[serde(default, rename = "harness", skip_serializing_if = "Option::is_none")]
+    pub harness_globs: Option<Vec<String>>,
 }
 
 fn default_leaf_timeout() -> u64 {

@@ -88,6 +88,15 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     let stdout_path = scratch.path(&format!("{}.stdout", job.label));
     let stderr_path = scratch.path(&format!("{}.stderr", job.label));
     let mut env: Vec<(String, String)> = vec![("NO_COLOR".into(), "1".into())];
+    if let Some(pinned) = &project.hermetic {
+        env.extend(pinned.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Bytecode goes to a directory of this observation only: nothing the repository
+        // (or an earlier run) left in a `__pycache__` is ever read.
+        env.push((
+            "PYTHONPYCACHEPREFIX".into(),
+            scratch.path("pycache").display().to_string(),
+        ));
+    }
     env.extend(
         project
             .config
@@ -100,6 +109,7 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
         argv: &job.argv,
         cwd: job.cwd.unwrap_or(&project.root),
         env: &env,
+        clear_env: project.hermetic.is_some(),
         timeout: Duration::from_secs(project.config.timeout.max(1)),
         stdout: stdout_path.clone(),
         stderr: stderr_path.clone(),

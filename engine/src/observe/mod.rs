@@ -23,6 +23,7 @@ mod command;
 mod error;
 mod exec;
 mod gostream;
+pub mod hermetic;
 mod jsonreport;
 mod junit;
 mod model;
@@ -66,6 +67,9 @@ pub struct Project {
     pub root: PathBuf,
     /// The project's configuration.
     pub config: ProjectConfig,
+    /// When set, runs see only these pinned variables (plus the project's `env`) instead of
+    /// the caller's environment: see [`hermetic`].
+    pub hermetic: Option<std::sync::Arc<hermetic::PinnedEnv>>,
 }
 
 impl Project {
@@ -83,7 +87,23 @@ impl Project {
             name: name.to_string(),
             root,
             config,
+            hermetic: None,
         })
+    }
+
+    /// The same project, whose runs see only `env` instead of the caller's environment.
+    pub fn hermetic(mut self, env: std::sync::Arc<hermetic::PinnedEnv>) -> Project {
+        self.hermetic = Some(env);
+        self
+    }
+
+    /// A variable of the environment the project's runs inherit: the caller's, or the
+    /// pinned one for a hermetic project.
+    pub(crate) fn inherited(&self, key: &str) -> Option<String> {
+        match &self.hermetic {
+            Some(env) => env.vars.get(key).cloned(),
+            None => std::env::var(key).ok(),
+        }
     }
 
     /// The runner-native id of `target`, which may be project-qualified.

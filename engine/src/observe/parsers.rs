@@ -133,6 +133,7 @@ pub fn observe_bytes(format: Format, bytes: &[u8]) -> Observation {
             overrides: Vec::new(),
             locks: None,
         },
+        hermetic: None,
     };
     let mut builder = Builder::new(&project, AdapterKind::Junit);
     match parse_report(format, bytes) {

@@ -27,6 +27,8 @@ pub(crate) struct ProcessSpec<'a> {
     pub cwd: &'a Path,
     /// Variables added to (or overriding) the inherited environment.
     pub env: &'a [(String, String)],
+    /// Whether the process starts from an empty environment (only `env`).
+    pub clear_env: bool,
     /// Wall-clock limit before the process group is killed.
     pub timeout: Duration,
     /// File receiving standard output.
@@ -73,6 +75,9 @@ fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
         Err(err) => return not_started("capture the output of", err),
     };
     let mut command = Command::new(program);
+    if spec.clear_env {
+        command.env_clear();
+    }
     command
         .args(args)
         .current_dir(spec.cwd)
@@ -129,6 +134,7 @@ mod tests {
             argv,
             cwd: dir,
             env: &[],
+            clear_env: false,
             timeout,
             stdout: dir.join("out"),
             stderr: dir.join("err"),

@@ -51,6 +51,9 @@ pub struct PlannedCycle {
     pub stub_expected: Vec<String>,
     /// Authorised test edits.
     pub modifies_tests: Vec<String>,
+    /// Harness files (runner configs, manifests) this cycle may change.
+    #[serde(default)]
+    pub harness: Vec<String>,
     /// Commit messages the plan chose per phase.
     pub commit_red: Option<String>,
     /// See `commit_red`.

@@ -100,6 +100,8 @@ struct RawCycle {
     #[serde(default)]
     modifies_tests: Vec<String>,
     #[serde(default)]
+    harness: Vec<String>,
+    #[serde(default)]
     commit_red: Option<String>,
     #[serde(default)]
     commit_green: Option<String>,
@@ -280,6 +282,7 @@ fn validate_cycle(
         files: c.files,
         stub_expected: c.stub_expected,
         modifies_tests: c.modifies_tests,
+        harness: c.harness,
         commit_red: c.commit_red,
         commit_green: c.commit_green,
         commit_refactor: c.commit_refactor,

@@ -6,11 +6,11 @@ use serde_json::json;
 use super::Engine;
 use super::Progress;
 use super::RunError;
-use super::commit::changed_paths;
-use super::commit::commit_paths;
+use super::candidate;
+use super::candidate::Candidate;
+use super::candidate::tree_of;
 use super::gates::RedDecision;
 use super::gates::Refused;
-use super::gates::green_gate;
 use super::gates::red_gate;
 use super::locks::LockRules;
 use super::phase::Phase;
@@ -20,9 +20,7 @@ use super::state::RunState;
 use crate::ledger::Ledger;
 use crate::observe::Observation;
 use crate::observe::Project;
-use crate::observe::Selection;
 use crate::observe::adapter_for;
-use crate::observe::lookup;
 use crate::observe::observe_target;
 use crate::plan::PlannedCycle;
 
@@ -68,17 +66,23 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn is_test(&self, path: &str) -> bool {
+    pub(super) fn is_test(&self, path: &str) -> bool {
         self.rules.iter().any(|r| r.test.matches(path))
             || self.planned.stub_expected.iter().any(|s| s == path)
                 && self.phase == Phase::AwaitingTest
+    }
+
+    /// A harness file this cycle does not declare: locked in every phase.
+    pub(super) fn is_harness(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.harness.matches(path))
+            && !self.planned.harness.iter().any(|h| h == path)
     }
 
     fn is_impl(&self, path: &str) -> bool {
         self.rules.iter().any(|r| r.implementation.matches(path))
     }
 
-    fn in_roots(&self, path: &str) -> bool {
+    pub(super) fn in_roots(&self, path: &str) -> bool {
         self.rules.iter().any(|r| r.root.matches(path)) || path == self.state.contract.path
     }
 
@@ -112,6 +116,7 @@ impl Engine {
         let _guard = self.lock("advance")?;
         let mut ledger = Ledger::open(&self.location.database)?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        self.check_config(&state)?;
         if let Some(blocker) = &state.blocker {
             return Err(RunError::Blocked {
                 detail: blocker.to_string(),
@@ -205,25 +210,42 @@ impl Engine {
         Ok(())
     }
 
-    /// Reverts locked changes since the phase began and records them.
-    fn enforce_locks(
+    /// Reverts locked changes since the phase began and records them, harness files
+    /// (`harness_changed`) apart from the phase's own locks.
+    pub(super) fn enforce_locks(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
         locked: impl Fn(&str) -> bool,
     ) -> Result<(), RunError> {
-        let report = ctx.base.revert_locked(&self.work_tree, &ctx.now, locked)?;
-        if report.reverted_any() {
-            let kind = if ctx.phase == Phase::AwaitingTest {
-                "implementation_during_red"
-            } else {
-                "test_edited_outside_red"
-            };
-            let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "kind": kind, "restored": report.restored, "removed": report.removed });
-            ledger.append(Some(&ctx.state.run_id), "locked_file_reverted", &payload)?;
-            outcome.reverted = report.reverted();
+        let report = ctx.base.revert_locked(&self.work_tree, &ctx.now, |p| {
+            ctx.is_harness(p) || locked(p)
+        })?;
+        if !report.reverted_any() {
+            return Ok(());
         }
+        let phase_kind = if ctx.phase == Phase::AwaitingTest {
+            "implementation_during_red"
+        } else {
+            "test_edited_outside_red"
+        };
+        let split = |paths: &[String]| -> (Vec<String>, Vec<String>) {
+            paths.iter().cloned().partition(|p| ctx.is_harness(p))
+        };
+        let (harness_restored, restored) = split(&report.restored);
+        let (harness_removed, removed) = split(&report.removed);
+        for (kind, restored, removed) in [
+            ("harness_changed", harness_restored, harness_removed),
+            (phase_kind, restored, removed),
+        ] {
+            if restored.is_empty() && removed.is_empty() {
+                continue;
+            }
+            let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "kind": kind, "restored": restored, "removed": removed });
+            ledger.append(Some(&ctx.state.run_id), "locked_file_reverted", &payload)?;
+        }
+        outcome.reverted = report.reverted();
         Ok(())
     }
 
@@ -340,115 +362,18 @@ impl Engine {
                 None
             })
             .unwrap_or_else(|| format!("test: {}", ctx.planned.title));
-        self.commit_and_move(ledger, ctx, outcome, |p| ctx.is_test(p), &message, to)
-    }
-
-    fn green_or_refactor(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        outcome: &mut AdvanceOutcome,
-        progress: &dyn Progress,
-    ) -> Result<(), RunError> {
-        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
-        let refactor = ctx.phase == Phase::AwaitingRefactor;
-        let missing = ctx.state.missing_annotations(ctx.planned.n);
-        if refactor && !missing.is_empty() {
-            let refusal = Refused {
-                reason: "missing_annotations",
-                verb: Verb::AnnotateCycle,
-                detail: format!(
-                    "the plan requires these annotations before the cycle closes: {}",
-                    missing.join(", ")
-                ),
-            };
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        let mut sweep = ctx.planned.projects.clone();
-        if refactor {
-            let run_id = &ctx.state.run_id;
-            if let Some(refusal) = self.refresh_artifacts(
-                ledger,
-                run_id,
-                ctx.planned.n,
-                &ctx.planned.projects,
-                progress,
-            )? {
-                return self.refuse(ledger, ctx, outcome, refusal);
-            }
-            let (_, downstream) = super::artifacts::reachable(&self.config, &ctx.planned.projects);
-            sweep.extend(
-                downstream
-                    .into_iter()
-                    .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
-            );
-        }
-        for name in &sweep {
-            let project = self.project(name)?;
-            let adapter = adapter_for(project.config.adapter);
-            progress.event(
-                "suite_run",
-                json!({ "project": name, "phase": ctx.phase }),
-                &format!("running the {name} suite..."),
-            );
-            let observation = adapter.run(&project, &Selection::All)?;
-            let targets: Vec<&String> = ctx
-                .targets
-                .iter()
-                .filter(|t| ctx.project_of(t) == *name)
-                .collect();
-            let mut result = Ok(());
-            for target in targets {
-                let key = adapter.target_key(&project, project.native_id(target)?);
-                let verdict = lookup(&observation, None, &key);
-                result = result.and(green_gate(
-                    &observation,
-                    &verdict,
-                    ctx.state.baseline.get(name),
-                ));
-            }
-            if ctx.targets.is_empty() || !ctx.planned.projects.contains(name) {
-                result = super::gates::suite_gate(&observation, ctx.state.baseline.get(name));
-            }
-            outcome.observations.push(observation);
-            if let Err(refusal) = result {
-                return self.refuse(ledger, ctx, outcome, refusal);
-            }
-        }
-        if !refactor && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, progress)? {
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        let (message, to) = if refactor {
-            (
-                ctx.planned
-                    .commit_refactor
-                    .clone()
-                    .unwrap_or_else(|| format!("refactor: {}", ctx.planned.title)),
-                Phase::Closed,
-            )
-        } else {
-            (
-                ctx.planned
-                    .commit_green
-                    .clone()
-                    .unwrap_or_else(|| format!("feat: {}", ctx.planned.title)),
-                Phase::AwaitingRefactor,
-            )
-        };
         self.commit_and_move(
             ledger,
             ctx,
             outcome,
-            |p| ctx.in_roots(p) && !ctx.is_test(p),
+            |p| ctx.is_test(p) && !ctx.is_harness(p),
             &message,
             to,
         )
     }
 
-    /// Commits the changed paths `select` picks, records the move and opens what follows.
+    /// Commits the changes of the phase's scan that `select` picks, exactly as scanned,
+    /// records the move and opens what follows.
     pub(super) fn commit_and_move(
         &self,
         ledger: &mut Ledger,
@@ -458,10 +383,36 @@ impl Engine {
         message: &str,
         to: Phase,
     ) -> Result<(), RunError> {
-        let changed = changed_paths(&self.work_tree)?;
-        let (chosen, rest): (Vec<String>, Vec<String>) =
-            changed.into_iter().partition(|p| select(p));
-        let undeclared: Vec<String> = rest.into_iter().filter(|p| !ctx.in_roots(p)).collect();
+        let git = crate::git::Git::new(&self.work_tree);
+        let head = git.text(["rev-parse", "HEAD"])?;
+        let candidate = candidate::build(&git, &tree_of(&git, &head)?, &ctx.now.tree, select)?;
+        self.commit_candidate(ledger, ctx, outcome, &head, &candidate, message, to)
+    }
+
+    /// Commits `candidate` on `head` (nothing when it is empty), records the move and opens
+    /// what follows.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call per phase, each argument distinct"
+    )]
+    pub(super) fn commit_candidate(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        head: &str,
+        candidate: &Candidate,
+        message: &str,
+        to: Phase,
+    ) -> Result<(), RunError> {
+        let git = crate::git::Git::new(&self.work_tree);
+        let chosen = candidate.chosen_paths();
+        let undeclared: Vec<String> = candidate
+            .left
+            .iter()
+            .map(|c| c.display())
+            .filter(|p| !ctx.in_roots(p) && !ctx.is_harness(p))
+            .collect();
         if !undeclared.is_empty() {
             ledger.append(
                 Some(&ctx.state.run_id),
@@ -474,7 +425,7 @@ impl Engine {
             ("TDD-Cycle", ctx.planned.n.to_string()),
             ("TDD-Phase", ctx.phase.trailer().to_string()),
         ];
-        let commit = commit_paths(&self.work_tree, &chosen, message, &trailers)?;
+        let commit = candidate::commit(&git, head, candidate, message, &trailers)?;
         crate::failpoint::hit("advance_committed");
         let snapshot = Snapshot::take(
             &self.work_tree,
@@ -487,7 +438,7 @@ impl Engine {
         )?;
         let payload = json!({
             "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
-            "files": chosen, "snapshot": snapshot.tree, "head": match &commit { Some(sha) => sha.clone(), None => crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])? }, "red": outcome.red, "observations": outcome.observations,
+            "files": chosen, "snapshot": snapshot.tree, "head": commit.clone().unwrap_or_else(|| head.to_string()), "red": outcome.red, "observations": outcome.observations,
         });
         ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
         outcome.to = to;

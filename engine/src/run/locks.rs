@@ -1,12 +1,16 @@
 //! Phase file locks: which paths a phase may not change.
 //!
 //! RED locks implementation files (except declared stubs); GREEN and
-//! REFACTOR lock test files. Globs with a leading `!` carve out exclusions.
+//! REFACTOR lock test files. Harness files, the ones that decide how tests run
+//! (tdd.toml, runner configs and plugins, manifests and build scripts), are
+//! locked in every phase unless the cycle declares them. Globs with a leading
+//! `!` carve out exclusions.
 
 use globset::Glob;
 use globset::GlobSet;
 use globset::GlobSetBuilder;
 
+use crate::config::AdapterKind;
 use crate::config::Config;
 use crate::config::LockConfig;
 
@@ -103,6 +107,63 @@ pub struct LockRules {
     pub implementation: PathSet,
     /// Everything inside the project root.
     pub root: PathSet,
+    /// Files that decide how tests run, relative to the work-tree root: locked in every
+    /// phase of a cycle that does not declare them.
+    pub harness: PathSet,
+}
+
+/// Files every run locks whatever the adapter: the configuration itself.
+const ALWAYS_HARNESS: &[&str] = &["tdd.toml"];
+
+/// The files that decide how `adapter` runs tests, anywhere in the work tree: its
+/// configuration, plugins and what the interpreter loads before any test (Python's
+/// `conftest.py`, `sitecustomize`, `.pth` files and modules shadowing the runner), the
+/// package manifests and lock files that pick dependencies, and build scripts.
+pub fn default_harness(adapter: AdapterKind) -> &'static [&'static str] {
+    match adapter {
+        AdapterKind::Pytest => &[
+            "**/conftest.py",
+            "**/pytest.ini",
+            "**/.pytest.ini",
+            "**/pyproject.toml",
+            "**/setup.cfg",
+            "**/tox.ini",
+            "**/sitecustomize.py",
+            "**/usercustomize.py",
+            "**/*.pth",
+            "**/pytest.py",
+            "**/pytest/**",
+            "**/_pytest/**",
+            "**/pluggy/**",
+            "**/uv.lock",
+            "**/poetry.lock",
+            "**/pdm.lock",
+        ],
+        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha | AdapterKind::NodeTest => &[
+            "**/package.json",
+            "**/package-lock.json",
+            "**/vitest.config.*",
+            "**/vitest.workspace.*",
+            "**/vite.config.*",
+            "**/jest.config.*",
+            "**/.mocharc*",
+            "**/babel.config.*",
+            "**/.babelrc*",
+            "**/tsconfig*.json",
+            "**/.npmrc",
+        ],
+        AdapterKind::Cargo => &[
+            "**/Cargo.toml",
+            "**/Cargo.lock",
+            "**/build.rs",
+            "**/.cargo/config",
+            "**/.cargo/config.toml",
+            "**/rust-toolchain",
+            "**/rust-toolchain.toml",
+        ],
+        AdapterKind::Go => &["**/go.mod", "**/go.sum", "**/go.work", "**/go.work.sum"],
+        AdapterKind::Junit => &[],
+    }
 }
 
 impl LockRules {
@@ -140,10 +201,25 @@ impl LockRules {
         } else {
             PathSet::new(prefix, &locks.impl_globs)?
         };
+        let harness = match p
+            .locks
+            .as_ref()
+            .and_then(|l| l.harness_globs.clone())
+            .or_else(|| config.locks.harness_globs.clone())
+        {
+            Some(globs) => globs,
+            None => default_harness(p.adapter)
+                .iter()
+                .map(|g| g.to_string())
+                .collect(),
+        };
+        let mut harness_globs: Vec<String> = ALWAYS_HARNESS.iter().map(|g| g.to_string()).collect();
+        harness_globs.extend(harness);
         Ok(LockRules {
             test,
             implementation,
             root,
+            harness: PathSet::new("", &harness_globs)?,
         })
     }
 }
@@ -180,6 +256,21 @@ mod tests {
         let s = set("", &[]).with_paths(["src/stub.rs".to_string()]);
         assert!(s.matches("src/stub.rs"));
         assert!(!s.matches("src/lib.rs"));
+    }
+
+    #[test]
+    fn a_conftest_anywhere_is_harness_for_pytest() {
+        let globs: Vec<String> = default_harness(AdapterKind::Pytest)
+            .iter()
+            .map(|g| g.to_string())
+            .collect();
+        let s = PathSet::new("", &globs).expect("globs");
+        assert!(s.matches("conftest.py"));
+        assert!(s.matches("pkg/tests/conftest.py"));
+        assert!(s.matches("pytest.py"));
+        assert!(s.matches("lib/site.pth"));
+        assert!(!s.matches("calc.py"));
+        assert!(!s.matches("tests/test_calc.py"));
     }
 
     proptest::proptest! {

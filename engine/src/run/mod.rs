@@ -7,8 +7,12 @@
 mod actions;
 mod advance;
 mod artifacts;
+mod candidate;
+mod cleanroom;
 mod commit;
+mod deciding;
 mod gates;
+mod green;
 mod guard;
 mod locks;
 mod phase;
@@ -22,6 +26,8 @@ use std::path::Path;
 use std::path::PathBuf;
 
 pub use advance::AdvanceOutcome;
+pub use cleanroom::CleanRoom;
+pub use cleanroom::CleanRoomError;
 pub use gates::RedDecision;
 pub use gates::Refused;
 pub use gates::green_gate;
@@ -124,6 +130,20 @@ pub enum RunError {
     Blocked {
         /// The blocker as recorded.
         detail: String,
+    },
+    /// The clean room could not be prepared.
+    #[error(transparent)]
+    CleanRoom(#[from] CleanRoomError),
+    /// A runner pinned at run start is no longer the same program.
+    #[error("the test runner changed since the run started: {0}")]
+    RunnerChanged(#[from] crate::observe::hermetic::RunnerChanged),
+    /// tdd.toml is not the file the run started with.
+    #[error("tdd.toml changed since the run started (sha256 {recorded:.12} is now {now:.12})")]
+    ConfigChanged {
+        /// The SHA-256 recorded at run start.
+        recorded: String,
+        /// The SHA-256 of the file now.
+        now: String,
     },
     /// An I/O failure on the engine's own files.
     #[error("{what}: {source}")]

@@ -5,14 +5,12 @@
 //! at SENSITIVITY_REQUIRED (pins, red-first violations) is judged from recorded
 //! `tdd test` runs and a byte-exact restore.
 //!
-//! The check runs in a scratch `git worktree` detached at the RED commit. The
-//! test files there are the ones GREEN sees (tests are locked after RED), and
-//! the implementation is the one before GREEN: exactly "the GREEN tree with
-//! this cycle's implementation diff reversed". The user's work tree is not
-//! touched.
-
-use std::path::Path;
-use std::path::PathBuf;
+//! The check runs in the clean room on the RED commit's tree (HEAD while GREEN is
+//! judged): the test files there are the ones GREEN sees (tests are locked after RED),
+//! and the implementation is the one before GREEN, exactly "the GREEN tree with this
+//! cycle's implementation diff reversed". The target must be found there and fail in
+//! its own body (as a RED must); a target missing there proves nothing. The user's
+//! work tree is not touched.
 
 use serde_json::json;
 
@@ -20,110 +18,14 @@ use super::Progress;
 use super::RunError;
 use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
+use super::gates::RedDecision;
 use super::gates::Refused;
+use super::gates::red_gate;
 use super::phase::Phase;
 use super::phase::Verb;
-use crate::git::Git;
-use crate::git::GitError;
 use crate::ledger::Ledger;
-use crate::observe::Observation;
-use crate::observe::ObserveError;
-use crate::observe::Project;
-use crate::observe::TargetStatus;
-use crate::observe::TargetVerdict;
 use crate::observe::adapter_for;
 use crate::observe::observe_target;
-
-/// A scratch worktree, removed (and pruned) when dropped.
-struct Scratch {
-    git: Git,
-    path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let path = self.path.display().to_string();
-        let _ = self.git.output(["worktree", "remove", "--force", &path]);
-        let _ = self.git.output(["worktree", "prune"]);
-    }
-}
-
-/// What the check saw.
-#[derive(Debug, Clone)]
-pub struct SensitivityResult {
-    /// The target's status with the implementation reversed.
-    pub verdict: TargetVerdict,
-    /// The run behind it.
-    pub observation: Observation,
-}
-
-impl SensitivityResult {
-    /// Whether the target failed without the implementation, as it must.
-    pub fn sensitive(&self) -> bool {
-        !matches!(
-            self.verdict.status,
-            TargetStatus::Passed | TargetStatus::RunnerError
-        )
-    }
-}
-
-/// Errors of the check itself (not of the test).
-#[derive(Debug, thiserror::Error)]
-pub enum SensitivityError {
-    /// git could not make the scratch worktree.
-    #[error(transparent)]
-    Git(#[from] GitError),
-    /// The runner failed to start.
-    #[error(transparent)]
-    Observe(#[from] ObserveError),
-    /// No temporary directory.
-    #[error("cannot create a scratch directory: {0}")]
-    Temp(std::io::Error),
-}
-
-/// Runs `target` of `project` in a scratch worktree at `rev`; `build_cache` is a directory
-/// reserved for scratch builds (never the work tree's own build directory).
-pub fn check_at(
-    work_tree: &Path,
-    rev: &str,
-    project: &Project,
-    target: &str,
-    build_cache: &Path,
-) -> Result<SensitivityResult, SensitivityError> {
-    let git = Git::new(work_tree);
-    let dir = tempfile::Builder::new()
-        .prefix("tdd-sensitivity-")
-        .tempdir()
-        .map_err(SensitivityError::Temp)?;
-    let path = dir.path().join("tree");
-    let path_text = path.display().to_string();
-    git.output(["worktree", "add", "--detach", "--quiet", &path_text, rev])?;
-    let scratch = Scratch {
-        git,
-        path,
-        _dir: dir,
-    };
-    let mut config = project.config.clone();
-    if config.adapter == crate::config::AdapterKind::Cargo
-        && !config.env.contains_key("CARGO_TARGET_DIR")
-    {
-        // A build directory of its own: sharing the work tree's would let cargo take the
-        // scratch build (newer, same artifact names) as fresh for the real tree. Scratch
-        // checkouts always have newer sources than this cache, so it only saves dependencies.
-        let target_dir = build_cache.join(&project.name).join("cargo-target");
-        config
-            .env
-            .insert("CARGO_TARGET_DIR".into(), target_dir.display().to_string());
-    }
-    let scratch_project = Project::new(&scratch.path, &project.name, config)?;
-    let adapter = adapter_for(scratch_project.config.adapter);
-    let (observation, verdict) = observe_target(adapter.as_ref(), &scratch_project, target)?;
-    Ok(SensitivityResult {
-        verdict,
-        observation,
-    })
-}
 
 impl super::Engine {
     /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
@@ -213,7 +115,8 @@ impl super::Engine {
         self.commit_and_move(ledger, ctx, outcome, |_| false, "", Phase::AwaitingRefactor)
     }
 
-    /// Every target must fail with the cycle's implementation reversed (the RED commit).
+    /// Every target must fail in its own body with the cycle's implementation reversed
+    /// (the RED commit), in the clean room.
     pub(super) fn sensitivity(
         &self,
         ledger: &mut Ledger,
@@ -221,55 +124,67 @@ impl super::Engine {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
+        let git = crate::git::Git::new(&self.work_tree);
+        let red_tree = super::candidate::tree_of(&git, "HEAD")?;
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = self.project(&name)?;
             progress.event(
                 "sensitivity_check",
                 json!({ "target": test }),
                 &format!("sensitivity: running {test} without the implementation..."),
             );
-            let result = super::sensitivity::check_at(
-                &self.work_tree,
-                "HEAD",
-                &project,
-                test,
-                &self.location.dir.join("sensitivity"),
-            )
-            .map_err(|e| match e {
-                super::sensitivity::SensitivityError::Git(g) => RunError::Git(g),
-                super::sensitivity::SensitivityError::Observe(o) => RunError::Observe(o),
-                super::sensitivity::SensitivityError::Temp(source) => RunError::Io {
-                    what: "creating a scratch worktree".into(),
-                    source,
-                },
-            })?;
-            let sensitive = result.sensitive();
-            let status = result.verdict.status;
-            outcome.observations.push(result.observation);
-            if status == crate::observe::TargetStatus::RunnerError {
-                let detail = result.verdict.detail.unwrap_or_default();
-                return Ok(Some(Refused {
-                    reason: "runner_error",
-                    verb: Verb::ResolveBlocker,
-                    detail: format!(
-                        "the sensitivity run of {test} could not be observed: {detail}"
-                    ),
-                }));
-            }
-            if !sensitive {
-                ledger.append(
-                    Some(&ctx.state.run_id),
-                    "insensitive_test",
-                    &json!({ "n": ctx.planned.n, "target": test }),
-                )?;
-                return Ok(Some(Refused {
-                    reason: "insensitive_test",
-                    verb: Verb::RollbackToRed,
-                    detail: format!(
-                        "{test} still passes with this cycle's implementation reversed: it does not test the change"
-                    ),
-                }));
+            let projects = self.in_clean_room(
+                ctx.state.pinned_env.as_ref(),
+                &red_tree,
+                std::slice::from_ref(&name),
+            )?;
+            let Some(project) = projects.first() else {
+                return Err(RunError::UnknownProject { name });
+            };
+            let adapter = adapter_for(project.config.adapter);
+            let (observation, verdict) = observe_target(adapter.as_ref(), project, test)?;
+            let kind = observation
+                .tests
+                .get(&verdict.id)
+                .and_then(|r| r.failure.as_ref())
+                .map(|f| f.kind);
+            outcome.observations.push(observation);
+            match red_gate(project.config.adapter, &verdict, kind) {
+                RedDecision::Red { .. } => {}
+                RedDecision::PassedOnArrival => {
+                    ledger.append(
+                        Some(&ctx.state.run_id),
+                        "insensitive_test",
+                        &json!({ "n": ctx.planned.n, "target": test }),
+                    )?;
+                    return Ok(Some(Refused {
+                        reason: "insensitive_test",
+                        verb: Verb::RollbackToRed,
+                        detail: format!(
+                            "{test} still passes with this cycle's implementation reversed: it does not test the change"
+                        ),
+                    }));
+                }
+                RedDecision::Refuse(why) if why.reason == "runner_error" => {
+                    return Ok(Some(Refused {
+                        reason: "runner_error",
+                        verb: Verb::ResolveBlocker,
+                        detail: format!(
+                            "the sensitivity run of {test} could not be observed: {}",
+                            why.detail
+                        ),
+                    }));
+                }
+                RedDecision::Refuse(why) => {
+                    return Ok(Some(Refused {
+                        reason: "sensitivity_inconclusive",
+                        verb: Verb::RollbackToRed,
+                        detail: format!(
+                            "with this cycle's implementation reversed, {test} did not fail in its own body ({}: {}); a test that is missing or cannot load there proves nothing",
+                            why.reason, why.detail
+                        ),
+                    }));
+                }
             }
         }
         Ok(None)

@@ -109,6 +109,7 @@ impl Engine {
             )?;
         }
         let run_id = new_run_id();
+        let pinned = std::sync::Arc::new(self.capture_env());
         let contract_ref = ContractRef {
             path: contract.path.clone(),
             blob: contract.blob.clone(),
@@ -120,6 +121,7 @@ impl Engine {
             plan: contract.plan.clone(),
             config_sha: self.config_sha.clone(),
             start_sha: contract.commit.clone(),
+            pinned_env: Some(pinned.as_ref().clone()),
         };
         ledger.append(
             Some(&run_id),
@@ -142,7 +144,7 @@ impl Engine {
         projects.dedup();
         let mut baselines = BTreeMap::new();
         for name in &projects {
-            let summary = self.baseline(&mut ledger, &run_id, name, progress)?;
+            let summary = self.baseline(&mut ledger, &run_id, name, &pinned, progress)?;
             baselines.insert(name.clone(), summary);
         }
         let (cycle, phase) = self
@@ -163,9 +165,18 @@ impl Engine {
         ledger: &mut Ledger,
         run_id: &str,
         name: &str,
+        pinned: &std::sync::Arc<crate::observe::hermetic::PinnedEnv>,
         progress: &dyn Progress,
     ) -> Result<serde_json::Value, RunError> {
-        let project = self.project(name)?;
+        // The baseline is observed where the gates will judge: the clean room at HEAD.
+        let git = Git::new(&self.work_tree);
+        let head_tree = super::candidate::tree_of(&git, "HEAD")?;
+        let projects = self.in_clean_room(Some(pinned), &head_tree, &[name.to_string()])?;
+        let Some(project) = projects.into_iter().next() else {
+            return Err(RunError::UnknownProject {
+                name: name.to_string(),
+            });
+        };
         let adapter = adapter_for(project.config.adapter);
         progress.event(
             "baseline_started",

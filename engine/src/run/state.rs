@@ -147,6 +147,11 @@ pub struct RunState {
     pub notes: Vec<String>,
     /// Events the state was projected from.
     pub events: u64,
+    /// SHA-256 of tdd.toml when the run started.
+    pub config_sha: String,
+    /// What deciding runs see: see [`RunStarted::pinned_env`].
+    #[serde(skip)]
+    pub pinned_env: Option<std::sync::Arc<crate::observe::hermetic::PinnedEnv>>,
     /// Test ids of the latest whole-suite runs, by project-qualified id.
     #[serde(skip)]
     suite_ids: BTreeSet<String>,
@@ -165,6 +170,10 @@ pub struct RunStarted {
     pub config_sha: String,
     /// HEAD at start.
     pub start_sha: String,
+    /// The environment and runners deciding runs use; absent in runs started by a
+    /// release that did not pin them (those runs decide with the caller's environment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_env: Option<crate::observe::hermetic::PinnedEnv>,
 }
 
 impl RunState {
@@ -204,6 +213,8 @@ impl RunState {
             annotations: BTreeMap::new(),
             notes: Vec::new(),
             events: 0,
+            config_sha: started.config_sha,
+            pinned_env: started.pinned_env.map(std::sync::Arc::new),
             suite_ids: BTreeSet::new(),
         };
         for event in events {

@@ -101,8 +101,8 @@ impl Adapter for Pytest {
             ]
             .map(String::from),
         );
-        let python_path = match std::env::var("PYTHONPATH") {
-            Ok(existing) if !existing.is_empty() => {
+        let python_path = match project.inherited("PYTHONPATH") {
+            Some(existing) if !existing.is_empty() => {
                 format!("{}:{existing}", scratch.path("").display())
             }
             _ => scratch.path("").display().to_string(),

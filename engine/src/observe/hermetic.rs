@@ -1,0 +1,258 @@
+//! The environment a deciding run sees: an allow-list captured once, runners pinned.
+//!
+//! A gate must not depend on who calls `tdd advance`. The caller's environment is
+//! the agent's to shape (a fake `python3` first on `PATH`, `PYTHONPATH`,
+//! `PYTEST_ADDOPTS`, `NODE_OPTIONS`, `RUSTFLAGS`, `GOFLAGS`, ...), so a deciding run
+//! gets only the variables of [`ALLOWED`], as they were when the run started, plus
+//! the project's own `env` from `tdd.toml` (which is itself locked). The programs a
+//! runner starts through (`python3`, `node`, `cargo`, ...) are resolved through that
+//! captured `PATH` at run start and pinned by path and content hash; before each
+//! deciding run the resolution is repeated, and a different file or different bytes
+//! refuse the run instead of running it.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde::Serialize;
+use sha2::Digest;
+
+use crate::config::AdapterKind;
+
+/// Variables a deciding run inherits from the environment captured at run start.
+///
+/// Locale, identity, home and the toolchains' own homes: what a runner needs to start
+/// and find its caches, nothing that changes what a test does.
+pub const ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOROOT",
+    "GOPATH",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOPROXY",
+    "GONOSUMDB",
+    "GOTOOLCHAIN",
+    "GIT_CONFIG_NOSYSTEM",
+];
+
+/// The environment and runner pins recorded when a run started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedEnv {
+    /// The allow-listed variables, as they were.
+    pub vars: BTreeMap<String, String>,
+    /// The programs the run's runners start through, resolved on the captured `PATH`.
+    pub runners: Vec<RunnerPin>,
+}
+
+/// One program resolved through `PATH` at run start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerPin {
+    /// The name as an argv starts it (`python3`).
+    pub name: String,
+    /// The file `PATH` resolved it to, symlinks followed.
+    pub path: PathBuf,
+    /// SHA-256 of the file's bytes.
+    pub sha256: String,
+    /// Device, inode, size, mtime and ctime (ns) of the file when it was hashed: equal
+    /// stat data means unchanged bytes, so a check need not rehash.
+    pub stat: [i64; 5],
+}
+
+/// A pinned runner that is no longer the one the run started with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}` was {was} at run start and is now {now}")]
+pub struct RunnerChanged {
+    /// The program name.
+    pub name: String,
+    /// What it was.
+    pub was: String,
+    /// What it is now.
+    pub now: String,
+}
+
+/// The programs an adapter's runs may start through.
+pub fn runner_programs(adapter: AdapterKind) -> &'static [&'static str] {
+    match adapter {
+        AdapterKind::Pytest => &["python3", "python", "uv", "poetry", "pdm", "sh"],
+        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha | AdapterKind::NodeTest => {
+            &["node", "npx", "npm", "sh"]
+        }
+        AdapterKind::Go => &["go", "sh"],
+        AdapterKind::Cargo => &["cargo", "cargo-nextest", "rustc", "sh"],
+        AdapterKind::Junit => &["sh"],
+    }
+}
+
+impl PinnedEnv {
+    /// Captures the allow-listed variables of this process and pins `programs` on its
+    /// `PATH` (names not found are left unpinned: a run that needs one fails to start).
+    pub fn capture<'a>(programs: impl IntoIterator<Item = &'a str>) -> PinnedEnv {
+        let vars: BTreeMap<String, String> = ALLOWED
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        let path = vars.get("PATH").cloned().unwrap_or_default();
+        let mut names: Vec<&str> = programs.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        let runners = names
+            .into_iter()
+            .filter_map(|name| {
+                let file = resolve(&path, name)?;
+                let sha256 = hash_file(&file).ok()?;
+                let stat = stat_of(&file)?;
+                Some(RunnerPin {
+                    name: name.to_string(),
+                    path: file,
+                    sha256,
+                    stat,
+                })
+            })
+            .collect();
+        PinnedEnv { vars, runners }
+    }
+
+    /// Checks that every pinned program still resolves to the same file with the same
+    /// bytes through the captured `PATH`.
+    pub fn verify(&self) -> Result<(), RunnerChanged> {
+        let path = self.vars.get("PATH").cloned().unwrap_or_default();
+        for pin in &self.runners {
+            let changed = |now: String| RunnerChanged {
+                name: pin.name.clone(),
+                was: pin.path.display().to_string(),
+                now,
+            };
+            let Some(file) = resolve(&path, &pin.name) else {
+                return Err(changed("not found on PATH".into()));
+            };
+            if file != pin.path {
+                return Err(changed(file.display().to_string()));
+            }
+            if stat_of(&file) == Some(pin.stat) {
+                continue;
+            }
+            match hash_file(&file) {
+                Ok(sha) if sha == pin.sha256 => {}
+                Ok(_) => return Err(changed(format!("{} with other bytes", file.display()))),
+                Err(e) => return Err(changed(format!("unreadable ({e})"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first executable `name` on `path`, with symlinks resolved.
+fn resolve(path: &str, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|found| found.canonicalize().ok())
+}
+
+fn stat_of(file: &Path) -> Option<[i64; 5]> {
+    let m = std::fs::metadata(file).ok()?;
+    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+    Some([
+        i64::try_from(m.dev()).unwrap_or(i64::MAX),
+        i64::try_from(m.ino()).unwrap_or(i64::MAX),
+        i64::try_from(m.size()).unwrap_or(i64::MAX),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+    ])
+}
+
+fn hash_file(file: &Path) -> std::io::Result<String> {
+    let mut hasher = sha2::Sha256::new();
+    let mut f = std::fs::File::open(file)?;
+    std::io::copy(&mut f, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pinned_in(dir: &Path, name: &str, body: &str) -> PinnedEnv {
+        use std::os::unix::fs::PermissionsExt;
+        let file = dir.join(name);
+        std::fs::write(&file, body).expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = dir.display().to_string();
+        let resolved = resolve(&path, name).expect("resolves");
+        PinnedEnv {
+            vars: BTreeMap::from([("PATH".to_string(), path)]),
+            runners: vec![RunnerPin {
+                name: name.into(),
+                sha256: hash_file(&resolved).expect("hash"),
+                stat: stat_of(&resolved).expect("stat"),
+                path: resolved,
+            }],
+        }
+    }
+
+    #[test]
+    fn an_unchanged_runner_verifies() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
+        assert_eq!(pinned.verify(), Ok(()));
+    }
+
+    #[test]
+    fn a_runner_with_other_bytes_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
+        std::fs::write(dir.path().join("runner"), "#!/bin/sh\nexit 1\n").expect("rewrite");
+        let err = pinned.verify().expect_err("changed bytes");
+        assert!(err.now.contains("other bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_runner_shadowed_earlier_on_path_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        std::fs::create_dir_all(&first).expect("mkdir");
+        std::fs::create_dir_all(&second).expect("mkdir");
+        let mut pinned = pinned_in(&second, "runner", "#!/bin/sh\nexit 0\n");
+        pinned.vars.insert(
+            "PATH".into(),
+            format!("{}:{}", first.display(), second.display()),
+        );
+        assert_eq!(pinned.verify(), Ok(()));
+        let _ = pinned_in(&first, "runner", "#!/bin/sh\nexit 0\n");
+        assert!(
+            pinned.verify().is_err(),
+            "a fake earlier on PATH must be refused"
+        );
+    }
+
+    #[test]
+    fn capture_keeps_only_allowed_variables() {
+        let pinned = PinnedEnv::capture([]);
+        assert!(pinned.vars.keys().all(|k| ALLOWED.contains(&k.as_str())));
+    }
+}

@@ -1,0 +1,220 @@
+//! The candidate commit of a phase: exactly the bytes that were judged, committed as judged.
+//!
+//! A phase commit is built as a tree from HEAD's tree plus the selected changes of a
+//! work-tree scan, without the user's index (so neither its flags nor its filters take
+//! part), and that same tree is what the clean room runs and what is committed. A file
+//! the agent changes after the scan changes neither the verdict nor the commit.
+
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Stdio;
+
+use crate::git::Git;
+use crate::git::GitError;
+
+/// One path whose entry differs between two trees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TreeChange {
+    /// The path, as git stores it (bytes, `/`-separated).
+    pub path: Vec<u8>,
+    /// The new mode and object id, `None` when the path is gone.
+    pub new: Option<(String, String)>,
+}
+
+impl TreeChange {
+    /// The path for matching and for people (lossy where it is not UTF-8).
+    pub(crate) fn display(&self) -> String {
+        String::from_utf8_lossy(&self.path).into_owned()
+    }
+}
+
+/// A tree made of a base tree plus some of the changes of another.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    /// The resulting tree id.
+    pub tree: String,
+    /// The changes taken into it.
+    pub chosen: Vec<TreeChange>,
+    /// The changes left out.
+    pub left: Vec<TreeChange>,
+}
+
+impl Candidate {
+    /// Whether the candidate changes nothing of its base.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chosen.is_empty()
+    }
+
+    /// The chosen paths, for people and for the ledger.
+    pub(crate) fn chosen_paths(&self) -> Vec<String> {
+        self.chosen.iter().map(TreeChange::display).collect()
+    }
+}
+
+/// The tree of `rev` (a commit or a tree).
+pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
+    git.text([
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{rev}^{{tree}}"),
+    ])
+}
+
+/// The entries that differ between trees `from` and `to`, renames not detected.
+pub(crate) fn diff_trees(git: &Git, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
+    let out = git.output(["diff-tree", "-r", "-z", "--no-renames", from, to])?;
+    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut changes = Vec::new();
+    // Raw records: ":<old mode> <new mode> <old id> <new id> <status>" NUL "<path>" NUL.
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let meta = String::from_utf8_lossy(meta);
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let (Some(mode), Some(id), Some(status)) = (parts.get(1), parts.get(3), parts.get(4))
+        else {
+            continue;
+        };
+        let new = (!status.starts_with('D')).then(|| (mode.to_string(), id.to_string()));
+        changes.push(TreeChange {
+            path: path.to_vec(),
+            new,
+        });
+    }
+    Ok(changes)
+}
+
+/// Builds the tree of `base` plus the changes of `now` that `select` picks (by path).
+pub(crate) fn build(
+    git: &Git,
+    base: &str,
+    now: &str,
+    select: impl Fn(&str) -> bool,
+) -> Result<Candidate, GitError> {
+    let (chosen, left): (Vec<TreeChange>, Vec<TreeChange>) = diff_trees(git, base, now)?
+        .into_iter()
+        .partition(|c| select(&c.display()));
+    if chosen.is_empty() {
+        return Ok(Candidate {
+            tree: base.to_string(),
+            chosen,
+            left,
+        });
+    }
+    let dir = tempfile::tempdir().map_err(GitError::Spawn)?;
+    let index = dir.path().join("index");
+    with_index(git, &index, &["read-tree", base], None)?;
+    let mut info = Vec::new();
+    for change in &chosen {
+        match &change.new {
+            Some((mode, id)) => info.extend_from_slice(format!("{mode} {id}\t").as_bytes()),
+            None => info.extend_from_slice(b"0 0000000000000000000000000000000000000000\t"),
+        }
+        info.extend_from_slice(&change.path);
+        info.push(0);
+    }
+    with_index(
+        git,
+        &index,
+        &["update-index", "-z", "--index-info"],
+        Some(&info),
+    )?;
+    let tree = with_index(git, &index, &["write-tree"], None)?;
+    Ok(Candidate {
+        tree: String::from_utf8_lossy(&tree).trim().to_string(),
+        chosen,
+        left,
+    })
+}
+
+/// Commits `candidate` on top of HEAD (which must still be `parent`), moves HEAD to it, and
+/// brings the user's index in line for the committed paths only. The work tree is not
+/// touched: a file changed after the scan shows as a change against the new commit.
+pub(crate) fn commit(
+    git: &Git,
+    parent: &str,
+    candidate: &Candidate,
+    message: &str,
+    trailers: &[(&str, String)],
+) -> Result<Option<String>, GitError> {
+    if candidate.is_empty() {
+        return Ok(None);
+    }
+    let trailer_text: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let commit = git.text([
+        "commit-tree",
+        &candidate.tree,
+        "-p",
+        parent,
+        "-m",
+        message,
+        "-m",
+        &trailer_text.join("\n"),
+    ])?;
+    let subject = message.lines().next().unwrap_or_default();
+    git.output([
+        "update-ref",
+        "-m",
+        &format!("tdd: {subject}"),
+        "HEAD",
+        &commit,
+        parent,
+    ])?;
+    let mut pathspecs = Vec::new();
+    for change in &candidate.chosen {
+        pathspecs.extend_from_slice(&change.path);
+        pathspecs.push(0);
+    }
+    let mut reset = git.command([
+        "--literal-pathspecs",
+        "reset",
+        "-q",
+        "--pathspec-from-file=-",
+        "--pathspec-file-nul",
+    ]);
+    run_with_stdin(&mut reset, &pathspecs, "reset")?;
+    Ok(Some(commit))
+}
+
+/// Runs git with `GIT_INDEX_FILE` at `index`, feeding `stdin`, and returns stdout.
+pub(crate) fn with_index(
+    git: &Git,
+    index: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<Vec<u8>, GitError> {
+    let mut cmd = git.command(args);
+    cmd.env("GIT_INDEX_FILE", index.as_os_str());
+    run_with_stdin(&mut cmd, stdin.unwrap_or_default(), &args.join(" "))
+}
+
+fn run_with_stdin(
+    cmd: &mut std::process::Command,
+    stdin: &[u8],
+    what: &str,
+) -> Result<Vec<u8>, GitError> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
+    // Written from a thread: git may fill its stdout pipe before it has read all of stdin.
+    let writer = child.stdin.take().map(|mut pipe| {
+        let bytes = stdin.to_vec();
+        std::thread::spawn(move || pipe.write_all(&bytes))
+    });
+    let out = child.wait_with_output().map_err(GitError::Spawn)?;
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: what.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out.stdout)
+}
+
+/// A path as bytes for the filesystem.
+pub(crate) fn os_path(bytes: &[u8]) -> &std::path::Path {
+    std::path::Path::new(std::ffi::OsStr::from_bytes(bytes))
+}

@@ -1,0 +1,378 @@
+//! The clean room: a checkout of exactly one git tree, where deciding runs happen.
+//!
+//! GREEN, the REFACTOR close, the sensitivity check and the baseline run here, never
+//! in the agent's live directory. The checkout lives under the ledger home (one per
+//! work tree) and is kept between gates so incremental builds stay warm; before each
+//! use it is reset to exactly the tree to judge:
+//!
+//! - files are written from git's objects by the engine itself, so no filter,
+//!   attribute or index flag of the repository takes part;
+//! - every file not in the tree is removed (caches, bytecode, build output, files a
+//!   previous run's tests wrote), and a kept file is trusted only when its stat data
+//!   is still what the engine recorded after writing it; anything else is rewritten;
+//! - the only things that are not from the tree are the dependency directories of
+//!   [`DEPENDENCY_DIRS`], linked to the live tree's (see docs/engine.md for why they
+//!   are trusted).
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use sha2::Digest;
+
+use super::candidate::os_path;
+use crate::git::Git;
+use crate::git::GitError;
+
+/// Directories of installed dependencies that a clean room links to the live tree's
+/// instead of taking from the commit (they are ignored, and far too large to copy).
+pub const DEPENDENCY_DIRS: &[&str] = &["node_modules", ".venv", "venv"];
+
+/// Why the clean room could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanRoomError {
+    /// git failed to list or read the tree.
+    #[error("while reading the tree to judge")]
+    Git(#[from] GitError),
+    /// A file of the clean room could not be written or removed.
+    #[error("while preparing the clean room at {}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// git printed something this module cannot read.
+    #[error("git printed an unexpected object record: {0}")]
+    Protocol(String),
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> CleanRoomError + '_ {
+    move |source| CleanRoomError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One work tree's clean room.
+#[derive(Debug, Clone)]
+pub struct CleanRoom {
+    root: PathBuf,
+    manifest: PathBuf,
+}
+
+/// One file of the tree: mode and object id.
+type Entries = HashMap<Vec<u8>, (String, String)>;
+/// What the engine wrote: object id, mode and stat data afterwards.
+type Manifest = HashMap<Vec<u8>, (String, String, [i64; 4])>;
+
+impl CleanRoom {
+    /// The clean room of `work_tree`, kept under `state_dir` (the ledger's directory).
+    pub fn of(state_dir: &Path, work_tree: &Path) -> CleanRoom {
+        let key = hex::encode(sha2::Sha256::digest(
+            work_tree.as_os_str().as_encoded_bytes(),
+        ));
+        let base = state_dir.join("cleanroom").join(&key[..16]);
+        CleanRoom {
+            root: base.join("tree"),
+            manifest: base.join("manifest"),
+        }
+    }
+
+    /// The checkout's root: the work-tree root of every deciding run.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// A directory beside the checkout for build output that must survive resets.
+    pub fn build_dir(&self, name: &str) -> PathBuf {
+        self.root.with_file_name("build").join(name)
+    }
+
+    /// Resets the checkout to exactly `tree` of the repository at `live`, linking the
+    /// dependency directories found at `roots` (relative project roots) of the live tree.
+    pub fn materialize(
+        &self,
+        live: &Path,
+        tree: &str,
+        roots: &[String],
+    ) -> Result<(), CleanRoomError> {
+        let git = Git::new(live);
+        let entries = list_tree(&git, tree)?;
+        let links = dependency_links(live, roots, &entries);
+        std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
+        let old = read_manifest(&self.manifest);
+        // The manifest is void while the checkout is being changed: a crash half-way must
+        // not leave a manifest that vouches for files it no longer describes.
+        let _ = std::fs::remove_file(&self.manifest);
+        let mut manifest = Manifest::new();
+        sweep(
+            &self.root,
+            &self.root,
+            &entries,
+            &old,
+            &links,
+            &mut manifest,
+        )?;
+        let missing: Vec<(&Vec<u8>, &(String, String))> = entries
+            .iter()
+            .filter(|(path, _)| !manifest.contains_key(*path))
+            .collect();
+        write_objects(&git, &self.root, &missing, &mut manifest)?;
+        for (rel, target) in &links {
+            let at = self.root.join(rel);
+            if std::fs::symlink_metadata(&at).is_err() {
+                if let Some(parent) = at.parent() {
+                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+                }
+                std::os::unix::fs::symlink(target, &at).map_err(io(&at))?;
+            }
+        }
+        write_manifest(&self.manifest, &manifest)
+    }
+}
+
+fn list_tree(git: &Git, tree: &str) -> Result<Entries, CleanRoomError> {
+    let out = git.output(["ls-tree", "-r", "-z", "--full-tree", tree])?;
+    let mut entries = Entries::new();
+    for record in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let tab = record
+            .iter()
+            .position(|b| *b == b'\t')
+            .ok_or_else(|| CleanRoomError::Protocol(String::from_utf8_lossy(record).into()))?;
+        let meta = String::from_utf8_lossy(&record[..tab]);
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(_kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(CleanRoomError::Protocol(meta.into_owned()));
+        };
+        entries.insert(
+            record[tab + 1..].to_vec(),
+            (mode.to_string(), id.to_string()),
+        );
+    }
+    Ok(entries)
+}
+
+/// Dependency directories of the live tree to link, by path relative to the checkout.
+fn dependency_links(live: &Path, roots: &[String], entries: &Entries) -> Vec<(PathBuf, PathBuf)> {
+    let mut dirs: Vec<String> = roots
+        .iter()
+        .map(|r| r.trim_matches('/').trim_start_matches("./").to_string())
+        .map(|r| if r == "." { String::new() } else { r })
+        .collect();
+    dirs.push(String::new());
+    dirs.sort();
+    dirs.dedup();
+    let mut links = Vec::new();
+    for dir in dirs {
+        for name in DEPENDENCY_DIRS {
+            let rel = Path::new(&dir).join(name);
+            let prefix = rel.as_os_str().as_bytes();
+            let tracked = entries
+                .keys()
+                .any(|p| p.starts_with(prefix) && p.get(prefix.len()).is_none_or(|b| *b == b'/'));
+            let target = live.join(&rel);
+            if !tracked && std::fs::metadata(&target).is_ok_and(|m| m.is_dir()) {
+                links.push((rel, target));
+            }
+        }
+    }
+    links
+}
+
+fn stat4(meta: &std::fs::Metadata) -> [i64; 4] {
+    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+    [
+        i64::try_from(meta.ino()).unwrap_or(i64::MAX),
+        i64::try_from(meta.size()).unwrap_or(i64::MAX),
+        ns(meta.mtime(), meta.mtime_nsec()),
+        ns(meta.ctime(), meta.ctime_nsec()),
+    ]
+}
+
+/// Walks `dir`, keeping what is in `entries` and unchanged since the engine wrote it, and
+/// removing everything else (links to the dependency directories excepted).
+fn sweep(
+    root: &Path,
+    dir: &Path,
+    entries: &Entries,
+    old: &Manifest,
+    links: &[(PathBuf, PathBuf)],
+    kept: &mut Manifest,
+) -> Result<(), CleanRoomError> {
+    let read = std::fs::read_dir(dir).map_err(io(dir))?;
+    for item in read {
+        let item = item.map_err(io(dir))?;
+        let path = item.path();
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+        if meta.is_dir() {
+            sweep(root, &path, entries, old, links, kept)?;
+            if std::fs::read_dir(&path)
+                .map_err(io(&path))?
+                .next()
+                .is_none()
+            {
+                std::fs::remove_dir(&path).map_err(io(&path))?;
+            }
+            continue;
+        }
+        if meta.file_type().is_symlink()
+            && links
+                .iter()
+                .any(|(l, t)| l == rel && std::fs::read_link(&path).is_ok_and(|r| &r == t))
+        {
+            continue;
+        }
+        let key = rel.as_os_str().as_bytes().to_vec();
+        let unchanged = match (entries.get(&key), old.get(&key)) {
+            (Some((mode, id)), Some((was_id, was_mode, stat))) => {
+                id == was_id && mode == was_mode && *stat == stat4(&meta)
+            }
+            _ => false,
+        };
+        if unchanged {
+            if let Some(record) = old.get(&key) {
+                kept.insert(key, record.clone());
+            }
+        } else {
+            std::fs::remove_file(&path).map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the objects of `missing` from `git cat-file --batch` into the checkout.
+fn write_objects(
+    git: &Git,
+    root: &Path,
+    missing: &[(&Vec<u8>, &(String, String))],
+    manifest: &mut Manifest,
+) -> Result<(), CleanRoomError> {
+    let blobs: Vec<&(&Vec<u8>, &(String, String))> = missing
+        .iter()
+        .filter(|(_, (mode, _))| mode != "160000")
+        .collect();
+    // A submodule is an empty directory: its own tree is not part of this repository.
+    for (path, _) in missing.iter().filter(|(_, (mode, _))| mode == "160000") {
+        let at = root.join(os_path(path));
+        std::fs::create_dir_all(&at).map_err(io(&at))?;
+    }
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    let mut child = git
+        .command(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(GitError::Spawn)?;
+    let request: Vec<u8> = blobs
+        .iter()
+        .flat_map(|(_, (_, id))| format!("{id}\n").into_bytes())
+        .collect();
+    let writer = child
+        .stdin
+        .take()
+        .map(|mut pipe| std::thread::spawn(move || pipe.write_all(&request)));
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| CleanRoomError::Protocol("no output pipe".into()))?;
+    let mut reader = std::io::BufReader::new(stdout);
+    let result = blobs.iter().try_for_each(|(path, (mode, id))| {
+        let bytes = read_object(&mut reader, id)?;
+        let at = root.join(os_path(path));
+        let meta = write_entry(&at, mode, &bytes)?;
+        manifest.insert((*path).clone(), (id.clone(), mode.clone(), stat4(&meta)));
+        Ok(())
+    });
+    drop(reader);
+    let _ = child.wait();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    result
+}
+
+fn read_object(reader: &mut impl BufRead, id: &str) -> Result<Vec<u8>, CleanRoomError> {
+    let mut header = String::new();
+    reader
+        .read_line(&mut header)
+        .map_err(|e| CleanRoomError::Protocol(format!("reading object {id}: {e}")))?;
+    let fields: Vec<&str> = header.split_whitespace().collect();
+    let size: usize = match fields.as_slice() {
+        [_, "blob", size] => size
+            .parse()
+            .map_err(|_| CleanRoomError::Protocol(header.clone()))?,
+        _ => return Err(CleanRoomError::Protocol(header.trim().to_string())),
+    };
+    let mut bytes = vec![0; size + 1];
+    reader
+        .read_exact(&mut bytes)
+        .map_err(|e| CleanRoomError::Protocol(format!("reading object {id}: {e}")))?;
+    bytes.truncate(size);
+    Ok(bytes)
+}
+
+/// Writes one entry, never through an existing link: the checkout was swept, so nothing
+/// is at `at`, and the parents are directories this module created.
+fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<std::fs::Metadata, CleanRoomError> {
+    if let Some(parent) = at.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    if mode == "120000" {
+        std::os::unix::fs::symlink(os_path(bytes), at).map_err(io(at))?;
+    } else {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(at)
+            .map_err(io(at))?;
+        file.write_all(bytes).map_err(io(at))?;
+        let perms = if mode == "100755" { 0o755 } else { 0o644 };
+        file.set_permissions(std::fs::Permissions::from_mode(perms))
+            .map_err(io(at))?;
+    }
+    std::fs::symlink_metadata(at).map_err(io(at))
+}
+
+fn read_manifest(path: &Path) -> Manifest {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Manifest::new();
+    };
+    let mut manifest = Manifest::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let [id, mode, a, b, c, d, hexpath] = f.as_slice() else {
+            return Manifest::new();
+        };
+        let stat = [a, b, c, d].map(|n| n.parse::<i64>().unwrap_or(-1));
+        let Ok(key) = hex::decode(hexpath) else {
+            return Manifest::new();
+        };
+        manifest.insert(key, (id.to_string(), mode.to_string(), stat));
+    }
+    manifest
+}
+
+fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), CleanRoomError> {
+    let mut text = String::new();
+    for (key, (id, mode, [a, b, c, d])) in manifest {
+        text.push_str(&format!(
+            "{id} {mode} {a} {b} {c} {d} {}\n",
+            hex::encode(key)
+        ));
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}

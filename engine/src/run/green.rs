@@ -1,0 +1,197 @@
+//! GREEN and the REFACTOR close, decided in the clean room from the candidate commit.
+//!
+//! The candidate is HEAD's tree plus the phase's changes that may be committed (inside
+//! the cycle's roots, neither tests nor undeclared harness files), built from the scan's
+//! bytes. The suites run on exactly that tree in the clean room with the pinned
+//! environment; the same tree is what gets committed. A GREEN first runs only its
+//! targets, so a refused GREEN costs one run of the target, not of the suite.
+
+use serde_json::json;
+
+use super::Engine;
+use super::Progress;
+use super::RunError;
+use super::advance::AdvanceOutcome;
+use super::advance::Ctx;
+use super::candidate;
+use super::candidate::Candidate;
+use super::candidate::tree_of;
+use super::gates::Refused;
+use super::gates::green_gate;
+use super::gates::suite_gate;
+use super::phase::Phase;
+use super::snapshot::Snapshot;
+use crate::git::Git;
+use crate::ledger::Ledger;
+use crate::observe::Project;
+use crate::observe::Selection;
+use crate::observe::TargetStatus;
+use crate::observe::adapter_for;
+use crate::observe::lookup;
+use crate::observe::observe_target;
+
+impl Engine {
+    pub(super) fn green_or_refactor(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
+        let refactor = ctx.phase == Phase::AwaitingRefactor;
+        let missing = ctx.state.missing_annotations(ctx.planned.n);
+        if refactor && !missing.is_empty() {
+            let refusal = Refused {
+                reason: "missing_annotations",
+                verb: super::phase::Verb::AnnotateCycle,
+                detail: format!(
+                    "the plan requires these annotations before the cycle closes: {}",
+                    missing.join(", ")
+                ),
+            };
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        let mut sweep = ctx.planned.projects.clone();
+        let mut now = ctx.now.clone();
+        if refactor {
+            let head_before = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
+            let run_id = &ctx.state.run_id;
+            if let Some(refusal) = self.refresh_artifacts(
+                ledger,
+                run_id,
+                ctx.planned.n,
+                &ctx.planned.projects,
+                progress,
+            )? {
+                return self.refuse(ledger, ctx, outcome, refusal);
+            }
+            if Git::new(&self.work_tree).text(["rev-parse", "HEAD"])? != head_before {
+                // Regenerated artifacts were committed: judge the tree as it is now.
+                now = Snapshot::scan(&self.work_tree)?;
+            }
+            let (_, downstream) = super::artifacts::reachable(&self.config, &ctx.planned.projects);
+            sweep.extend(
+                downstream
+                    .into_iter()
+                    .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
+            );
+        }
+        let git = Git::new(&self.work_tree);
+        let head = git.text(["rev-parse", "HEAD"])?;
+        let head_tree = tree_of(&git, &head)?;
+        let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
+            ctx.in_roots(p) && !ctx.is_test(p) && !ctx.is_harness(p)
+        })?;
+        if !refactor && candidate.is_empty() {
+            ledger.append(
+                Some(&ctx.state.run_id),
+                "green_without_change",
+                &json!({ "n": ctx.planned.n, "tree": candidate.tree }),
+            )?;
+        }
+        if let Some(refusal) =
+            self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, progress)?
+        {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        if !refactor && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, progress)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
+        let (message, to) = if refactor {
+            let message = ctx.planned.commit_refactor.clone();
+            (
+                message.unwrap_or_else(|| format!("refactor: {}", ctx.planned.title)),
+                Phase::Closed,
+            )
+        } else {
+            let message = ctx.planned.commit_green.clone();
+            (
+                message.unwrap_or_else(|| format!("feat: {}", ctx.planned.title)),
+                Phase::AwaitingRefactor,
+            )
+        };
+        self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
+    }
+
+    /// Runs the targets (GREEN), then the suites of `sweep`, on the candidate tree in the
+    /// clean room. `Some` is the refusal the first failing gate gave.
+    fn judge_in_clean_room(
+        &self,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        candidate: &Candidate,
+        sweep: &[String],
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
+        if ctx.phase == Phase::AwaitingImpl
+            && let Some(refusal) = self.targets_first(ctx, outcome, &projects, progress)?
+        {
+            return Ok(Some(refusal));
+        }
+        for project in &projects {
+            let name = &project.name;
+            let adapter = adapter_for(project.config.adapter);
+            progress.event(
+                "suite_run",
+                json!({ "project": name, "phase": ctx.phase }),
+                &format!("running the {name} suite..."),
+            );
+            let observation = adapter.run(project, &Selection::All)?;
+            let mut result = Ok(());
+            for target in ctx.targets.iter().filter(|t| ctx.project_of(t) == *name) {
+                let key = adapter.target_key(project, project.native_id(target)?);
+                let verdict = lookup(&observation, None, &key);
+                let baseline = ctx.state.baseline.get(name);
+                result = result.and(green_gate(&observation, &verdict, baseline));
+            }
+            if ctx.targets.is_empty() || !ctx.planned.projects.contains(name) {
+                result = suite_gate(&observation, ctx.state.baseline.get(name));
+            }
+            outcome.observations.push(observation);
+            if let Err(refusal) = result {
+                return Ok(Some(refusal));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs each GREEN target alone: a target that does not pass refuses GREEN at the cost
+    /// of its own run, before any suite runs.
+    fn targets_first(
+        &self,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        projects: &[Project],
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
+        for target in &ctx.targets {
+            let name = ctx.project_of(target);
+            let Some(project) = projects.iter().find(|p| p.name == name) else {
+                continue;
+            };
+            progress.event(
+                "target_run",
+                json!({ "target": target, "phase": ctx.phase }),
+                &format!("running target {target}..."),
+            );
+            let adapter = adapter_for(project.config.adapter);
+            let (observation, verdict) = observe_target(adapter.as_ref(), project, target)?;
+            let passed = verdict.status == TargetStatus::Passed;
+            let refusal = if passed {
+                None
+            } else {
+                green_gate(&observation, &verdict, ctx.state.baseline.get(&name)).err()
+            };
+            outcome.observations.push(observation);
+            if refusal.is_some() {
+                return Ok(refusal);
+            }
+        }
+        Ok(None)
+    }
+}

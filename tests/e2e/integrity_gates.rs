@@ -1,0 +1,493 @@
+//! A dishonest agent against the gates: each test drives the binary as an agent that
+//! has written a failing test (RED accepted) and then tries to get GREEN accepted without
+//! implementing anything. Every attack must end refused (or reverted and refused), with
+//! the ledger saying so, and HEAD still at the RED commit. Each runs with the locks a
+//! person writes by hand and with the ones `tdd init` writes.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tdd_engine::ledger::Ledger;
+
+use crate::support::Env;
+
+const CALC: &str = "def add(a, b):\n    return a + b\n";
+const STUB: &str = "\ndef sub(a, b):\n    raise NotImplementedError(\"sub\")\n";
+const IMPL: &str = "\ndef sub(a, b):\n    return a - b\n";
+const TEST: &str = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
+/// The same size as [`TEST`]: a weakened copy a cache could not tell apart by size.
+const WEAK: &str = "from calc import sub\n\n\ndef test_sub():\n    assert True or 5 == 3\n";
+const HAND_LOCKS: &str = "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n";
+const FORCE_PASS: &str = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = \"passed\"\n";
+
+/// Which locks the project has.
+#[derive(Debug, Clone, Copy)]
+enum Locks {
+    Hand,
+    Init,
+}
+
+const BOTH: [Locks; 2] = [Locks::Hand, Locks::Init];
+
+/// A pytest project at RED accepted: `tests/test_sub.py::test_sub` fails on the stub.
+fn at_green(locks: Locks) -> Env {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write(
+        "tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    let project = match locks {
+        Locks::Hand => {
+            env.write("tdd.toml", HAND_LOCKS);
+            "py"
+        }
+        Locks::Init => {
+            let (code, value) = env.json(&["init"]);
+            assert_eq!(code, 0, "{value}");
+            "pytest"
+        }
+    };
+    let plan = format!(
+        "---\ncycles:\n  - n: 1\n    project: {project}\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n"
+    );
+    env.write(".tdd/plan.md", &plan);
+    env.commit_all("calc");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    env.write("tests/test_sub.py", TEST);
+    env.write("calc.py", &format!("{CALC}{STUB}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    env
+}
+
+fn head(env: &Env) -> String {
+    env.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// The payloads of every event of `kind` in the repository's ledger.
+pub(crate) fn events(env: &Env, kind: &str) -> Vec<Value> {
+    let (_, value) = env.json(&["ledger", "path"]);
+    let database = PathBuf::from(value["data"]["database"].as_str().unwrap_or_default());
+    match Ledger::open_read_only(&database) {
+        Ok(Some(ledger)) => ledger
+            .events_of_kind(None, kind)
+            .expect("events")
+            .into_iter()
+            .map(|e| e.payload)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Asserts GREEN was refused with `reason`, HEAD did not move and the ledger recorded it.
+fn assert_refused(env: &Env, red: &str, (code, value): (i32, Value), reason: &str) {
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], reason, "{value}");
+    assert_eq!(head(env), red, "no commit may follow a refused GREEN");
+    let refusals = events(env, "advance_refused");
+    assert!(
+        refusals
+            .iter()
+            .any(|r| r["refusal"]["reason"] == reason && r["phase"] == "AWAITING_IMPL"),
+        "the ledger records the refusal: {refusals:?}"
+    );
+}
+
+fn assert_harness_reverted(env: &Env, path: &str) {
+    let reverted = events(env, "locked_file_reverted");
+    assert!(
+        reverted.iter().any(|e| e["kind"] == "harness_changed"
+            && (e["restored"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p == path)
+                || e["removed"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|p| p == path))),
+        "{path} reverted as harness: {reverted:?}"
+    );
+}
+
+#[test]
+fn a_conftest_at_the_root_is_reverted_and_green_refused() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        env.write("conftest.py", FORCE_PASS);
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "target_failing");
+        assert!(!env.root().join("conftest.py").exists(), "{locks:?}");
+        assert_harness_reverted(&env, "conftest.py");
+    }
+}
+
+#[test]
+fn a_conftest_hidden_by_the_exclude_file_never_reaches_the_deciding_run() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        env.write(".git/info/exclude", "conftest.py\n");
+        env.write("conftest.py", FORCE_PASS);
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "target_failing");
+    }
+}
+
+#[test]
+fn a_plugin_loaded_through_pytest_ini_is_reverted() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        env.write("evilplugin.py", FORCE_PASS);
+        env.write(
+            "pytest.ini",
+            "[pytest]\npythonpath = .\naddopts = -p evilplugin\n",
+        );
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "target_failing");
+        assert_harness_reverted(&env, "pytest.ini");
+        let ini = std::fs::read_to_string(env.root().join("pytest.ini")).expect("ini");
+        assert_eq!(ini, "[pytest]\npythonpath = .\n");
+    }
+}
+
+#[test]
+fn a_module_shadowing_pytest_is_removed() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        env.write("pytest.py", "import sys\nsys.exit(0)\n");
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "target_failing");
+        assert!(!env.root().join("pytest.py").exists());
+        assert_harness_reverted(&env, "pytest.py");
+    }
+}
+
+#[test]
+fn tdd_toml_edited_mid_run_is_refused_as_config_changed() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+        env.write(
+            "tdd.toml",
+            &config.replace("tests/**", "tests/test_calc.py"),
+        );
+        env.write("tests/test_sub.py", WEAK);
+        let (code, value) = env.json(&["advance"]);
+        assert_eq!(code, 1, "{value}");
+        assert_eq!(value["error"]["reason"], "config_changed", "{value}");
+        assert!(
+            value["error"]["hint"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("tdd.toml"),
+            "{value}"
+        );
+        assert_eq!(head(&env), red);
+    }
+}
+
+#[test]
+fn a_test_command_pointed_at_a_lying_script_is_refused() {
+    let env = at_green(Locks::Hand);
+    env.write(
+        "tdd.toml",
+        &HAND_LOCKS.replace("test_paths", "test_command = \"true\"\ntest_paths"),
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "config_changed", "{value}");
+}
+
+/// A directory outside the repository with a plugin that forces every test to pass.
+fn outside_plugin() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("evil.py"), FORCE_PASS).expect("plugin");
+    dir
+}
+
+#[test]
+fn the_callers_environment_does_not_reach_the_deciding_run() {
+    let plugin = outside_plugin();
+    let fake_bin = tempfile::tempdir().expect("bin");
+    let fake = fake_bin.path().join("python3");
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").expect("fake python3");
+    make_executable(&fake);
+    let path = format!(
+        "{}:{}",
+        fake_bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let plugin_dir = plugin.path().display().to_string();
+    let attacks: [&[(&str, &str)]; 4] = [
+        &[("PATH", &path)],
+        &[("PYTHONPATH", &plugin_dir), ("PYTEST_ADDOPTS", "-p evil")],
+        &[("PYTHONPATH", &plugin_dir), ("PYTEST_PLUGINS", "evil")],
+        &[("PYTHONPATH", &plugin_dir), ("PYTHONSTARTUP", "evil.py")],
+    ];
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    for vars in attacks {
+        let mut cmd = env.tdd();
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["advance", "--retry", "--json"])
+            .output()
+            .expect("tdd");
+        let outcome = (crate::support::code(&out), crate::support::envelope(&out));
+        assert_refused(&env, &red, outcome, "target_failing");
+    }
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn a_runner_changed_after_run_start_is_refused() {
+    let wrapper_dir = tempfile::tempdir().expect("bin");
+    let wrapper = wrapper_dir.path().join("python3");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v python3"])
+            .output()
+            .expect("sh")
+            .stdout,
+    )
+    .expect("utf-8");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec {} \"$@\"\n", real.trim()),
+    )
+    .expect("wrapper");
+    make_executable(&wrapper);
+    let path = format!(
+        "{}:{}",
+        wrapper_dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // The run starts (and pins python3) with the wrapper first on PATH.
+    let env = Env::new().with_env("PATH", &path);
+    let env = {
+        env.write("calc.py", CALC);
+        env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+        env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+        env.write("tests/test_calc.py", "def test_ok():\n    assert True\n");
+        env.write("tdd.toml", HAND_LOCKS);
+        env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n");
+        env.commit_all("calc");
+        env
+    };
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/test_sub.py", TEST);
+    env.write("calc.py", &format!("{CALC}{STUB}"));
+    assert_eq!(env.json(&["advance"]).0, 0);
+    std::fs::write(&wrapper, "#!/bin/sh\necho '<testsuites/>'\nexit 0\n").expect("swap");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
+}
+
+#[test]
+fn index_flags_and_filters_do_not_hide_a_weakened_test() {
+    type Hide = fn(&Env);
+    let hides: [(&str, Hide); 3] = [
+        ("skip-worktree", |env| {
+            env.git(&["update-index", "--skip-worktree", "tests/test_sub.py"]);
+        }),
+        ("assume-unchanged", |env| {
+            env.git(&["update-index", "--assume-unchanged", "tests/test_sub.py"]);
+        }),
+        ("clean filter", |env| {
+            let original = env.root().join(".git/original.py");
+            std::fs::write(&original, TEST).expect("copy");
+            env.write(".git/info/attributes", "tests/test_sub.py filter=hide\n");
+            let clean = format!("cat {}", original.display());
+            env.git(&["config", "filter.hide.clean", &clean]);
+        }),
+    ];
+    for (name, hide) in hides {
+        let env = at_green(Locks::Hand);
+        let red = head(&env);
+        hide(&env);
+        env.write("tests/test_sub.py", WEAK);
+        let (code, value) = env.json(&["advance"]);
+        assert_eq!(code, 1, "{name}: {value}");
+        assert_eq!(
+            value["error"]["reason"], "target_failing",
+            "{name}: {value}"
+        );
+        assert_eq!(head(&env), red, "{name}");
+    }
+}
+
+#[test]
+fn a_forged_bytecode_cache_is_never_read() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    // The agent runs pytest on a weakened test so the assertion-rewrite cache holds the
+    // weak code, puts the original bytes back, and stamps the cache with their hash.
+    env.write("tests/test_sub.py", WEAK);
+    let python = |args: &[&str]| {
+        std::process::Command::new("python3")
+            .args(args)
+            .current_dir(env.root())
+            .env_remove("PYTHONDONTWRITEBYTECODE")
+            .output()
+            .expect("python3")
+    };
+    let pytest = [
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_sub.py",
+    ];
+    assert!(python(&pytest).status.success());
+    env.write("tests/test_sub.py", TEST);
+    let forge = "import glob, importlib.util\n\
+        h = importlib.util.source_hash(open('tests/test_sub.py', 'rb').read())\n\
+        for p in glob.glob('tests/__pycache__/test_sub*.pyc'):\n\
+        \x20   b = bytearray(open(p, 'rb').read()); b[8:16] = h[:8]; open(p, 'wb').write(b)\n";
+    assert!(python(&["-c", forge]).status.success());
+    let fooled = python(&pytest);
+    assert!(
+        fooled.status.success(),
+        "the forged cache fools pytest in the live tree: {fooled:?}"
+    );
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
+}
+
+#[test]
+fn a_background_process_swapping_the_test_changes_nothing() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    let weak = env.root().join(".git/weak.py");
+    let strong = env.root().join(".git/strong.py");
+    std::fs::write(&weak, WEAK).expect("weak");
+    std::fs::write(&strong, TEST).expect("strong");
+    let test = env.root().join("tests/test_sub.py");
+    let script = format!(
+        "i=0; while [ $i -lt 100000 ]; do cp {w} {t}; cp {s} {t}; i=$((i+1)); done",
+        w = weak.display(),
+        s = strong.display(),
+        t = test.display()
+    );
+    let mut swapper = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .expect("swapper");
+    let outcome = env.json(&["advance", "--retry"]);
+    let _ = swapper.kill();
+    let _ = swapper.wait();
+    assert_refused(&env, &red, outcome, "target_failing");
+}
+
+#[test]
+fn green_without_an_implementation_change_is_recorded_and_refused() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
+    assert_eq!(events(&env, "green_without_change").len(), 1);
+}
+
+/// Runs `target` in a fresh clone of `rev` with a clean environment; true when it passed.
+fn oracle(env: &Env, rev: &str, target: &str) -> bool {
+    let clone = tempfile::tempdir().expect("clone");
+    let dir = clone.path().join("repo");
+    let out = std::process::Command::new("git")
+        .args(["clone", "-q"])
+        .arg(env.root())
+        .arg(&dir)
+        .output()
+        .expect("clone");
+    assert!(out.status.success(), "{out:?}");
+    env_clear_git(&dir, &["checkout", "-q", rev]);
+    std::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", target])
+        .current_dir(&dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("pytest")
+        .status
+        .success()
+}
+
+fn env_clear_git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn an_accepted_green_holds_in_a_fresh_clone_and_fails_without_the_implementation() {
+    for locks in BOTH {
+        let env = at_green(locks);
+        let red = head(&env);
+        env.write("calc.py", &format!("{CALC}{IMPL}"));
+        let (code, value) = env.json(&["advance"]);
+        assert_eq!(code, 0, "{value}");
+        assert_eq!(value["data"]["to"], "AWAITING_REFACTOR");
+        let green = head(&env);
+        assert_ne!(green, red);
+        assert!(
+            oracle(&env, &green, "tests/test_sub.py::test_sub"),
+            "{locks:?}"
+        );
+        assert!(
+            !oracle(&env, &red, "tests/test_sub.py::test_sub"),
+            "{locks:?}"
+        );
+    }
+}
+
+#[test]
+fn a_sensitivity_run_where_the_target_cannot_load_proves_nothing() {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write("tests/test_calc.py", "def test_ok():\n    assert True\n");
+    env.write("tdd.toml", HAND_LOCKS);
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n");
+    env.commit_all("calc");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    // RED leans on a module git does not see, so the RED commit cannot load the test.
+    env.write(".git/info/exclude", "helpers.py\n");
+    env.write("helpers.py", "def five():\n    return 5\n");
+    env.write(
+        "tests/test_sub.py",
+        "from helpers import five\nfrom calc import sub\n\n\ndef test_sub():\n    assert sub(five(), 2) == 3\n",
+    );
+    env.write("calc.py", &format!("{CALC}{STUB}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    let red = head(&env);
+    env.write(".git/info/exclude", "");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "sensitivity_inconclusive");
+}

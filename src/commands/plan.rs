@@ -46,6 +46,14 @@ fn register(ctx: &Ctx, path: PathBuf) -> Result<Outcome, CommandError> {
     let plan_path = plan_path.canonicalize().unwrap_or(plan_path);
     let root = root.canonicalize().unwrap_or(root);
     let contract = read_committed(&root, &plan_path, Some(&known))?;
+    let outside = tdd_engine::run::targets_outside_tests(&config, &contract.plan);
+    if !outside.is_empty() {
+        return Err(tdd_engine::plan::PlanError::Invalid {
+            path: plan_path,
+            message: outside.join("; "),
+        }
+        .into());
+    }
     let location = ctx.ledger_location()?;
     let mut ledger = Ledger::open(&location.database)?;
     let reused = ledger

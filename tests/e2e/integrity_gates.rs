@@ -491,3 +491,65 @@ fn a_sensitivity_run_where_the_target_cannot_load_proves_nothing() {
     let outcome = env.json(&["advance"]);
     assert_refused(&env, &red, outcome, "sensitivity_inconclusive");
 }
+
+#[test]
+fn a_cargo_manifest_that_redirects_the_test_target_is_reverted() {
+    use crate::engine_cargo::LIB;
+    use crate::engine_cargo::SUB_TEST;
+    let env = crate::engine_cargo::project();
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/sub.rs", SUB_TEST);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    let red = head(&env);
+    // GREEN: no implementation; the manifest points the `sub` test target at a file of
+    // the agent's that passes.
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\nautotests = false\n\n[[test]]\nname = \"sub\"\npath = \"src/fake_sub.rs\"\n\n[workspace]\n",
+    );
+    env.write("src/fake_sub.rs", "#[test]\nfn subtracts() {}\n");
+    env.write("src/lib.rs", &format!("{LIB}// nothing\n"));
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
+    assert_harness_reverted(&env, "Cargo.toml");
+}
+
+#[test]
+fn a_package_json_import_map_redirect_is_reverted() {
+    let env = Env::new();
+    let package = "{\n  \"type\": \"module\",\n  \"imports\": { \"#calc\": \"./calc.js\" }\n}\n";
+    env.write("package.json", package);
+    env.write("calc.js", "export const add = (a, b) => a + b;\n");
+    env.write(
+        "test/add.test.js",
+        "import test from 'node:test';\nimport assert from 'node:assert';\nimport { add } from '#calc';\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n",
+    );
+    env.write("tdd.toml", "[project.js]\nadapter = \"node-test\"\ntest_paths = [\"test/\"]\n\n[locks]\nimpl = [\"calc.js\"]\ntest = [\"test/**\"]\n");
+    env.write(".tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: js\n    title: subtraction\n    test: test/sub.test.js > subtracts\n    stub_expected: [calc.js]\n---\n");
+    env.commit_all("calc");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    env.write(
+        "test/sub.test.js",
+        "import test from 'node:test';\nimport assert from 'node:assert';\nimport { sub } from '#calc';\ntest('subtracts', () => assert.strictEqual(sub(5, 2), 3));\n",
+    );
+    env.write(
+        "calc.js",
+        "export const add = (a, b) => a + b;\nexport const sub = () => { throw new Error('not implemented'); };\n",
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    let red = head(&env);
+    env.write(
+        "fake.js",
+        "export const add = (a, b) => a + b;\nexport const sub = () => 3;\n",
+    );
+    env.write("package.json", &package.replace("./calc.js", "./fake.js"));
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
+    assert_harness_reverted(&env, "package.json");
+    let now = std::fs::read_to_string(env.root().join("package.json")).expect("package.json");
+    assert_eq!(now, package);
+}

@@ -257,6 +257,14 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
+        let git = crate::git::Git::new(&self.work_tree);
+        let head_tree = tree_of(&git, "HEAD")?;
+        let red_commit = candidate::build(&git, &head_tree, &ctx.now.tree, |p| {
+            ctx.is_test(p) && !ctx.is_harness(p)
+        })?;
+        if let Some(refusal) = self.baseline_tests_changed(ctx, &head_tree, &red_commit)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
         let mut passed_all = true;
         let mut decision = None;
         for test in &ctx.targets {

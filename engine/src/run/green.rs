@@ -86,6 +86,9 @@ impl Engine {
         let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
             ctx.in_roots(p) && !ctx.is_test(p) && !ctx.is_harness(p)
         })?;
+        if let Some(refusal) = self.target_edited(ctx, &head_tree, &candidate)? {
+            return self.refuse(ledger, ctx, outcome, refusal);
+        }
         if !refactor && candidate.is_empty() {
             ledger.append(
                 Some(&ctx.state.run_id),

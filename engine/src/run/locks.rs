@@ -112,6 +112,24 @@ pub struct LockRules {
     pub harness: PathSet,
 }
 
+/// Where `adapter` finds tests when a project declares neither `test_paths` nor test
+/// lock globs.
+pub fn default_tests(adapter: AdapterKind) -> &'static [&'static str] {
+    match adapter {
+        AdapterKind::Pytest => &["**/test_*.py", "**/*_test.py", "**/conftest.py"],
+        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha | AdapterKind::NodeTest => &[
+            "**/*.test.*",
+            "**/*.spec.*",
+            "**/__tests__/**",
+            "test/**",
+            "tests/**",
+        ],
+        AdapterKind::Go => &["**/*_test.go", "**/testdata/**"],
+        AdapterKind::Cargo => &["tests/**", "**/tests/**", "benches/**"],
+        AdapterKind::Junit => &[],
+    }
+}
+
 /// Files every run locks whatever the adapter: the configuration itself.
 const ALWAYS_HARNESS: &[&str] = &["tdd.toml"];
 
@@ -181,10 +199,15 @@ impl LockRules {
             Some(own) => (&p.root, own.clone()),
             None => ("", config.locks.clone()),
         };
-        let test_globs = if locks.test_globs.is_empty() {
+        let test_globs = if !locks.test_globs.is_empty() {
+            (prefix, locks.test_globs)
+        } else if !p.test_paths.is_empty() {
             (p.root.as_str(), p.test_paths.clone())
         } else {
-            (prefix, locks.test_globs)
+            // Nothing declared: the files the adapter discovers tests in, so tests are
+            // never left unlocked for want of a glob.
+            let defaults = default_tests(p.adapter).iter().map(|g| g.to_string());
+            (p.root.as_str(), defaults.collect())
         };
         let test = PathSet::new(test_globs.0, &test_globs.1)?;
         let implementation = if locks.impl_globs.is_empty() {
@@ -222,6 +245,41 @@ impl LockRules {
             harness: PathSet::new("", &harness_globs)?,
         })
     }
+}
+
+/// The plan's targets that name a file outside their project's test files, each as a
+/// sentence saying which cycle, which file and how to fix it. Only adapters whose ids
+/// start with the file (pytest, vitest, jest, mocha, node-test) are checked.
+pub fn targets_outside_tests(config: &Config, plan: &crate::plan::Plan) -> Vec<String> {
+    let mut found = Vec::new();
+    for cycle in &plan.cycles {
+        for test in &cycle.tests {
+            let name = cycle
+                .projects
+                .iter()
+                .find(|p| test.starts_with(&format!("{p}::")))
+                .or(cycle.projects.first());
+            let Some(name) = name else { continue };
+            let Some(project) = config.project.get(name) else {
+                continue;
+            };
+            let native = test.strip_prefix(&format!("{name}::")).unwrap_or(test);
+            let Some(file) = super::testdefs::target_file(project.adapter, native) else {
+                continue;
+            };
+            let Ok(rules) = LockRules::for_project(config, name) else {
+                continue;
+            };
+            let full = join(&project.root, &file);
+            if !rules.test.matches(&full) {
+                found.push(format!(
+                    "cycle {}: target `{test}` is in {full}, outside the test files of project `{name}`; move the test under its test paths, or add the file to the project's `[locks] test` globs in tdd.toml",
+                    cycle.n
+                ));
+            }
+        }
+    }
+    found
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ mod sensitivity;
 mod snapshot;
 mod start;
 mod state;
+mod testdefs;
+mod tests_seen;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -36,6 +38,7 @@ pub use guard::Holder;
 pub use locks::GlobError;
 pub use locks::LockRules;
 pub use locks::PathSet;
+pub use locks::targets_outside_tests;
 pub use phase::Phase;
 pub use phase::Verb;
 pub use snapshot::LockReport;

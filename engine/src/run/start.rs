@@ -87,6 +87,14 @@ impl Engine {
         }
         let known: Vec<String> = self.config.project.keys().cloned().collect();
         let contract = read_committed(&self.work_tree, plan_path, Some(&known))?;
+        let outside = super::locks::targets_outside_tests(&self.config, &contract.plan);
+        if !outside.is_empty() {
+            return Err(crate::plan::PlanError::Invalid {
+                path: plan_path.to_path_buf(),
+                message: outside.join("; "),
+            }
+            .into());
+        }
         let registered = ledger.events_of_kind(None, "plan_registered")?;
         if let Some(last) = registered
             .iter()

@@ -43,8 +43,8 @@ pub(crate) struct Cargo;
 /// The nextest profile the engine defines through `--tool-config-file`.
 const PROFILE: &str = "tdd-observe";
 
-fn nextest_installed() -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
+fn nextest_installed(project: &Project) -> bool {
+    project.inherited("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| dir.join("cargo-nextest").is_file())
     })
 }
@@ -287,7 +287,7 @@ impl Adapter for Cargo {
                 collection_errors: build.errors,
                 ..ParsedReport::default()
             });
-            if project.config.test_command.is_some() || (clean && nextest_installed()) {
+            if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
                 self.run_nextest(project, &scratch, ids, &mut builder)?;
             } else {
                 self.run_binaries(project, &scratch, &build.binaries, ids, &mut builder);

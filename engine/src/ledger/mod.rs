@@ -4,9 +4,12 @@
 //! previous hash, its run, kind, payload and time, and a one-row head records
 //! the count and last hash. [`Ledger::verify`] therefore catches an edited
 //! event, a deleted event (anywhere, including the last) and removed guards.
+//! Phase commits carry the chain head as an [`Anchor`], so a recomputed chain or an
+//! older copy of the database is caught against git as well (see `crate::integrity`).
 //! Concurrent appenders serialise on SQLite's write lock and never fork the
 //! chain.
 
+mod anchor;
 mod chain;
 mod location;
 mod schema;
@@ -20,6 +23,10 @@ use rusqlite::OpenFlags;
 use rusqlite::OptionalExtension;
 use rusqlite::TransactionBehavior;
 
+pub use anchor::Anchor;
+pub use anchor::AnchorParseError;
+pub use anchor::COMMIT_EVENT_KINDS;
+pub use anchor::LEDGER_TRAILER;
 pub use chain::GENESIS_HASH;
 pub use chain::event_hash;
 pub use location::DATABASE_FILE;

@@ -7,7 +7,7 @@ use super::Engine;
 use super::Progress;
 use super::RunError;
 use super::commit::changed_paths;
-use super::commit::commit_paths;
+use super::commit::commit_anchored;
 use super::gates::RedDecision;
 use super::gates::Refused;
 use super::gates::green_gate;
@@ -474,7 +474,7 @@ impl Engine {
             ("TDD-Cycle", ctx.planned.n.to_string()),
             ("TDD-Phase", ctx.phase.trailer().to_string()),
         ];
-        let commit = commit_paths(&self.work_tree, &chosen, message, &trailers)?;
+        let commit = commit_anchored(&self.work_tree, ledger, &chosen, message, &trailers)?;
         crate::failpoint::hit("advance_committed");
         let snapshot = Snapshot::take(
             &self.work_tree,

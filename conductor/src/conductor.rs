@@ -296,6 +296,7 @@ impl<'p> Conductor<'p> {
             crate::worktree::ensure(work_tree, &target, &branch)?;
         }
         let engine = Engine::new(&target, config.clone(), &config_text)?;
+        engine.ensure_ledger_intact()?;
         let work_tree = engine.work_tree().to_path_buf();
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;

@@ -20,6 +20,7 @@ pub use walk::run_commits;
 use crate::git::GitError;
 use crate::ledger::Anchor;
 use crate::ledger::Break;
+use crate::ledger::COMMIT_STARTED;
 use crate::ledger::Ledger;
 use crate::ledger::LedgerError;
 
@@ -203,8 +204,10 @@ fn anchor_mismatch(
 }
 
 /// Why no event accounts for `commit`, or `None` when one does. A run's commit at HEAD
-/// that its run has recorded nothing after (a process ended between the commit and its
-/// record) is accounted for by its own matching anchor.
+/// whose matching anchor is its run's `commit_started` event, with nothing of the run
+/// recorded after it, is a process that ended between the commit and its record: the
+/// anchor accounts for it. (An older copy of the ledger cannot pass for one, as it
+/// lacks that event.)
 fn unrecorded(
     ledger: &Ledger,
     recorded: &BTreeSet<String>,
@@ -223,6 +226,8 @@ fn unrecorded(
     }
     if let Some(anchor) = matching_anchor
         && commit.is_head
+        && ledger.kind_at(anchor.count)?
+            == Some((Some(commit.run_id.clone()), COMMIT_STARTED.to_string()))
         && !ledger.run_has_events_after(&commit.run_id, anchor.count)?
     {
         return Ok(None);

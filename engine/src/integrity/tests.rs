@@ -112,10 +112,25 @@ fn a_missing_ledger_with_run_commits_fails_and_an_unrecorded_head_is_a_crash_win
         ensure_intact(&repo.database, repo.dir.path()),
         Err(IntegrityError::Tampered(_))
     ));
-    // The commit at HEAD whose record never came: its anchor accounts for it, until
-    // its run records anything else.
+}
+
+#[test]
+fn an_unrecorded_commit_at_head_is_accounted_for_only_by_its_commit_started_anchor() {
+    // Anchored at an event that is not its commit_started: what an older copy of the
+    // ledger looks like.
+    let repo = Repo::new();
+    let ledger = started(&repo);
+    let anchor = ledger.anchor().expect("anchor");
+    repo.commit(&format!("TDD-Run: r\nTDD-Ledger: {anchor}"));
+    let found = repo.check(Scope::Full);
+    assert!(found.problems[0].reason.contains("no event"), "{found:?}");
+    // The commit at HEAD whose record never came: its commit_started anchor accounts
+    // for it, until its run records anything else.
     let repo = Repo::new();
     let mut ledger = started(&repo);
+    ledger
+        .append(Some("r"), "commit_started", &json!({}))
+        .expect("append");
     let anchor = ledger.anchor().expect("anchor");
     repo.commit(&format!("TDD-Run: r\nTDD-Ledger: {anchor}"));
     assert!(repo.check(Scope::Full).is_intact());

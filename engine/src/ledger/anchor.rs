@@ -23,6 +23,10 @@ pub const LEDGER_TRAILER: &str = "TDD-Ledger";
 /// phase change also the `head` it left).
 pub const COMMIT_EVENT_KINDS: &[&str] = &["phase_changed", "artifact_regenerated"];
 
+/// The kind of the event appended right before an anchored commit is made, so the
+/// commit's anchor is that event.
+pub const COMMIT_STARTED: &str = "commit_started";
+
 /// The chain as of one moment: how many events it held and the hash of the last.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Anchor {
@@ -98,6 +102,23 @@ impl Ledger {
                 "SELECT hash FROM events ORDER BY id LIMIT 1 OFFSET ?1",
                 [offset],
                 |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql_err(&self.path))
+    }
+
+    /// The run id and kind of the event at `position` in chain order (from 1), or
+    /// `None` when there is none there.
+    pub fn kind_at(&self, position: u64) -> Result<Option<(Option<String>, String)>, LedgerError> {
+        let Some(offset) = position.checked_sub(1) else {
+            return Ok(None);
+        };
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        self.conn
+            .query_row(
+                "SELECT run_id, kind FROM events ORDER BY id LIMIT 1 OFFSET ?1",
+                [offset],
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .map_err(sql_err(&self.path))
@@ -205,6 +226,11 @@ mod tests {
         assert_eq!(ledger.hash_at(1).expect("hash"), Some(first.hash));
         assert_eq!(ledger.hash_at(2).expect("hash"), Some(second.hash));
         assert_eq!(ledger.hash_at(3).expect("hash"), None);
+        assert_eq!(
+            ledger.kind_at(1).expect("kind"),
+            Some((Some("r".to_string()), "note".to_string()))
+        );
+        assert_eq!(ledger.kind_at(3).expect("kind"), None);
         assert!(ledger.run_has_events_after("r", 0).expect("query"));
         assert!(!ledger.run_has_events_after("r", 1).expect("query"));
     }

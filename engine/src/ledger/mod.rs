@@ -26,6 +26,7 @@ use rusqlite::TransactionBehavior;
 pub use anchor::Anchor;
 pub use anchor::AnchorParseError;
 pub use anchor::COMMIT_EVENT_KINDS;
+pub use anchor::COMMIT_STARTED;
 pub use anchor::LEDGER_TRAILER;
 pub use chain::GENESIS_HASH;
 pub use chain::event_hash;

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::RunError;
 use crate::git::Git;
 use crate::git::GitError;
+use crate::ledger::COMMIT_STARTED;
 use crate::ledger::LEDGER_TRAILER;
 use crate::ledger::Ledger;
 
@@ -53,19 +54,34 @@ pub fn commit_paths(
 }
 
 /// Commits exactly `paths` like [`commit_paths`], adding to `trailers` a `TDD-Ledger`
-/// trailer with the chain head of `ledger` as of now.
+/// trailer with the chain head of `ledger`.
 ///
-/// Every event appended before this call is anchored by the commit: `tdd ledger
-/// verify` later checks that the chain still has exactly that hash at that position.
-/// The event that records the commit itself comes after it, and is anchored by the
-/// next phase commit.
+/// A `commit_started` event (the run's, naming the files and the message) is appended
+/// first, so the anchor always covers an event no earlier state of the ledger has: a
+/// copy of the ledger from before the commit is then told apart from a process that
+/// ended between the commit and its record. Every event up to that one is anchored by
+/// the commit; the event that records the commit comes after it and is anchored by the
+/// next one. Nothing is appended when `paths` is empty.
 pub fn commit_anchored(
     work_tree: &Path,
-    ledger: &Ledger,
+    ledger: &mut Ledger,
     paths: &[String],
     message: &str,
     trailers: &[(&str, String)],
 ) -> Result<Option<String>, RunError> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let run_id = trailers
+        .iter()
+        .find(|(key, _)| *key == crate::integrity::RUN_TRAILER)
+        .map(|(_, value)| value.as_str());
+    let facts: serde_json::Map<String, serde_json::Value> = trailers
+        .iter()
+        .map(|(key, value)| ((*key).to_string(), value.clone().into()))
+        .collect();
+    let payload = serde_json::json!({ "files": paths, "message": message, "trailers": facts });
+    ledger.append(run_id, COMMIT_STARTED, &payload)?;
     let mut all = trailers.to_vec();
     all.push((LEDGER_TRAILER, ledger.anchor()?.to_string()));
     Ok(commit_paths(work_tree, paths, message, &all)?)

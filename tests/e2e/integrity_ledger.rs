@@ -21,7 +21,7 @@ fn project() -> Env {
     env.write("calc.py", CALC);
     env.write("pytest.ini", "[pytest]\npythonpath = .\n");
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
-    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
+    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n\n[conductor]\nprovider = \"scripted\"\n\n[provider.scripted]\ncommand = \"tdd\"\nargs = [\"unused.toml\"]\n");
     env.write(".tdd/plan.md", PLAN);
     env.commit_all("calc");
     let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
@@ -223,6 +223,19 @@ fn a_removed_ledger_is_caught_and_not_recreated() {
     assert_eq!(value["data"]["exists"], false, "{value}");
     refuses(&env, &["status"]);
     refuses(&env, &["advance"]);
+    let issue = env.home.path().join("issue-1.md");
+    std::fs::write(&issue, "# Sub\n\n## Acceptance criteria\n\n- [ ] sub\n").expect("issue");
+    refuses(&env, &["conduct", issue.to_str().expect("utf-8")]);
+    let out = env
+        .tdd()
+        .args(["verdict", "accept", "--reason", "fine", "--json"])
+        .env("TDD_LEAF_ID", "leaf-1")
+        .env("TDD_LEAF_TOKEN", "token")
+        .output()
+        .expect("tdd runs");
+    assert_eq!(crate::support::code(&out), 1);
+    let value = crate::support::envelope(&out);
+    assert_eq!(value["error"]["reason"], "ledger_tampered", "{value}");
     assert!(
         !db.exists(),
         "a refused command leaves no new ledger behind"

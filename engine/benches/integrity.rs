@@ -148,6 +148,13 @@ fn main() {
     let walk = median(|| {
         tdd_engine::integrity::run_commits(&repo, Scope::ToNewestAnchor).expect("walk");
     });
+    let queries = median(|| {
+        let ledger = Ledger::open_read_only(&database)
+            .expect("open")
+            .expect("exists");
+        ledger.recorded_commits().expect("recorded");
+        ledger.started_runs().expect("runs");
+    });
     let full = median(|| {
         let found = tdd_engine::integrity::check(&database, &repo, Scope::Full).expect("check");
         assert!(found.is_intact());
@@ -155,5 +162,6 @@ fn main() {
     println!("ensure_intact (what each run command adds): {ensure:.2?}");
     println!("  of which the chain walk:                  {chain:.2?}");
     println!("  of which the branch walk to the anchor:   {walk:.2?}");
+    println!("  of which the ledger's commits and runs:   {queries:.2?}");
     println!("check(Full) (tdd ledger verify):            {full:.2?}");
 }

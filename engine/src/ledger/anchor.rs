@@ -5,7 +5,7 @@
 //! chain and the hash of the last of them when the commit was made. Because every
 //! event's hash covers the one before it, an anchor that still matches the chain
 //! vouches for every event up to it: removing, editing or reordering any of them, even
-//! with the chain recomputed afterwards, changes the hash at that position.
+//! with the chain recomputed afterwards, changes the hash of the event it names.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -30,7 +30,8 @@ pub const COMMIT_STARTED: &str = "commit_started";
 /// The chain as of one moment: how many events it held and the hash of the last.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Anchor {
-    /// The number of events in the chain (the position of the last one, from 1).
+    /// The number of events in the chain, which is also the id of the last one (ids
+    /// count from 1, and the append-only chain never leaves a gap).
     pub count: u64,
     /// The hash of event `count`, or the genesis hash when `count` is 0.
     pub hash: String,
@@ -90,36 +91,28 @@ impl Ledger {
         })
     }
 
-    /// The hash of the event at `position` in chain order (from 1), or `None` when the
-    /// chain is shorter; position 0 is the genesis hash.
+    /// The hash of event `position` (the event with that id: ids count from 1 and an
+    /// honest chain has no gaps), or `None` when there is none; position 0 is the genesis
+    /// hash. A lookup by id, so its cost does not grow with the ledger.
     pub fn hash_at(&self, position: u64) -> Result<Option<String>, LedgerError> {
-        let Some(offset) = position.checked_sub(1) else {
+        if position == 0 {
             return Ok(Some(super::GENESIS_HASH.to_string()));
-        };
-        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        }
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
         self.conn
-            .query_row(
-                "SELECT hash FROM events ORDER BY id LIMIT 1 OFFSET ?1",
-                [offset],
-                |r| r.get(0),
-            )
+            .query_row("SELECT hash FROM events WHERE id = ?1", [id], |r| r.get(0))
             .optional()
             .map_err(sql_err(&self.path))
     }
 
-    /// The run id and kind of the event at `position` in chain order (from 1), or
-    /// `None` when there is none there.
+    /// The run id and kind of event `position` (by id, as [`Ledger::hash_at`]), or `None`
+    /// when there is none.
     pub fn kind_at(&self, position: u64) -> Result<Option<(Option<String>, String)>, LedgerError> {
-        let Some(offset) = position.checked_sub(1) else {
-            return Ok(None);
-        };
-        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
         self.conn
-            .query_row(
-                "SELECT run_id, kind FROM events ORDER BY id LIMIT 1 OFFSET ?1",
-                [offset],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row("SELECT run_id, kind FROM events WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(sql_err(&self.path))
     }
@@ -157,13 +150,12 @@ impl Ledger {
         rows.collect::<Result<_, _>>().map_err(sql_err(&self.path))
     }
 
-    /// Whether run `run_id` has any event after chain position `position`.
+    /// Whether run `run_id` has any event after event `position` (through the run index).
     pub fn run_has_events_after(&self, run_id: &str, position: u64) -> Result<bool, LedgerError> {
-        let offset = i64::try_from(position).unwrap_or(i64::MAX);
-        let sql = "SELECT EXISTS (SELECT 1 FROM \
-                   (SELECT run_id FROM events ORDER BY id LIMIT -1 OFFSET ?1) WHERE run_id = ?2)";
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
+        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND id > ?2)";
         self.conn
-            .query_row(sql, rusqlite::params![offset, run_id], |r| r.get(0))
+            .query_row(sql, rusqlite::params![run_id, id], |r| r.get(0))
             .map_err(sql_err(&self.path))
     }
 }

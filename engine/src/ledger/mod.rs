@@ -166,7 +166,9 @@ impl Ledger {
         Ok(ledger)
     }
 
-    /// Opens an existing ledger read-only; `Ok(None)` when none has been created yet.
+    /// Opens an existing ledger read-only; `Ok(None)` when none has been created yet: no
+    /// file, or a file whose schema was never created (another process may be creating it
+    /// right now, and a reader sees the database as it was before that transaction).
     pub fn open_read_only(path: &Path) -> Result<Option<Ledger>, LedgerError> {
         if !path.exists() {
             return Ok(None);
@@ -179,6 +181,9 @@ impl Ledger {
             path: path.to_path_buf(),
         };
         schema::check_readable(&ledger.conn, path)?;
+        if schema::user_version(&ledger.conn, path)? == 0 {
+            return Ok(None);
+        }
         Ok(Some(ledger))
     }
 

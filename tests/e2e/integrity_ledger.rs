@@ -315,3 +315,33 @@ fn a_commit_of_an_older_release_is_checked_only_for_its_event() {
     let (exit, value) = env.json(&["status"]);
     assert_eq!(exit, 0, "{value}");
 }
+
+#[test]
+fn a_process_killed_between_a_commit_and_its_record_is_not_tampering() {
+    let env = project();
+    red(&env);
+    let red_commit = head(&env);
+    env.write("calc.py", SUB);
+    let out = env
+        .tdd()
+        .args(["advance", "--json"])
+        .env("TDD_FAILPOINT", "advance_committed=kill")
+        .output()
+        .expect("tdd runs");
+    assert!(!out.status.success(), "killed at the failpoint");
+    let green_commit = head(&env);
+    assert_ne!(green_commit, red_commit, "the GREEN commit was made");
+    // The commit at HEAD is accounted for by its own anchor.
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, value) = env.json(&["status"]);
+    assert_eq!(exit, 0, "{value}");
+    // Whatever the next advance decides, it does not make the ledger fail.
+    let (exit, value) = env.json(&["advance"]);
+    assert_ne!(value["error"]["reason"], "ledger_tampered", "{value}");
+    assert!(exit == 0 || exit == 1, "{value}");
+    let (exit, value) = env.json(&["status"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(exit, 0, "{value}");
+}

@@ -204,7 +204,7 @@ fn anchor_mismatch(
 }
 
 /// Why no event accounts for `commit`, or `None` when one does. A run's commit at HEAD
-/// whose matching anchor is its run's `commit_started` event, with nothing of the run
+/// whose matching anchor is its run's `commit_started` event, with no commit of the run
 /// recorded after it, is a process that ended between the commit and its record: the
 /// anchor accounts for it. (An older copy of the ledger cannot pass for one, as it
 /// lacks that event.)
@@ -228,7 +228,7 @@ fn unrecorded(
         && commit.is_head
         && ledger.kind_at(anchor.count)?
             == Some((Some(commit.run_id.clone()), COMMIT_STARTED.to_string()))
-        && !ledger.run_has_events_after(&commit.run_id, anchor.count)?
+        && !ledger.run_records_commits_after(&commit.run_id, anchor.count)?
     {
         return Ok(None);
     }

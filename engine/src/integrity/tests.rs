@@ -125,7 +125,7 @@ fn an_unrecorded_commit_at_head_is_accounted_for_only_by_its_commit_started_anch
     let found = repo.check(Scope::Full);
     assert!(found.problems[0].reason.contains("no event"), "{found:?}");
     // The commit at HEAD whose record never came: its commit_started anchor accounts
-    // for it, until its run records anything else.
+    // for it (whatever else its run records), until its run records another commit.
     let repo = Repo::new();
     let mut ledger = started(&repo);
     ledger
@@ -135,7 +135,11 @@ fn an_unrecorded_commit_at_head_is_accounted_for_only_by_its_commit_started_anch
     repo.commit(&format!("TDD-Run: r\nTDD-Ledger: {anchor}"));
     assert!(repo.check(Scope::Full).is_intact());
     ledger
-        .append(Some("r"), "note", &json!({}))
+        .append(Some("r"), "advance_refused", &json!({}))
+        .expect("append");
+    assert!(repo.check(Scope::Full).is_intact());
+    ledger
+        .append(Some("r"), "phase_changed", &json!({ "commit": "another" }))
         .expect("append");
     let found = repo.check(Scope::Full);
     assert!(found.problems[0].reason.contains("no event"), "{found:?}");

@@ -150,10 +150,16 @@ impl Ledger {
         rows.collect::<Result<_, _>>().map_err(sql_err(&self.path))
     }
 
-    /// Whether run `run_id` has any event after event `position` (through the run index).
-    pub fn run_has_events_after(&self, run_id: &str, position: u64) -> Result<bool, LedgerError> {
+    /// Whether run `run_id` recorded a commit (an event of [`COMMIT_EVENT_KINDS`]) after
+    /// event `position` (through the run index).
+    pub fn run_records_commits_after(
+        &self,
+        run_id: &str,
+        position: u64,
+    ) -> Result<bool, LedgerError> {
         let id = i64::try_from(position).unwrap_or(i64::MAX);
-        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND id > ?2)";
+        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND id > ?2 \
+                   AND kind IN ('phase_changed', 'artifact_regenerated'))";
         self.conn
             .query_row(sql, rusqlite::params![run_id, id], |r| r.get(0))
             .map_err(sql_err(&self.path))
@@ -223,8 +229,12 @@ mod tests {
             Some((Some("r".to_string()), "note".to_string()))
         );
         assert_eq!(ledger.kind_at(3).expect("kind"), None);
-        assert!(ledger.run_has_events_after("r", 0).expect("query"));
-        assert!(!ledger.run_has_events_after("r", 1).expect("query"));
+        assert!(!ledger.run_records_commits_after("r", 0).expect("query"));
+        ledger
+            .append(Some("r"), "phase_changed", &serde_json::json!({}))
+            .expect("append");
+        assert!(ledger.run_records_commits_after("r", 2).expect("query"));
+        assert!(!ledger.run_records_commits_after("r", 3).expect("query"));
     }
 
     #[test]

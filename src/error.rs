@@ -6,6 +6,7 @@
 use serde_json::Value;
 use tdd_engine::config::ConfigError;
 use tdd_engine::git::GitError;
+use tdd_engine::integrity::IntegrityError;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::plan::PlanError;
 use tdd_engine::run::RunError;
@@ -191,6 +192,21 @@ impl From<LedgerError> for CommandError {
     }
 }
 
+impl From<IntegrityError> for CommandError {
+    fn from(err: IntegrityError) -> Self {
+        match err {
+            IntegrityError::Tampered(found) => CommandError::refused(
+                "ledger_tampered",
+                format!("the ledger fails verification: {}", found.summary()),
+            )
+            .hint(tdd_engine::integrity::RESTORE_HINT)
+            .data(serde_json::json!(found)),
+            IntegrityError::Ledger(e) => e.into(),
+            IntegrityError::Git(e) => e.into(),
+        }
+    }
+}
+
 impl From<LaunchError> for CommandError {
     fn from(err: LaunchError) -> Self {
         let message = error_chain(&err);
@@ -300,6 +316,7 @@ impl From<RunError> for CommandError {
         let message = error_chain(&err);
         match err {
             RunError::Ledger(e) => e.into(),
+            RunError::Integrity(e) => e.into(),
             RunError::Git(e) => e.into(),
             RunError::Plan(e) => e.into(),
             RunError::Observe(_) => CommandError::refused("runner_unavailable", message)

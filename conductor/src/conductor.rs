@@ -279,6 +279,9 @@ impl<'p> Conductor<'p> {
         progress: &'p dyn Progress,
     ) -> Result<Conductor<'p>, ConductError> {
         let location = LedgerLocation::resolve(work_tree)?;
+        // Before anything opens (or creates) the ledger: no conduct acts on one that fails.
+        tdd_engine::integrity::ensure_intact(&location.database, work_tree)
+            .map_err(tdd_engine::run::RunError::from)?;
         let issue = crate::issue::read_local(&options.issue_path)?;
         let n = issue.number();
         let branch = branch_name(&config, &issue);
@@ -296,6 +299,9 @@ impl<'p> Conductor<'p> {
             crate::worktree::ensure(work_tree, &target, &branch)?;
         }
         let engine = Engine::new(&target, config.clone(), &config_text)?;
+        if own_worktree {
+            engine.ensure_ledger_intact()?;
+        }
         let work_tree = engine.work_tree().to_path_buf();
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod failpoint;
 pub mod git;
+pub mod integrity;
 pub mod ledger;
 pub mod observe;
 pub mod plan;

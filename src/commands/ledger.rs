@@ -1,6 +1,9 @@
 //! `tdd ledger verify` and `tdd ledger path`.
 
 use serde_json::json;
+use tdd_engine::integrity;
+use tdd_engine::integrity::Integrity;
+use tdd_engine::integrity::Scope;
 use tdd_engine::ledger::Ledger;
 
 use crate::context::Ctx;
@@ -12,7 +15,8 @@ use crate::output::Verb;
 /// Inspect this repository's ledger.
 #[derive(Debug, clap::Subcommand)]
 pub enum LedgerCommand {
-    /// Walk the hash chain; exit 1 naming the first event that does not match.
+    /// Walk the hash chain and the run commits of the branch; exit 1 naming the first
+    /// event that does not match, or every commit that disagrees with the ledger.
     Verify,
     /// Print where this repository's ledger lives.
     Path,
@@ -42,42 +46,53 @@ fn verify(ctx: &Ctx) -> Result<Outcome, CommandError> {
         "opening {} read-only",
         location.database.display()
     ));
-    let Some(ledger) = Ledger::open_read_only(&location.database)? else {
-        let data = json!({ "database": location.database, "events": 0, "exists": false });
-        return Ok(Outcome::new(
-            data,
-            "ledger intact: 0 events (no ledger yet)\n",
-        ));
+    let found = integrity::check(&location.database, &ctx.work_tree()?, Scope::Full)?;
+    let schema_version = match Ledger::open_read_only(&location.database)? {
+        Some(ledger) => Some(ledger.schema_version()?),
+        None => None,
     };
-    let report = ledger.verify()?;
-    let data = json!({
-        "database": location.database,
-        "events": report.events,
-        "exists": true,
-        "schema_version": ledger.schema_version()?,
-        "broken": report.broken,
-    });
-    match report.broken {
-        None => Ok(
-            Outcome::new(data, format!("ledger intact: {} events\n", report.events)).next(
-                NextAction::terminal(Verb::Complete, "the ledger chain is intact"),
-            ),
-        ),
-        Some(broken) => {
-            let at = broken
-                .event_id
-                .map_or_else(|| "the chain head".to_string(), |id| format!("event {id}"));
-            Err(CommandError::refused(
-                "ledger_tampered",
-                format!("ledger chain broken at {at}: {}", broken.reason),
-            )
-            .hint(format!(
-                "the ledger at {} was edited outside tdd; runs recorded in it cannot be trusted",
-                location.database.display()
-            ))
-            .data(data))
-        }
+    let mut data = json!(found);
+    data["database"] = json!(location.database);
+    data["exists"] = json!(found.ledger_exists);
+    data["schema_version"] = json!(schema_version);
+    data["broken"] = json!(found.chain);
+    if !found.is_intact() {
+        return Err(tampered(&found, &location.database).data(data));
     }
+    let text = format!(
+        "ledger intact: {} events{}; {} run commits on this branch, {} anchored\n",
+        found.events,
+        if found.ledger_exists {
+            ""
+        } else {
+            " (no ledger yet)"
+        },
+        found.run_commits,
+        found.anchors
+    );
+    Ok(Outcome::new(data, text).next(NextAction::terminal(
+        Verb::Complete,
+        "the ledger chain is intact and matches the branch",
+    )))
+}
+
+/// The refusal for a ledger that fails verification, naming every commit concerned.
+fn tampered(found: &Integrity, database: &std::path::Path) -> CommandError {
+    let mut text = String::new();
+    for problem in &found.problems {
+        text.push_str(&format!(
+            "commit {} (run {}): {}\n",
+            problem.commit, problem.run_id, problem.reason
+        ));
+    }
+    let hint = format!(
+        "the ledger at {} does not match what tdd recorded; {}",
+        database.display(),
+        integrity::RESTORE_HINT
+    );
+    CommandError::refused("ledger_tampered", found.summary())
+        .hint(hint)
+        .text(text)
 }
 
 fn path(ctx: &Ctx) -> Result<Outcome, CommandError> {

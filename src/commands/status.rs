@@ -20,6 +20,7 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
         return Ok(outcome);
     }
     let engine = ctx.engine()?;
+    engine.ensure_ledger_intact()?;
     let conductor = conductor_position(ctx, engine.work_tree());
     let elsewhere = conductors_elsewhere(ctx, engine.work_tree(), &conductor.0);
     let Some(state) = engine.status()? else {

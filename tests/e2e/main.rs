@@ -11,6 +11,7 @@ mod engine_pytest;
 mod exec;
 mod init;
 mod integrity_gates;
+mod integrity_ledger;
 mod integrity_tests_seen;
 mod leaf_roles;
 mod leafsupport;

@@ -4,9 +4,12 @@
 //! previous hash, its run, kind, payload and time, and a one-row head records
 //! the count and last hash. [`Ledger::verify`] therefore catches an edited
 //! event, a deleted event (anywhere, including the last) and removed guards.
+//! Phase commits carry the chain head as an [`Anchor`], so a recomputed chain or an
+//! older copy of the database is caught against git as well (see `crate::integrity`).
 //! Concurrent appenders serialise on SQLite's write lock and never fork the
 //! chain.
 
+mod anchor;
 mod chain;
 mod location;
 mod schema;
@@ -20,6 +23,11 @@ use rusqlite::OpenFlags;
 use rusqlite::OptionalExtension;
 use rusqlite::TransactionBehavior;
 
+pub use anchor::Anchor;
+pub use anchor::AnchorParseError;
+pub use anchor::COMMIT_EVENT_KINDS;
+pub use anchor::COMMIT_STARTED;
+pub use anchor::LEDGER_TRAILER;
 pub use chain::GENESIS_HASH;
 pub use chain::event_hash;
 pub use location::DATABASE_FILE;
@@ -158,7 +166,9 @@ impl Ledger {
         Ok(ledger)
     }
 
-    /// Opens an existing ledger read-only; `Ok(None)` when none has been created yet.
+    /// Opens an existing ledger read-only; `Ok(None)` when none has been created yet: no
+    /// file, or a file whose schema was never created (another process may be creating it
+    /// right now, and a reader sees the database as it was before that transaction).
     pub fn open_read_only(path: &Path) -> Result<Option<Ledger>, LedgerError> {
         if !path.exists() {
             return Ok(None);
@@ -171,6 +181,9 @@ impl Ledger {
             path: path.to_path_buf(),
         };
         schema::check_readable(&ledger.conn, path)?;
+        if schema::user_version(&ledger.conn, path)? == 0 {
+            return Ok(None);
+        }
         Ok(Some(ledger))
     }
 

@@ -205,3 +205,13 @@ fn concurrent_processes_keep_one_chain() {
         }
     );
 }
+
+#[test]
+fn a_database_whose_schema_was_never_created_reads_as_no_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join(DATABASE_FILE);
+    std::fs::write(&db, b"").expect("an empty database file");
+    assert!(Ledger::open_read_only(&db).expect("open").is_none());
+    drop(Ledger::open(&db).expect("create"));
+    assert!(Ledger::open_read_only(&db).expect("open").is_some());
+}

@@ -110,7 +110,8 @@ impl Engine {
     /// Records a `tdd test` observation against the current cycle of the active run, if any.
     ///
     /// Returns the run id it was recorded in. `leaf` names the leaf that asked, when a leaf
-    /// did (its evidence for a verdict).
+    /// did (its evidence for a verdict). Refused when a run is active and the ledger fails
+    /// verification.
     pub fn record_test(
         &self,
         payload: serde_json::Value,
@@ -120,6 +121,7 @@ impl Engine {
         let Some(state) = self.active_run(&ledger)? else {
             return Ok(None);
         };
+        self.ensure_ledger_intact()?;
         let (n, phase) = state
             .current()
             .map(|i| (state.cycles[i].n, state.cycles[i].phase))

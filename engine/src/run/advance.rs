@@ -9,6 +9,7 @@ use super::RunError;
 use super::candidate;
 use super::candidate::Candidate;
 use super::candidate::tree_of;
+use super::commit::anchor_trailers;
 use super::gates::RedDecision;
 use super::gates::Refused;
 use super::gates::red_gate;
@@ -433,7 +434,12 @@ impl Engine {
             ("TDD-Cycle", ctx.planned.n.to_string()),
             ("TDD-Phase", ctx.phase.trailer().to_string()),
         ];
-        let commit = candidate::commit(&git, head, candidate, message, &trailers)?;
+        let commit = if candidate.is_empty() {
+            None
+        } else {
+            let trailers = anchor_trailers(ledger, &chosen, message, &trailers)?;
+            candidate::commit(&git, head, candidate, message, &trailers)?
+        };
         crate::failpoint::hit("advance_committed");
         let snapshot = Snapshot::take(
             &self.work_tree,

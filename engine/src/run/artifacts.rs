@@ -12,7 +12,7 @@ use super::Progress;
 use super::RunError;
 use super::advance::Ctx;
 use super::commit::changed_paths;
-use super::commit::commit_paths;
+use super::commit::commit_anchored;
 use super::gates::Refused;
 use super::phase::Verb;
 use crate::config::Config;
@@ -150,8 +150,9 @@ impl Engine {
                 ("TDD-Cycle", n.to_string()),
                 ("TDD-Phase", "artifact".to_string()),
             ];
-            let commit = commit_paths(
+            let commit = commit_anchored(
                 &self.work_tree,
+                ledger,
                 &files,
                 &format!("chore({name}): regenerate"),
                 &trailers,

@@ -60,6 +60,9 @@ pub enum RunError {
     /// The ledger failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    /// The ledger could not be checked against the branch, or fails that check.
+    #[error(transparent)]
+    Integrity(#[from] crate::integrity::IntegrityError),
     /// git failed.
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
@@ -191,6 +194,15 @@ impl Engine {
     /// The work tree.
     pub fn work_tree(&self) -> &Path {
         &self.work_tree
+    }
+
+    /// Refuses to go on (`RunError::Integrity` holding `Tampered`) when the ledger fails
+    /// verification: its hash chain, and the run commits from HEAD down to the newest
+    /// anchor (see [`crate::integrity::ensure_intact`]). Every command that acts on a run
+    /// calls this first.
+    pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
+        crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
+        Ok(())
     }
 
     /// The run active in this work tree, projected read-only from the ledger.

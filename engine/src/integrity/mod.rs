@@ -1,0 +1,254 @@
+//! The anchored ledger: the hash chain checked against the branch that its runs built.
+//!
+//! The chain alone proves that the events agree with each other. Every phase commit
+//! also carries the chain head as it stood when the commit was made (`TDD-Ledger`), so
+//! git holds an anchor the ledger cannot rewrite: a chain recomputed after removing
+//! events, an older copy of the database put back or a ledger removed altogether no
+//! longer matches the commits reachable from HEAD. [`ensure_intact`] is the one check
+//! every command runs before it acts on a run.
+
+mod walk;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+pub use walk::RUN_TRAILER;
+pub use walk::RunCommit;
+pub use walk::Scope;
+pub use walk::run_commits;
+
+use crate::git::GitError;
+use crate::ledger::Anchor;
+use crate::ledger::Break;
+use crate::ledger::COMMIT_STARTED;
+use crate::ledger::Ledger;
+use crate::ledger::LedgerError;
+
+/// What a person does about a ledger that does not match its branch.
+pub const RESTORE_HINT: &str = "restore the ledger from a backup (`tdd ledger path` shows where it lives) and run `tdd ledger verify` again; until it verifies, the runs recorded in it cannot be trusted and no command acts on them";
+
+/// Why the ledger could not be checked, or the finding that it fails the check.
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrityError {
+    /// The ledger fails verification: the chain is broken or does not match the branch.
+    #[error("the ledger fails verification: {}", .0.summary())]
+    Tampered(Box<Integrity>),
+    /// The ledger could not be read.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The branch could not be walked.
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+/// One way a commit and the ledger disagree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// The commit concerned.
+    pub commit: String,
+    /// The run its `TDD-Run` trailer names.
+    pub run_id: String,
+    /// What does not match, as a sentence fragment.
+    pub reason: String,
+}
+
+/// What the check of the chain and the branch found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Integrity {
+    /// Whether a ledger database exists.
+    pub ledger_exists: bool,
+    /// Events in the chain.
+    pub events: u64,
+    /// The first point where the chain itself stops matching, if any.
+    pub chain: Option<Break>,
+    /// Run commits walked on the branch.
+    pub run_commits: u64,
+    /// Of those, the ones carrying an anchor.
+    pub anchors: u64,
+    /// Every commit that disagrees with the ledger, newest first.
+    pub problems: Vec<Problem>,
+}
+
+impl Integrity {
+    /// True when the chain is intact and every commit walked agrees with it.
+    pub fn is_intact(&self) -> bool {
+        self.chain.is_none() && self.problems.is_empty()
+    }
+
+    /// The first finding in one line, with the number of others.
+    pub fn summary(&self) -> String {
+        if let Some(broken) = &self.chain {
+            let at = broken
+                .event_id
+                .map_or_else(|| "the chain head".to_string(), |id| format!("event {id}"));
+            return format!("ledger chain broken at {at}: {}", broken.reason);
+        }
+        let Some(first) = self.problems.first() else {
+            return "the ledger is intact".to_string();
+        };
+        let more = match self.problems.len() - 1 {
+            0 => String::new(),
+            1 => " (and 1 more commit)".to_string(),
+            n => format!(" (and {n} more commits)"),
+        };
+        format!("commit {}: {}{more}", short(&first.commit), first.reason)
+    }
+}
+
+/// Verifies the chain of the ledger at `database`, then checks it against the run
+/// commits reachable from HEAD in `work_tree` as far as `scope` goes: each must be named
+/// by an event, and each anchor must match the chain at its position.
+pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrity, IntegrityError> {
+    let ledger = Ledger::open_read_only(database)?;
+    let mut integrity = Integrity {
+        ledger_exists: ledger.is_some(),
+        events: 0,
+        chain: None,
+        run_commits: 0,
+        anchors: 0,
+        problems: Vec::new(),
+    };
+    if let Some(ledger) = &ledger {
+        let verification = ledger.verify()?;
+        integrity.events = verification.events;
+        integrity.chain = verification.broken;
+        if integrity.chain.is_some() {
+            return Ok(integrity);
+        }
+    }
+    let commits = run_commits(work_tree, scope)?;
+    integrity.run_commits = commits.len() as u64;
+    integrity.anchors = commits.iter().filter(|c| c.anchor.is_some()).count() as u64;
+    integrity.problems = match &ledger {
+        Some(ledger) => judge(ledger, &commits)?,
+        None => commits
+            .iter()
+            .map(|c| problem(c, "the ledger does not exist, but the branch has this run's commits (the ledger was removed)".into()))
+            .collect(),
+    };
+    Ok(integrity)
+}
+
+/// The check every command runs before acting on a run: the whole chain, and the branch
+/// from HEAD down to its newest anchor. `Err(Tampered)` when anything fails.
+pub fn ensure_intact(database: &Path, work_tree: &Path) -> Result<Integrity, IntegrityError> {
+    let integrity = check(database, work_tree, Scope::ToNewestAnchor)?;
+    if integrity.is_intact() {
+        Ok(integrity)
+    } else {
+        Err(IntegrityError::Tampered(Box::new(integrity)))
+    }
+}
+
+/// The problems of `commits` against an existing ledger whose chain verified.
+fn judge(ledger: &Ledger, commits: &[RunCommit]) -> Result<Vec<Problem>, LedgerError> {
+    let recorded = ledger.recorded_commits()?;
+    let runs = ledger.started_runs()?;
+    let head = ledger.anchor()?;
+    let mut problems = Vec::new();
+    for commit in commits {
+        let anchor = match commit.anchor.as_deref().map(Anchor::parse) {
+            Some(Ok(anchor)) => Some(anchor),
+            Some(Err(err)) => {
+                problems.push(problem(commit, format!("its TDD-Ledger trailer {err}")));
+                None
+            }
+            None => None,
+        };
+        let anchored = match &anchor {
+            Some(anchor) => match anchor_mismatch(ledger, &head, anchor)? {
+                Some(reason) => {
+                    problems.push(problem(commit, reason));
+                    false
+                }
+                None => true,
+            },
+            None => false,
+        };
+        if let Some(reason) = unrecorded(
+            ledger,
+            &recorded,
+            &runs,
+            commit,
+            anchor.as_ref().filter(|_| anchored),
+        )? {
+            problems.push(problem(commit, reason));
+        }
+    }
+    Ok(problems)
+}
+
+/// Why `anchor` does not match the chain, or `None` when the chain at its position has
+/// exactly its hash.
+fn anchor_mismatch(
+    ledger: &Ledger,
+    head: &Anchor,
+    anchor: &Anchor,
+) -> Result<Option<String>, LedgerError> {
+    if anchor.count > head.count {
+        return Ok(Some(format!(
+            "it was made when the ledger held {} events, but the ledger holds {} (an older copy of the ledger was put back, or events were removed)",
+            anchor.count, head.count
+        )));
+    }
+    let found = ledger.hash_at(anchor.count)?.unwrap_or_default();
+    if found != anchor.hash {
+        return Ok(Some(format!(
+            "it anchors event {} with hash {}, but the ledger has {} there (events up to it were removed or edited and the chain recomputed, or another ledger was put in its place)",
+            anchor.count,
+            short(&anchor.hash),
+            short(&found)
+        )));
+    }
+    Ok(None)
+}
+
+/// Why no event accounts for `commit`, or `None` when one does. A run's commit at HEAD
+/// whose matching anchor is its run's `commit_started` event, with no commit of the run
+/// recorded after it, is a process that ended between the commit and its record: the
+/// anchor accounts for it. (An older copy of the ledger cannot pass for one, as it
+/// lacks that event.)
+fn unrecorded(
+    ledger: &Ledger,
+    recorded: &BTreeSet<String>,
+    runs: &BTreeSet<String>,
+    commit: &RunCommit,
+    matching_anchor: Option<&Anchor>,
+) -> Result<Option<String>, LedgerError> {
+    if recorded.contains(&commit.sha) {
+        return Ok(None);
+    }
+    if !runs.contains(&commit.run_id) {
+        return Ok(Some(format!(
+            "its run {} is not in the ledger (the ledger was replaced, emptied or its events removed)",
+            commit.run_id
+        )));
+    }
+    if let Some(anchor) = matching_anchor
+        && commit.is_head
+        && ledger.kind_at(anchor.count)?
+            == Some((Some(commit.run_id.clone()), COMMIT_STARTED.to_string()))
+        && !ledger.run_records_commits_after(&commit.run_id, anchor.count)?
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        "no event of the ledger records this commit (its phase_changed event was removed)"
+            .to_string(),
+    ))
+}
+
+fn problem(commit: &RunCommit, reason: String) -> Problem {
+    Problem {
+        commit: commit.sha.clone(),
+        run_id: commit.run_id.clone(),
+        reason,
+    }
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests;

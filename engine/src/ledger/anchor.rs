@@ -1,0 +1,290 @@
+//! Anchors: the chain head as a phase commit records it, and what the ledger says
+//! about the commits that carry one.
+//!
+//! A phase commit carries `TDD-Ledger: <count>:<hash>`, the number of events in the
+//! chain and the hash of the last of them when the commit was made. Because every
+//! event's hash covers the one before it, an anchor that still matches the chain
+//! vouches for every event up to it: removing, editing or reordering any of them, even
+//! with the chain recomputed afterwards, changes the hash of the event it names.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use rusqlite::OptionalExtension;
+
+use super::Ledger;
+use super::LedgerError;
+use super::sql_err;
+
+/// The trailer that carries an anchor in a phase commit.
+pub const LEDGER_TRAILER: &str = "TDD-Ledger";
+
+/// The event kinds whose payload names a commit the engine made (`commit`, and for a
+/// phase change also the `head` it left).
+pub const COMMIT_EVENT_KINDS: &[&str] = &["phase_changed", "artifact_regenerated"];
+
+/// The kind of the event appended right before an anchored commit is made, so the
+/// commit's anchor is that event.
+pub const COMMIT_STARTED: &str = "commit_started";
+
+/// The chain as of one moment: how many events it held and the hash of the last.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Anchor {
+    /// The number of events in the chain, which is also the id of the last one (ids
+    /// count from 1, and the append-only chain never leaves a gap).
+    pub count: u64,
+    /// The hash of event `count`, or the genesis hash when `count` is 0.
+    pub hash: String,
+}
+
+/// Why a `TDD-Ledger` trailer value could not be read as an anchor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{value}` is not `<event count>:<64 hex digit hash>`")]
+pub struct AnchorParseError {
+    /// The trailer value as found.
+    pub value: String,
+}
+
+impl Anchor {
+    /// Reads a trailer value written by [`Anchor`]'s `Display`; surrounding whitespace
+    /// is ignored, anything else that deviates is refused.
+    pub fn parse(value: &str) -> Result<Anchor, AnchorParseError> {
+        let error = || AnchorParseError {
+            value: value.to_string(),
+        };
+        let (count, hash) = value.trim().split_once(':').ok_or_else(error)?;
+        let digits = !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit());
+        let count: u64 = if digits {
+            count.parse().map_err(|_| error())?
+        } else {
+            return Err(error());
+        };
+        let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hex {
+            return Err(error());
+        }
+        Ok(Anchor {
+            count,
+            hash: hash.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Anchor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.count, self.hash)
+    }
+}
+
+impl Ledger {
+    /// The chain head as recorded in the head row: what a commit made now anchors.
+    pub fn anchor(&self) -> Result<Anchor, LedgerError> {
+        let (count, hash): (i64, String) = self
+            .conn
+            .query_row("SELECT count, hash FROM chain_head WHERE id = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(sql_err(&self.path))?;
+        Ok(Anchor {
+            count: u64::try_from(count).unwrap_or(0),
+            hash,
+        })
+    }
+
+    /// The hash of event `position` (the event with that id: ids count from 1 and an
+    /// honest chain has no gaps), or `None` when there is none; position 0 is the genesis
+    /// hash. A lookup by id, so its cost does not grow with the ledger.
+    pub fn hash_at(&self, position: u64) -> Result<Option<String>, LedgerError> {
+        if position == 0 {
+            return Ok(Some(super::GENESIS_HASH.to_string()));
+        }
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
+        self.conn
+            .query_row("SELECT hash FROM events WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(sql_err(&self.path))
+    }
+
+    /// The run id and kind of event `position` (by id, as [`Ledger::hash_at`]), or `None`
+    /// when there is none.
+    pub fn kind_at(&self, position: u64) -> Result<Option<(Option<String>, String)>, LedgerError> {
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
+        self.conn
+            .query_row("SELECT run_id, kind FROM events WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(sql_err(&self.path))
+    }
+
+    /// Every commit an event names as made by the engine (see [`COMMIT_EVENT_KINDS`]).
+    pub fn recorded_commits(&self) -> Result<BTreeSet<String>, LedgerError> {
+        let sql = "SELECT json_extract(payload, '$.commit'), \
+                   CASE kind WHEN 'phase_changed' THEN json_extract(payload, '$.head') END \
+                   FROM events WHERE kind IN ('phase_changed', 'artifact_regenerated')";
+        let mut stmt = self.conn.prepare(sql).map_err(sql_err(&self.path))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                ))
+            })
+            .map_err(sql_err(&self.path))?;
+        let mut commits = BTreeSet::new();
+        for row in rows {
+            let (commit, head) = row.map_err(sql_err(&self.path))?;
+            commits.extend(commit.into_iter().chain(head));
+        }
+        Ok(commits)
+    }
+
+    /// The runs this ledger knows: every run id that has a `run_started` event.
+    pub fn started_runs(&self) -> Result<BTreeSet<String>, LedgerError> {
+        let sql =
+            "SELECT DISTINCT run_id FROM events WHERE kind = 'run_started' AND run_id IS NOT NULL";
+        let mut stmt = self.conn.prepare(sql).map_err(sql_err(&self.path))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(sql_err(&self.path))?;
+        rows.collect::<Result<_, _>>().map_err(sql_err(&self.path))
+    }
+
+    /// Whether run `run_id` recorded a commit (an event of [`COMMIT_EVENT_KINDS`]) after
+    /// event `position` (through the run index).
+    pub fn run_records_commits_after(
+        &self,
+        run_id: &str,
+        position: u64,
+    ) -> Result<bool, LedgerError> {
+        let id = i64::try_from(position).unwrap_or(i64::MAX);
+        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND id > ?2 \
+                   AND kind IN ('phase_changed', 'artifact_regenerated'))";
+        self.conn
+            .query_row(sql, rusqlite::params![run_id, id], |r| r.get(0))
+            .map_err(sql_err(&self.path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn an_anchor_reads_back_what_it_writes() {
+        let anchor = Anchor {
+            count: 42,
+            hash: HASH.to_string(),
+        };
+        let text = anchor.to_string();
+        assert_eq!(text, format!("42:{HASH}"));
+        assert_eq!(Anchor::parse(&text), Ok(anchor.clone()));
+        assert_eq!(Anchor::parse(&format!("  {text}\n")), Ok(anchor));
+    }
+
+    #[test]
+    fn malformed_anchors_are_refused() {
+        for bad in [
+            "",
+            "42",
+            HASH,
+            &format!(":{HASH}"),
+            &format!("-1:{HASH}"),
+            &format!("4 2:{HASH}"),
+            &format!("42:{}", &HASH[1..]),
+            &format!("42:{}", HASH.to_uppercase()),
+            &format!("42:{HASH}0"),
+            &format!("99999999999999999999999:{HASH}"),
+        ] {
+            assert!(Anchor::parse(bad).is_err(), "{bad:?} was read as an anchor");
+        }
+    }
+
+    #[test]
+    fn the_head_anchor_and_positions_follow_the_chain() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("open");
+        assert_eq!(ledger.anchor().expect("anchor").count, 0);
+        let first = ledger
+            .append(Some("r"), "note", &serde_json::json!({}))
+            .expect("append");
+        let second = ledger
+            .append(None, "note", &serde_json::json!({}))
+            .expect("append");
+        let head = ledger.anchor().expect("anchor");
+        assert_eq!(
+            head,
+            Anchor {
+                count: 2,
+                hash: second.hash.clone()
+            }
+        );
+        assert_eq!(ledger.hash_at(1).expect("hash"), Some(first.hash));
+        assert_eq!(ledger.hash_at(2).expect("hash"), Some(second.hash));
+        assert_eq!(ledger.hash_at(3).expect("hash"), None);
+        assert_eq!(
+            ledger.kind_at(1).expect("kind"),
+            Some((Some("r".to_string()), "note".to_string()))
+        );
+        assert_eq!(ledger.kind_at(3).expect("kind"), None);
+        assert!(!ledger.run_records_commits_after("r", 0).expect("query"));
+        ledger
+            .append(Some("r"), "phase_changed", &serde_json::json!({}))
+            .expect("append");
+        assert!(ledger.run_records_commits_after("r", 2).expect("query"));
+        assert!(!ledger.run_records_commits_after("r", 3).expect("query"));
+    }
+
+    #[test]
+    fn commits_named_by_phase_changes_and_artifacts_are_recorded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("open");
+        ledger
+            .append(Some("r"), "run_started", &serde_json::json!({}))
+            .expect("append");
+        ledger
+            .append(
+                Some("r"),
+                "phase_changed",
+                &serde_json::json!({ "commit": "c1", "head": "c1" }),
+            )
+            .expect("append");
+        ledger
+            .append(
+                Some("r"),
+                "phase_changed",
+                &serde_json::json!({ "commit": null, "head": "c0" }),
+            )
+            .expect("append");
+        ledger
+            .append(
+                Some("r"),
+                "artifact_regenerated",
+                &serde_json::json!({ "commit": "c2" }),
+            )
+            .expect("append");
+        ledger
+            .append(
+                Some("r"),
+                "cycle_opened",
+                &serde_json::json!({ "head": "c3" }),
+            )
+            .expect("append");
+        let recorded: Vec<String> = ledger
+            .recorded_commits()
+            .expect("commits")
+            .into_iter()
+            .collect();
+        assert_eq!(recorded, vec!["c0", "c1", "c2"]);
+        assert_eq!(
+            ledger
+                .started_runs()
+                .expect("runs")
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec!["r"]
+        );
+    }
+}

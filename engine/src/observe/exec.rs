@@ -90,12 +90,11 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     let mut env: Vec<(String, String)> = vec![("NO_COLOR".into(), "1".into())];
     if let Some(pinned) = &project.hermetic {
         env.extend(pinned.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // Bytecode goes to a directory of this observation only: nothing the repository
-        // (or an earlier run) left in a `__pycache__` is ever read.
-        env.push((
-            "PYTHONPYCACHEPREFIX".into(),
-            scratch.path("pycache").display().to_string(),
-        ));
+        // No bytecode is written next to the sources: the clean room never holds any
+        // (it writes no `__pycache__` or `.pyc` of the tree and sweeps what a run left),
+        // so no repository bytecode is ever read, while the interpreter's own cached
+        // bytecode of installed packages still is.
+        env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
     env.extend(
         project

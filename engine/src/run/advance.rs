@@ -393,8 +393,8 @@ impl Engine {
         to: Phase,
     ) -> Result<(), RunError> {
         let git = crate::git::Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
-        let candidate = candidate::build(&git, &tree_of(&git, &head)?, &ctx.now.tree, select)?;
+        let (head, head_tree) = candidate::head_and_tree(&git)?;
+        let candidate = candidate::build(&git, &head_tree, &ctx.now.tree, select)?;
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, message, to)
     }
 

@@ -61,6 +61,19 @@ pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
     ])
 }
 
+/// HEAD's commit and tree, in one call.
+pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
+    let text = git.text(["rev-parse", "HEAD", "HEAD^{tree}"])?;
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(head), Some(tree)) => Ok((head.to_string(), tree.to_string())),
+        _ => Err(GitError::Failed {
+            args: "rev-parse HEAD HEAD^{tree}".into(),
+            stderr: format!("unexpected output: {text}"),
+        }),
+    }
+}
+
 /// The entries that differ between trees `from` and `to`, renames not detected.
 pub(crate) fn diff_trees(git: &Git, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
     let out = git.output(["diff-tree", "-r", "-z", "--no-renames", from, to])?;

@@ -15,7 +15,6 @@ use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
 use super::candidate;
 use super::candidate::Candidate;
-use super::candidate::tree_of;
 use super::gates::Refused;
 use super::gates::green_gate;
 use super::gates::suite_gate;
@@ -81,8 +80,7 @@ impl Engine {
             );
         }
         let git = Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
-        let head_tree = tree_of(&git, &head)?;
+        let (head, head_tree) = candidate::head_and_tree(&git)?;
         let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
             ctx.in_roots(p) && !ctx.is_test(p) && !ctx.is_harness(p)
         })?;

@@ -131,7 +131,17 @@ pub fn default_tests(adapter: AdapterKind) -> &'static [&'static str] {
 }
 
 /// Files every run locks whatever the adapter: the configuration itself.
-const ALWAYS_HARNESS: &[&str] = &["tdd.toml"];
+///
+/// Version-manager files (`.tool-versions`, pyenv's `.python-version`, `.nvmrc`,
+/// `.node-version`) choose which interpreter a pinned shim starts, so they are harness
+/// for every adapter.
+const ALWAYS_HARNESS: &[&str] = &[
+    "tdd.toml",
+    "**/.tool-versions",
+    "**/.python-version",
+    "**/.nvmrc",
+    "**/.node-version",
+];
 
 /// The files that decide how `adapter` runs tests, anywhere in the work tree: its
 /// configuration, plugins and what the interpreter loads before any test (Python's

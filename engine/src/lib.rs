@@ -10,4 +10,5 @@ pub mod git;
 pub mod ledger;
 pub mod observe;
 pub mod plan;
+pub mod repo_path;
 pub mod run;

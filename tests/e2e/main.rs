@@ -10,6 +10,7 @@ mod engine_machine;
 mod engine_pytest;
 mod exec;
 mod init;
+mod integrity_worktree;
 mod leaf_roles;
 mod leafsupport;
 mod leaves;

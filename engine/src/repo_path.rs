@@ -35,8 +35,10 @@ pub fn decode(text: &str) -> Vec<u8> {
 }
 
 /// `bytes` for a person to read: invalid UTF-8 becomes U+FFFD. Never use it to act.
-pub fn display(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+///
+/// Borrows when `bytes` is UTF-8, so matching every path of a large tree costs no copy.
+pub fn display(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
 }
 
 /// The path `bytes`, relative to a work tree, as an `OsStr` for the file system.

@@ -35,29 +35,7 @@ pub fn commit_paths(
         return Ok(None);
     }
     let git = Git::new(work_tree);
-    let root = work_tree
-        .canonicalize()
-        .map_err(|e| safe_fs::io_error("resolve", work_tree, e))?;
-    let (mut present, mut gone) = (Vec::new(), Vec::new());
-    for path in paths {
-        let bytes = repo_path::decode(path);
-        let meta = safe_fs::lstat_in_tree(&root, &bytes)?;
-        let submodule = || root.join(repo_path::os(&bytes)).join(".git").exists();
-        match meta {
-            Some(meta) if !meta.is_dir() || submodule() => present.push(bytes),
-            _ => gone.push(bytes),
-        }
-    }
-    with_stdin(
-        &git,
-        &["update-index", "--add", "--remove", "-z", "--stdin"],
-        &nul_list(&present),
-    )?;
-    with_stdin(
-        &git,
-        &["update-index", "--force-remove", "-z", "--stdin"],
-        &nul_list(&gone),
-    )?;
+    let (present, gone) = stage_as_on_disk(&git, work_tree, paths)?;
     let staged = staged_paths(&git)?;
     let chosen: Vec<Vec<u8>> = present
         .into_iter()
@@ -88,6 +66,35 @@ pub fn commit_paths(
     ];
     with_stdin(&git, &commit, &nul_list(&chosen))?;
     Ok(Some(git.text(["rev-parse", "HEAD"])?))
+}
+
+/// A repository path as bytes.
+type RawPath = Vec<u8>;
+
+/// Stages each of `paths` as it is on disk; returns the paths present and those gone.
+fn stage_as_on_disk(
+    git: &Git,
+    work_tree: &Path,
+    paths: &[String],
+) -> Result<(Vec<RawPath>, Vec<RawPath>), GitError> {
+    let root = work_tree
+        .canonicalize()
+        .map_err(|e| safe_fs::io_error("resolve", work_tree, e))?;
+    let (mut present, mut gone) = (Vec::new(), Vec::new());
+    for path in paths {
+        let bytes = repo_path::decode(path);
+        let meta = safe_fs::lstat_in_tree(&root, &bytes)?;
+        let submodule = || root.join(repo_path::os(&bytes)).join(".git").exists();
+        match meta {
+            Some(meta) if !meta.is_dir() || submodule() => present.push(bytes),
+            _ => gone.push(bytes),
+        }
+    }
+    let add = ["update-index", "--add", "--remove", "-z", "--stdin"];
+    with_stdin(git, &add, &nul_list(&present))?;
+    let remove = ["update-index", "--force-remove", "-z", "--stdin"];
+    with_stdin(git, &remove, &nul_list(&gone))?;
+    Ok((present, gone))
 }
 
 fn nul_list(paths: &[Vec<u8>]) -> Vec<u8> {

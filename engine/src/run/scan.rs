@@ -163,45 +163,7 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
     let git = Git::new(work_tree);
     let index = temp_index(work_tree, &git)?;
     let at = index.path.as_path();
-    // The three reads are independent; on a large tree each is a walk of every directory.
-    let (changed, listed, config) = std::thread::scope(|scope| {
-        let changed =
-            scope.spawn(|| run(&git, at, &["diff-files", "-z", "--name-only"], None, &[]));
-        let config = scope.spawn(|| {
-            let pattern = "^(filter\\..+\\.(clean|process)|extensions\\.objectformat)$";
-            run(
-                &git,
-                at,
-                &["config", "-z", "--get-regexp", pattern],
-                None,
-                &[1],
-            )
-        });
-        let listed = run(
-            &git,
-            at,
-            &[
-                "ls-files",
-                "-v",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            None,
-            &[],
-        );
-        let panicked = || GitError::Failed {
-            args: "scan".into(),
-            stderr: "a scanning thread panicked".into(),
-        };
-        (
-            changed.join().unwrap_or_else(|_| Err(panicked())),
-            listed,
-            config.join().unwrap_or_else(|_| Err(panicked())),
-        )
-    });
-    let (changed, listed, config) = (changed?, listed?, config?);
+    let [changed, listed, config] = read_state(&git, at)?;
     let listing = Listing::parse(&listed);
     let settings = Settings::parse(&config);
     let mut paths: BTreeSet<&[u8]> = split_nul(&changed).collect();
@@ -227,6 +189,51 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
         })
         .collect();
     Ok(Scanned { tree, flagged })
+}
+
+/// The paths whose stat data changed, the index listing with its flags and the
+/// untracked files, and the filter and object-format settings.
+///
+/// The three reads are independent; on a large tree the first two are each a walk of
+/// every directory, so they run in parallel.
+fn read_state(git: &Git, at: &Path) -> Result<[Vec<u8>; 3], GitError> {
+    let (changed, listed, config) = std::thread::scope(|scope| {
+        let changed = scope.spawn(|| run(git, at, &["diff-files", "-z", "--name-only"], None, &[]));
+        let config = scope.spawn(|| {
+            let pattern = "^(filter\\..+\\.(clean|process)|extensions\\.objectformat)$";
+            run(
+                git,
+                at,
+                &["config", "-z", "--get-regexp", pattern],
+                None,
+                &[1],
+            )
+        });
+        let listed = run(
+            git,
+            at,
+            &[
+                "ls-files",
+                "-v",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            None,
+            &[],
+        );
+        let panicked = || GitError::Failed {
+            args: "scan".into(),
+            stderr: "a scanning thread panicked".into(),
+        };
+        (
+            changed.join().unwrap_or_else(|_| Err(panicked())),
+            listed,
+            config.join().unwrap_or_else(|_| Err(panicked())),
+        )
+    });
+    Ok([changed?, listed?, config?])
 }
 
 fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
@@ -334,6 +341,51 @@ fn filtered_paths(
         .collect())
 }
 
+/// What `lstat` found at each path to record.
+#[derive(Default)]
+struct OnDisk<'a> {
+    /// `--index-info` records removing paths that are not there as files.
+    removals: Vec<u8>,
+    /// Regular files and their git modes.
+    files: Vec<(&'a [u8], u32)>,
+    /// Symlinks and their targets.
+    links: Vec<(&'a [u8], Vec<u8>)>,
+    /// Submodules, NUL-separated, for git to record.
+    submodules: Vec<u8>,
+}
+
+impl<'a> OnDisk<'a> {
+    fn inspect(root: &Path, paths: &BTreeSet<&'a [u8]>, null_oid: &str) -> Result<Self, GitError> {
+        let mut found = OnDisk::default();
+        for &path in paths {
+            let full = root.join(repo_path::os(path));
+            match safe_fs::lstat_in_tree(root, path)? {
+                Some(meta) if meta.is_file() => {
+                    let mode = if meta.mode() & 0o100 != 0 {
+                        0o100755
+                    } else {
+                        0o100644
+                    };
+                    found.files.push((path, mode));
+                }
+                Some(meta) if meta.file_type().is_symlink() => {
+                    let target = std::fs::read_link(&full)
+                        .map_err(|e| safe_fs::io_error("read the link", &full, e))?;
+                    found
+                        .links
+                        .push((path, target.as_os_str().as_bytes().to_vec()));
+                }
+                Some(meta) if meta.is_dir() && full.join(".git").exists() => {
+                    found.submodules.extend_from_slice(path);
+                    found.submodules.push(0);
+                }
+                _ => entry_line(&mut found.removals, 0, null_oid, path),
+            }
+        }
+        Ok(found)
+    }
+}
+
 /// Writes the on-disk state of `paths` into the temporary index: blobs hashed without
 /// filters, modes from `lstat`, removals for what is not there.
 fn record(
@@ -343,52 +395,26 @@ fn record(
     paths: &BTreeSet<&[u8]>,
     null_oid: &str,
 ) -> Result<(), GitError> {
-    let mut removals = Vec::new();
-    let mut files: Vec<(&[u8], u32)> = Vec::new();
-    let mut links: Vec<(&[u8], Vec<u8>)> = Vec::new();
-    let mut submodules = Vec::new();
-    for &path in paths {
-        let meta = safe_fs::lstat_in_tree(root, path)?;
-        match meta {
-            Some(meta) if meta.is_file() => {
-                let mode = if meta.mode() & 0o100 != 0 {
-                    0o100755
-                } else {
-                    0o100644
-                };
-                files.push((path, mode));
-            }
-            Some(meta) if meta.file_type().is_symlink() => {
-                let full = root.join(repo_path::os(path));
-                let target = std::fs::read_link(&full)
-                    .map_err(|e| safe_fs::io_error("read the link", &full, e))?;
-                links.push((path, target.as_os_str().as_bytes().to_vec()));
-            }
-            Some(meta) if meta.is_dir() && root.join(repo_path::os(path)).join(".git").exists() => {
-                submodules.extend_from_slice(path);
-                submodules.push(0);
-            }
-            _ => entry_line(&mut removals, 0, null_oid, path),
-        }
-    }
-    let mut lines = removals;
-    let mut quoted = String::new();
-    for (path, _) in &files {
-        quoted.push_str(&repo_path::c_quote(path));
-        quoted.push('\n');
-    }
-    if !files.is_empty() {
+    let found = OnDisk::inspect(root, paths, null_oid)?;
+    // Removals first, so a file that replaced a directory (or the reverse) never meets
+    // the entries it replaces.
+    let mut lines = found.removals;
+    if !found.files.is_empty() {
+        let quoted: String = found
+            .files
+            .iter()
+            .map(|(path, _)| repo_path::c_quote(path) + "\n")
+            .collect();
         let args = ["hash-object", "-w", "--no-filters", "--stdin-paths"];
         let out = run(git, index, &args, Some(quoted.as_bytes()), &[])?;
-        let oids: Vec<&str> = std::str::from_utf8(&out)
+        let oids = std::str::from_utf8(&out)
             .map_err(|_| GitError::NotUtf8)?
-            .lines()
-            .collect();
-        for ((path, mode), oid) in files.iter().zip(oids) {
+            .lines();
+        for ((path, mode), oid) in found.files.iter().zip(oids) {
             entry_line(&mut lines, *mode, oid, path);
         }
     }
-    for (path, target) in &links {
+    for (path, target) in &found.links {
         let args = ["hash-object", "-w", "--no-filters", "--stdin"];
         let out = run(git, index, &args, Some(target), &[])?;
         let oid = String::from_utf8_lossy(&out).trim().to_string();
@@ -403,9 +429,9 @@ fn record(
             &[],
         )?;
     }
-    if !submodules.is_empty() {
+    if !found.submodules.is_empty() {
         let args = ["update-index", "-z", "--add", "--remove", "--stdin"];
-        run(git, index, &args, Some(&submodules), &[])?;
+        run(git, index, &args, Some(&found.submodules), &[])?;
     }
     Ok(())
 }

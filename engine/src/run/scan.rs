@@ -260,7 +260,10 @@ impl<'a> Listing<'a> {
                 continue;
             };
             if tag == b'?' {
-                listing.untracked.push(path);
+                // A nested repository is listed as `dir/`.
+                listing
+                    .untracked
+                    .push(path.strip_suffix(b"/").unwrap_or(path));
                 continue;
             }
             // A lowercase tag is assume-unchanged; `S` (or `s`) is skip-worktree.
@@ -350,8 +353,6 @@ struct OnDisk<'a> {
     files: Vec<(&'a [u8], u32)>,
     /// Symlinks and their targets.
     links: Vec<(&'a [u8], Vec<u8>)>,
-    /// Submodules, NUL-separated, for git to record.
-    submodules: Vec<u8>,
 }
 
 impl<'a> OnDisk<'a> {
@@ -375,10 +376,9 @@ impl<'a> OnDisk<'a> {
                         .links
                         .push((path, target.as_os_str().as_bytes().to_vec()));
                 }
-                Some(meta) if meta.is_dir() && full.join(".git").exists() => {
-                    found.submodules.extend_from_slice(path);
-                    found.submodules.push(0);
-                }
+                // A submodule or nested repository keeps the entry it has (none when it
+                // is untracked): its files are another repository's to snapshot.
+                Some(meta) if meta.is_dir() && full.join(".git").exists() => {}
                 _ => entry_line(&mut found.removals, 0, null_oid, path),
             }
         }
@@ -428,10 +428,6 @@ fn record(
             Some(&lines),
             &[],
         )?;
-    }
-    if !found.submodules.is_empty() {
-        let args = ["update-index", "-z", "--add", "--remove", "--stdin"];
-        run(git, index, &args, Some(&found.submodules), &[])?;
     }
     Ok(())
 }

@@ -298,4 +298,4 @@ fn read_blobs(git: &Git, oids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use super::*;
 
-pub(super) const TEST: &str =
+pub(crate) const TEST: &str =
     "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n";
-pub(super) const CALC: &str = "def add(a, b):\n    return a + b\n";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
 
 /// A committed repository with `calc.py` and `tests/test_a.py`, and a directory outside it.
-pub(super) struct Repo {
+pub(crate) struct Repo {
     pub dir: tempfile::TempDir,
     pub outside: tempfile::TempDir,
 }

@@ -85,12 +85,18 @@ fn an_assume_unchanged_edit_to_a_locked_test_is_seen_and_reverted() {
     env.write("tests/test_sub.py", "def test_sub():\n    pass\n");
     env.git(&["update-index", "--assume-unchanged", "tests/test_sub.py"]);
     assert_eq!(env.git(&["status", "--porcelain"]), "");
+    // A created test whose name is not UTF-8 is removed by its exact bytes.
+    let odd = env
+        .root()
+        .join(std::ffi::OsStr::from_bytes(b"tests/test_\xff.py"));
+    std::fs::write(&odd, "def test_odd():\n    pass\n").expect("odd name");
     let (exit, value) = env.json(&["advance"]);
     assert_eq!(exit, 1, "the weakened test does not pass the gate: {value}");
     assert_eq!(
         value["data"]["reverted"],
-        serde_json::json!(["tests/test_sub.py"])
+        serde_json::json!(["tests/test_sub.py", "\"tests/test_\\377.py\""])
     );
+    assert!(odd.symlink_metadata().is_err());
     let test = std::fs::read_to_string(env.root().join("tests/test_sub.py")).expect("test");
     assert_eq!(test, TEST);
 }

@@ -111,6 +111,42 @@ impl Git {
         Ok(out)
     }
 
+    /// Runs `git ARGS` with `input` on its stdin and returns stdout, failing on a non-zero
+    /// exit. stdin is fed from a thread, so git may write any amount before reading all.
+    pub fn output_with_stdin<I, S>(&self, args: I, input: &[u8]) -> Result<Vec<u8>, GitError>
+    where
+        I: IntoIterator<Item = S> + Clone,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = self
+            .command(args.clone())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(GitError::Spawn)?;
+        let out = std::thread::scope(|scope| {
+            if let Some(mut pipe) = child.stdin.take() {
+                scope.spawn(move || pipe.write_all(input));
+            }
+            child.wait_with_output()
+        })
+        .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            let joined: Vec<String> = args
+                .into_iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect();
+            return Err(GitError::Failed {
+                args: joined.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out.stdout)
+    }
+
     /// Runs `git ARGS` and returns stdout with the trailing newline removed.
     pub fn text<I, S>(&self, args: I) -> Result<String, GitError>
     where

@@ -170,15 +170,13 @@ impl Snapshot {
             }
         }
         let seen: HashSet<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
-        for (path, mode, oid) in &entries {
-            if seen.contains(path.as_slice()) || !locked(&repo_path::display(path)) {
-                continue;
-            }
-            let intact =
-                safe_fs::lstat_in_tree(&root, path)?.is_some_and(|m| m.is_file() && m.nlink() == 1);
-            if !intact {
-                restore.push((path.as_slice(), *mode, oid.as_str()));
-            }
+        let unseen: Vec<&TreeFile> = entries
+            .iter()
+            .filter(|(path, _, _)| !seen.contains(path.as_slice()))
+            .filter(|(path, _, _)| locked(&repo_path::display(path)))
+            .collect();
+        for (path, mode, oid) in drifted(&git, &root, &unseen)? {
+            restore.push((path.as_slice(), *mode, oid.as_str()));
         }
         let oids: Vec<&str> = restore.iter().map(|(_, _, oid)| *oid).collect();
         let blobs = read_blobs(&git, &oids)?;
@@ -229,8 +227,59 @@ fn raw_changes(git: &Git, from: &str, to: &str) -> Result<Vec<RawChange>, GitErr
     Ok(changes)
 }
 
+/// A regular file of a tree: path, git mode, blob id.
+type TreeFile = (Vec<u8>, u32, String);
+
+/// The files among `files` (locked files of the snapshot that git saw unchanged) whose
+/// bytes on disk are not the snapshot's after all.
+///
+/// git compares stat data at a one-second resolution, so an edit made within the second
+/// its index entry was refreshed, with the mtime put back, passes as unchanged; and a
+/// hard link or a symlink changes nothing git looks at. So each such file is checked by
+/// `lstat` (a regular file with one link and the snapshot's executable bit) and then by
+/// its bytes, hashed without filters.
+fn drifted<'a>(
+    git: &Git,
+    root: &Path,
+    files: &[&'a TreeFile],
+) -> Result<Vec<&'a TreeFile>, GitError> {
+    let mut drifted = Vec::new();
+    let mut to_hash = Vec::new();
+    for &file in files {
+        let (path, mode, _) = file;
+        let meta = safe_fs::lstat_in_tree(root, path)?;
+        let intact = meta.is_some_and(|m| {
+            let exec = m.mode() & 0o100 != 0;
+            m.is_file() && m.nlink() == 1 && exec == (*mode == safe_fs::MODE_EXECUTABLE)
+        });
+        if intact {
+            to_hash.push(file);
+        } else {
+            drifted.push(file);
+        }
+    }
+    if to_hash.is_empty() {
+        return Ok(drifted);
+    }
+    let quoted: String = to_hash
+        .iter()
+        .map(|(path, _, _)| repo_path::c_quote(path) + "\n")
+        .collect();
+    let out = git.output_with_stdin(
+        ["hash-object", "--no-filters", "--stdin-paths"],
+        quoted.as_bytes(),
+    )?;
+    let oids = String::from_utf8_lossy(&out);
+    for (file, oid) in to_hash.into_iter().zip(oids.lines()) {
+        if oid != file.2 {
+            drifted.push(file);
+        }
+    }
+    Ok(drifted)
+}
+
 /// The regular files of `tree`: path, mode, blob id.
-fn tree_files(git: &Git, tree: &str) -> Result<Vec<(Vec<u8>, u32, String)>, GitError> {
+fn tree_files(git: &Git, tree: &str) -> Result<Vec<TreeFile>, GitError> {
     let out = git.output(["ls-tree", "-r", "-z", tree])?;
     let mut files = Vec::new();
     for entry in out.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {

@@ -344,3 +344,42 @@ fn staged_deletions_renames_and_odd_names_scan_without_error() {
     assert_eq!(std::fs::read(&odd).expect("odd"), b"odd");
     assert_eq!(Snapshot::scan(&repo.root()).expect("scan"), base);
 }
+
+#[test]
+fn an_edit_within_the_second_of_a_refresh_is_still_reverted() {
+    let repo = Repo::new();
+    let test = repo.path("tests/test_a.py");
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let set_old_mtime = || {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&test)
+            .expect("open");
+        file.set_modified(old).expect("set mtime");
+    };
+    let base = Snapshot::scan(&repo.root()).expect("base");
+    let same_size = TEST.replace("== 5", "!= 5");
+    // Refresh, then edit at once with the mtime put back, until the edit lands within
+    // the second of the refresh: then no stat field git compares has changed.
+    let mut hidden = false;
+    for _ in 0..50 {
+        std::fs::write(&test, TEST).expect("write");
+        set_old_mtime();
+        repo.git(&["status", "--porcelain"]);
+        std::fs::write(&test, &same_size).expect("write");
+        set_old_mtime();
+        if Snapshot::scan(&repo.root()).expect("scan") == base {
+            hidden = true;
+            break;
+        }
+    }
+    assert!(
+        hidden,
+        "the edit never landed within the second of the refresh"
+    );
+    let report = base
+        .check_and_revert(&repo.root(), tests_locked)
+        .expect("revert");
+    assert_eq!(report.restored, vec!["tests/test_a.py"]);
+    assert_eq!(repo.read("tests/test_a.py"), TEST);
+}

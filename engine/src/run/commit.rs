@@ -1,9 +1,7 @@
 //! Commits by phase: only the named paths, with the run's trailers.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use super::safe_fs;
 use crate::git::Git;
@@ -134,25 +132,8 @@ fn staged_paths(git: &Git) -> Result<HashSet<Vec<u8>>, GitError> {
 
 /// Runs `git ARGS` with `input` on stdin, unless `input` is empty.
 fn with_stdin(git: &Git, args: &[&str], input: &[u8]) -> Result<(), GitError> {
-    if input.is_empty() {
-        return Ok(());
-    }
-    let mut child = git
-        .command(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(GitError::Spawn)?;
-    if let Some(mut pipe) = child.stdin.take() {
-        pipe.write_all(input).map_err(GitError::Spawn)?;
-    }
-    let out = child.wait_with_output().map_err(GitError::Spawn)?;
-    if !out.status.success() {
-        return Err(GitError::Failed {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+    if !input.is_empty() {
+        git.output_with_stdin(args, input)?;
     }
     Ok(())
 }

@@ -459,21 +459,7 @@ pub fn clear_index_flags(work_tree: &Path, paths: &[FlaggedPath]) -> Result<(), 
         if input.is_empty() {
             continue;
         }
-        let mut cmd = git.command(["update-index", option, "-z", "--stdin"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-        if let Some(mut pipe) = child.stdin.take() {
-            pipe.write_all(&input).map_err(GitError::Spawn)?;
-        }
-        let out = child.wait_with_output().map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            return Err(GitError::Failed {
-                args: format!("update-index {option}"),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
+        git.output_with_stdin(["update-index", option, "-z", "--stdin"], &input)?;
     }
     Ok(())
 }

@@ -125,9 +125,10 @@ impl Snapshot {
     /// `locked` sees each path as a person would read it (invalid UTF-8 shown as U+FFFD);
     /// the file system is acted on with the exact bytes. Besides the changes git sees, a
     /// locked regular file of this snapshot that is now hard-linked (`nlink > 1`), a
-    /// symlink or a directory is restored. Guarantees: nothing outside the work tree is
-    /// written or removed, a symlink or hard link at a locked path is replaced rather than
-    /// written through, and the snapshot's file mode (or symlink) comes back.
+    /// symlink, a directory, or whose bytes differ from the snapshot's (git's stat check
+    /// can be fooled within a second) is restored. Guarantees: nothing outside the work
+    /// tree is written or removed, a symlink or hard link at a locked path is replaced
+    /// rather than written through, and the snapshot's file mode (or symlink) comes back.
     pub fn revert_locked(
         &self,
         work_tree: &Path,
@@ -303,41 +304,32 @@ fn tree_files(git: &Git, tree: &str) -> Result<Vec<TreeFile>, GitError> {
 
 /// The contents of the blobs `oids`, in order, through one `git cat-file --batch`.
 fn read_blobs(git: &Git, oids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
-    use std::io::Write;
     if oids.is_empty() {
         return Ok(Vec::new());
     }
     let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
-    let mut child = git
-        .command(["cat-file", "--batch"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(GitError::Spawn)?;
-    let out = std::thread::scope(|scope| {
-        if let Some(mut pipe) = child.stdin.take() {
-            scope.spawn(move || pipe.write_all(input.as_bytes()));
-        }
-        child.wait_with_output()
-    })
-    .map_err(GitError::Spawn)?;
-    let bad = || GitError::Failed {
+    let out = git.output_with_stdin(["cat-file", "--batch"], input.as_bytes())?;
+    let bad = |why: &str| GitError::Failed {
         args: "cat-file --batch".into(),
-        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        stderr: why.to_string(),
     };
-    let mut rest = out.stdout.as_slice();
+    let mut rest = out.as_slice();
     let mut blobs = Vec::with_capacity(oids.len());
     for _ in oids {
-        // `OID SP TYPE SP SIZE LF CONTENTS LF`.
-        let newline = rest.iter().position(|b| *b == b'\n').ok_or_else(bad)?;
+        // `OID SP TYPE SP SIZE LF CONTENTS LF`, or `OID SP missing LF`.
+        let newline = rest
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or_else(|| bad("truncated output"))?;
         let header = String::from_utf8_lossy(&rest[..newline]);
         let size: usize = header
             .rsplit(' ')
             .next()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(bad)?;
-        let body = rest.get(newline + 1..newline + 1 + size).ok_or_else(bad)?;
+            .ok_or_else(|| bad(&format!("unexpected header: {header}")))?;
+        let body = rest
+            .get(newline + 1..newline + 1 + size)
+            .ok_or_else(|| bad("truncated blob"))?;
         blobs.push(body.to_vec());
         rest = rest.get(newline + 2 + size..).unwrap_or_default();
     }

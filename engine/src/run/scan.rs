@@ -16,7 +16,9 @@
 //!   applies to is hashed from disk, since a staged copy may hold the
 //!   filter's output rather than the bytes.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -174,12 +176,13 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
         filtered = filtered_paths(&git, at, &listing.tracked, &settings.drivers)?;
         paths.extend(filtered.iter().map(Vec::as_slice));
     }
+    let mut recorded = HashMap::new();
     if !paths.is_empty() {
-        record(&git, at, work_tree, &paths, &settings.null_oid())?;
+        recorded = record(&git, at, work_tree, &paths, &settings.null_oid())?;
     }
     let tree = run(&git, at, &["write-tree"], None, &[])?;
     let tree = String::from_utf8_lossy(&tree).trim_end().to_string();
-    let flagged = listing
+    let flagged: Vec<FlaggedPath> = listing
         .flagged
         .iter()
         .map(|(path, assume_unchanged, skip_worktree)| FlaggedPath {
@@ -188,7 +191,82 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
             skip_worktree: *skip_worktree,
         })
         .collect();
+    drop(paths);
+    drop(listing);
+    let listed = Listed {
+        tree: tree.clone(),
+        listing: listed,
+        recorded,
+    };
+    LAST.with_borrow_mut(|last| *last = Some(listed));
     Ok(Scanned { tree, flagged })
+}
+
+/// A regular file of a tree: path, git mode, blob id.
+pub(crate) type TreeFile = (Vec<u8>, u32, String);
+
+/// What the regular files of a scanned tree are, from the scan's own listing: the
+/// index entries it started from, overridden by every path it hashed from disk.
+///
+/// Kept for the lock check that follows a scan, which would otherwise list the whole
+/// tree again (`git ls-tree -r`, the largest cost on a large tree).
+pub(crate) struct Listed {
+    tree: String,
+    listing: Vec<u8>,
+    recorded: Recorded,
+}
+
+/// Every path a scan recorded from disk: its mode and blob when it is a regular file.
+type Recorded = HashMap<Vec<u8>, Option<(u32, String)>>;
+
+thread_local! {
+    /// The last scan's listing on this thread; a lock check runs on the thread that
+    /// scanned, and no other thread's scan can replace the listing in between.
+    static LAST: RefCell<Option<Listed>> = const { RefCell::new(None) };
+}
+
+/// The listing of the last scan on this thread if its tree is `tree`, taken.
+pub(crate) fn take_listed(tree: &str) -> Option<Listed> {
+    LAST.with_borrow_mut(|last| {
+        if last.as_ref().is_some_and(|l| l.tree == tree) {
+            last.take()
+        } else {
+            None
+        }
+    })
+}
+
+impl Listed {
+    /// The regular files of the tree that `keep` accepts.
+    pub(crate) fn files(&self, keep: impl Fn(&[u8]) -> bool) -> Vec<TreeFile> {
+        let mut files = Vec::new();
+        for entry in split_nul(&self.listing) {
+            // `TAG SP MODE SP OID SP STAGE TAB PATH`; untracked entries have no tab.
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let path = &entry[tab + 1..];
+            let meta = String::from_utf8_lossy(entry.get(2..tab).unwrap_or_default());
+            let mut parts = meta.split(' ');
+            let (Some(mode), Some(oid), Some("0")) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
+            let regular = mode == 0o100644 || mode == safe_fs::MODE_EXECUTABLE;
+            if regular && !self.recorded.contains_key(path) && keep(path) {
+                files.push((path.to_vec(), mode, oid.to_string()));
+            }
+        }
+        for (path, entry) in &self.recorded {
+            if let Some((mode, oid)) = entry
+                && keep(path)
+            {
+                files.push((path.clone(), *mode, oid.clone()));
+            }
+        }
+        files
+    }
 }
 
 /// The paths whose stat data changed, the index listing with its flags and the
@@ -215,6 +293,7 @@ fn read_state(git: &Git, at: &Path) -> Result<[Vec<u8>; 3], GitError> {
             &[
                 "ls-files",
                 "-v",
+                "-s",
                 "-z",
                 "--cached",
                 "--others",
@@ -266,6 +345,11 @@ impl<'a> Listing<'a> {
                     .push(path.strip_suffix(b"/").unwrap_or(path));
                 continue;
             }
+            // `MODE SP OID SP STAGE TAB PATH`.
+            let Some(tab) = path.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let path = &path[tab + 1..];
             // A lowercase tag is assume-unchanged; `S` (or `s`) is skip-worktree.
             let assume_unchanged = tag.is_ascii_lowercase();
             let skip_worktree = tag.eq_ignore_ascii_case(&b'S');
@@ -394,8 +478,9 @@ fn record(
     root: &Path,
     paths: &BTreeSet<&[u8]>,
     null_oid: &str,
-) -> Result<(), GitError> {
+) -> Result<Recorded, GitError> {
     let found = OnDisk::inspect(root, paths, null_oid)?;
+    let mut recorded: Recorded = paths.iter().map(|p| (p.to_vec(), None)).collect();
     // Removals first, so a file that replaced a directory (or the reverse) never meets
     // the entries it replaces.
     let mut lines = found.removals;
@@ -412,6 +497,7 @@ fn record(
             .lines();
         for ((path, mode), oid) in found.files.iter().zip(oids) {
             entry_line(&mut lines, *mode, oid, path);
+            recorded.insert(path.to_vec(), Some((*mode, oid.to_string())));
         }
     }
     for (path, target) in &found.links {
@@ -429,7 +515,7 @@ fn record(
             &[],
         )?;
     }
-    Ok(())
+    Ok(recorded)
 }
 
 /// One `--index-info` record: `MODE SP OID TAB PATH NUL` (mode 0 removes the path).

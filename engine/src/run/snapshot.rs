@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::safe_fs;
 use super::scan;
 use super::scan::FlaggedPath;
+use super::scan::TreeFile;
 use crate::git::Git;
 use crate::git::GitError;
 use crate::repo_path;
@@ -139,20 +140,11 @@ impl Snapshot {
         let root = work_tree
             .canonicalize()
             .map_err(|e| work_tree_error("resolve", work_tree, e))?;
-        let (changes, entries) = std::thread::scope(|scope| {
-            let entries = scope.spawn(|| tree_files(&git, &self.tree));
-            let changes = if now.tree == self.tree {
-                Ok(Vec::new())
-            } else {
-                raw_changes(&git, &self.tree, &now.tree)
-            };
-            (changes, entries.join())
-        });
-        let changes = changes?;
-        let entries = entries.map_err(|_| GitError::Failed {
-            args: "ls-tree".into(),
-            stderr: "the listing thread panicked".into(),
-        })??;
+        let changes = if now.tree == self.tree {
+            Vec::new()
+        } else {
+            raw_changes(&git, &self.tree, &now.tree)?
+        };
         let mut report = LockReport::default();
         let mut restore = Vec::new();
         for change in &changes {
@@ -170,12 +162,15 @@ impl Snapshot {
                 ));
             }
         }
+        // Locked files git saw unchanged have the same entry in both trees; the scan that
+        // produced `now` usually still holds that tree's listing.
         let seen: HashSet<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
-        let unseen: Vec<&TreeFile> = entries
-            .iter()
-            .filter(|(path, _, _)| !seen.contains(path.as_slice()))
-            .filter(|(path, _, _)| locked(&repo_path::display(path)))
-            .collect();
+        let keep = |path: &[u8]| !seen.contains(path) && locked(&repo_path::display(path));
+        let files = match scan::take_listed(&now.tree) {
+            Some(listed) => listed.files(keep),
+            None => tree_files(&git, &self.tree, keep)?,
+        };
+        let unseen: Vec<&TreeFile> = files.iter().collect();
         for (path, mode, oid) in drifted(&git, &root, &unseen)? {
             restore.push((path.as_slice(), *mode, oid.as_str()));
         }
@@ -228,9 +223,6 @@ fn raw_changes(git: &Git, from: &str, to: &str) -> Result<Vec<RawChange>, GitErr
     Ok(changes)
 }
 
-/// A regular file of a tree: path, git mode, blob id.
-type TreeFile = (Vec<u8>, u32, String);
-
 /// The files among `files` (locked files of the snapshot that git saw unchanged) whose
 /// bytes on disk are not the snapshot's after all.
 ///
@@ -279,8 +271,12 @@ fn drifted<'a>(
     Ok(drifted)
 }
 
-/// The regular files of `tree`: path, mode, blob id.
-fn tree_files(git: &Git, tree: &str) -> Result<Vec<TreeFile>, GitError> {
+/// The regular files of `tree` that `keep` accepts: path, mode, blob id.
+fn tree_files(
+    git: &Git,
+    tree: &str,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<TreeFile>, GitError> {
     let out = git.output(["ls-tree", "-r", "-z", tree])?;
     let mut files = Vec::new();
     for entry in out.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
@@ -295,8 +291,9 @@ fn tree_files(git: &Git, tree: &str) -> Result<Vec<TreeFile>, GitError> {
             continue;
         };
         let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
-        if mode != safe_fs::MODE_SYMLINK {
-            files.push((entry[tab + 1..].to_vec(), mode, oid.to_string()));
+        let path = &entry[tab + 1..];
+        if mode != safe_fs::MODE_SYMLINK && keep(path) {
+            files.push((path.to_vec(), mode, oid.to_string()));
         }
     }
     Ok(files)

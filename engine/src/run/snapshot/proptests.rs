@@ -134,7 +134,7 @@ fn inventory(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>, i64, i64)> {
 /// snapshot's bytes and mode.
 fn assert_locked_files_intact(repo: &Repo, base: &Snapshot) {
     let git = Git::new(repo.root());
-    for (path, mode, oid) in tree_files(&git, &base.tree).expect("ls-tree") {
+    for (path, mode, oid) in tree_files(&git, &base.tree, |_| true).expect("ls-tree") {
         if !locked(&repo_path::display(&path)) {
             continue;
         }
@@ -180,6 +180,13 @@ proptest! {
         prop_assert_eq!(inventory(repo.outside.path()), outside);
         assert_locked_files_intact(&repo, &base);
         let now = Snapshot::scan(&repo.root()).expect("scan");
+        // The scan's own listing of its tree is the tree's listing.
+        let listed = scan::take_listed(&now.tree).expect("the scan's listing");
+        let mut from_scan = listed.files(|_| true);
+        from_scan.sort();
+        let mut from_git = tree_files(&Git::new(repo.root()), &now.tree, |_| true).expect("ls-tree");
+        from_git.sort();
+        prop_assert_eq!(from_scan, from_git);
         let left: Vec<String> = base
             .changes_to(&repo.root(), &now)
             .expect("changes")

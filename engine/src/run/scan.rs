@@ -16,7 +16,6 @@
 //!   applies to is hashed from disk, since a staged copy may hold the
 //!   filter's output rather than the bytes.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::io::Write;
@@ -198,75 +197,8 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
         listing: listed,
         recorded,
     };
-    LAST.with_borrow_mut(|last| *last = Some(listed));
+    listed::keep(listed);
     Ok(Scanned { tree, flagged })
-}
-
-/// A regular file of a tree: path, git mode, blob id.
-pub(crate) type TreeFile = (Vec<u8>, u32, String);
-
-/// What the regular files of a scanned tree are, from the scan's own listing: the
-/// index entries it started from, overridden by every path it hashed from disk.
-///
-/// Kept for the lock check that follows a scan, which would otherwise list the whole
-/// tree again (`git ls-tree -r`, the largest cost on a large tree).
-pub(crate) struct Listed {
-    tree: String,
-    listing: Vec<u8>,
-    recorded: Recorded,
-}
-
-/// Every path a scan recorded from disk: its mode and blob when it is a regular file.
-type Recorded = HashMap<Vec<u8>, Option<(u32, String)>>;
-
-thread_local! {
-    /// The last scan's listing on this thread; a lock check runs on the thread that
-    /// scanned, and no other thread's scan can replace the listing in between.
-    static LAST: RefCell<Option<Listed>> = const { RefCell::new(None) };
-}
-
-/// The listing of the last scan on this thread if its tree is `tree`, taken.
-pub(crate) fn take_listed(tree: &str) -> Option<Listed> {
-    LAST.with_borrow_mut(|last| {
-        if last.as_ref().is_some_and(|l| l.tree == tree) {
-            last.take()
-        } else {
-            None
-        }
-    })
-}
-
-impl Listed {
-    /// The regular files of the tree that `keep` accepts.
-    pub(crate) fn files(&self, keep: impl Fn(&[u8]) -> bool) -> Vec<TreeFile> {
-        let mut files = Vec::new();
-        for entry in split_nul(&self.listing) {
-            // `TAG SP MODE SP OID SP STAGE TAB PATH`; untracked entries have no tab.
-            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-                continue;
-            };
-            let path = &entry[tab + 1..];
-            let meta = String::from_utf8_lossy(entry.get(2..tab).unwrap_or_default());
-            let mut parts = meta.split(' ');
-            let (Some(mode), Some(oid), Some("0")) = (parts.next(), parts.next(), parts.next())
-            else {
-                continue;
-            };
-            let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
-            let regular = mode == 0o100644 || mode == safe_fs::MODE_EXECUTABLE;
-            if regular && !self.recorded.contains_key(path) && keep(path) {
-                files.push((path.to_vec(), mode, oid.to_string()));
-            }
-        }
-        for (path, entry) in &self.recorded {
-            if let Some((mode, oid)) = entry
-                && keep(path)
-            {
-                files.push((path.clone(), *mode, oid.clone()));
-            }
-        }
-        files
-    }
 }
 
 /// The paths whose stat data changed, the index listing with its flags and the
@@ -549,6 +481,13 @@ pub fn clear_index_flags(work_tree: &Path, paths: &[FlaggedPath]) -> Result<(), 
     }
     Ok(())
 }
+
+mod listed;
+
+pub(crate) use listed::Listed;
+use listed::Recorded;
+pub(crate) use listed::TreeFile;
+pub(crate) use listed::take_listed;
 
 #[cfg(test)]
 mod tests;

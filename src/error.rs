@@ -162,6 +162,10 @@ impl From<GitError> for CommandError {
             .hint("run tdd inside a git repository, or pass -C <dir>"),
             GitError::Spawn(_) => CommandError::refused("git_missing", err.to_string())
                 .hint("install git and make sure it is on PATH"),
+            GitError::WorkTree { .. } => {
+                CommandError::refused("work_tree_unwritable", error_chain(&err))
+                    .hint("make the work tree writable by this user, then run the command again")
+            }
             other => CommandError::internal("git_failed", other.to_string()),
         }
     }

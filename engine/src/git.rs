@@ -44,6 +44,17 @@ pub enum GitError {
     /// git printed something that is not valid UTF-8 where text was expected.
     #[error("git printed output that is not UTF-8")]
     NotUtf8,
+    /// A file-system operation on the work tree failed (not git itself).
+    #[error("failed to {what} {path}")]
+    WorkTree {
+        /// What was being attempted, e.g. `restore`.
+        what: String,
+        /// The path, for a person to read.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A git invocation rooted at one directory.
@@ -100,6 +111,42 @@ impl Git {
         Ok(out)
     }
 
+    /// Runs `git ARGS` with `input` on its stdin and returns stdout, failing on a non-zero
+    /// exit. stdin is fed from a thread, so git may write any amount before reading all.
+    pub fn output_with_stdin<I, S>(&self, args: I, input: &[u8]) -> Result<Vec<u8>, GitError>
+    where
+        I: IntoIterator<Item = S> + Clone,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = self
+            .command(args.clone())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(GitError::Spawn)?;
+        let out = std::thread::scope(|scope| {
+            if let Some(mut pipe) = child.stdin.take() {
+                scope.spawn(move || pipe.write_all(input));
+            }
+            child.wait_with_output()
+        })
+        .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            let joined: Vec<String> = args
+                .into_iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect();
+            return Err(GitError::Failed {
+                args: joined.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out.stdout)
+    }
+
     /// Runs `git ARGS` and returns stdout with the trailing newline removed.
     pub fn text<I, S>(&self, args: I) -> Result<String, GitError>
     where
@@ -149,22 +196,32 @@ impl Git {
         Ok(path.canonicalize().unwrap_or(path))
     }
 
-    /// Paths with uncommitted changes (tracked or untracked, not ignored), as git prints them.
+    /// Paths with uncommitted changes (tracked or untracked, not ignored), staged or not.
+    ///
+    /// Each path is in the lossless form of [`crate::repo_path::encode`], so a name that
+    /// is not UTF-8 is carried exactly. A rename or copy contributes both its source and
+    /// its destination, so committing the listed paths commits the whole move.
     pub fn dirty_paths(&self) -> Result<Vec<String>, GitError> {
         let out = self.output(["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
-        let text = String::from_utf8(out.stdout).map_err(|_| GitError::NotUtf8)?;
-        let mut paths = Vec::new();
-        let mut entries = text.split('\0').filter(|e| !e.is_empty());
-        while let Some(entry) = entries.next() {
-            let (status, path) = entry.split_at(entry.len().min(3));
-            paths.push(path.to_string());
-            if status.starts_with('R') || status.starts_with('C') {
-                // A rename or copy is followed by its source path.
-                entries.next();
+        Ok(parse_status(&out.stdout))
+    }
+}
+
+/// The paths of `git status --porcelain=v1 -z` output.
+fn parse_status(out: &[u8]) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
+    while let Some(entry) = entries.next() {
+        let (status, path) = entry.split_at(entry.len().min(3));
+        paths.push(crate::repo_path::encode(path));
+        if status.starts_with(b"R") || status.starts_with(b"C") {
+            // With `-z` a rename or copy is followed by its source path.
+            if let Some(source) = entries.next() {
+                paths.push(crate::repo_path::encode(source));
             }
         }
-        Ok(paths)
     }
+    paths
 }
 
 /// A repository found by reading the file system, the way git itself finds one.
@@ -226,6 +283,8 @@ pub fn discover(dir: &Path) -> Option<Discovered> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
     use super::*;
 
     fn init_repo() -> tempfile::TempDir {
@@ -302,5 +361,30 @@ mod tests {
         std::fs::write(dir.path().join("new.txt"), "x").expect("write");
         let dirty = Git::new(dir.path()).dirty_paths().expect("status");
         assert_eq!(dirty, vec!["new.txt".to_string()]);
+    }
+
+    #[test]
+    fn dirty_paths_carry_renames_and_names_that_are_not_utf8() {
+        let dir = init_repo();
+        let git = Git::new(dir.path());
+        std::fs::write(dir.path().join("old.txt"), "x").expect("write");
+        git.output(["add", "old.txt"]).expect("add");
+        git.output([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "c",
+        ])
+        .expect("commit");
+        git.output(["mv", "old.txt", "new.txt"]).expect("mv");
+        let odd = std::ffi::OsStr::from_bytes(b"odd-\xff.txt");
+        std::fs::write(dir.path().join(odd), "y").expect("write");
+        let mut dirty = git.dirty_paths().expect("status");
+        dirty.sort();
+        assert_eq!(dirty, vec!["\"odd-\\377.txt\"", "new.txt", "old.txt"]);
+        assert_eq!(crate::repo_path::decode(&dirty[0]), b"odd-\xff.txt");
     }
 }

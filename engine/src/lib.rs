@@ -11,4 +11,5 @@ pub mod integrity;
 pub mod ledger;
 pub mod observe;
 pub mod plan;
+pub mod repo_path;
 pub mod run;

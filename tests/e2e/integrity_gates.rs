@@ -333,6 +333,16 @@ fn index_flags_and_filters_do_not_hide_a_weakened_test() {
             "{name}: {value}"
         );
         assert_eq!(head(&env), red, "{name}");
+        let test = std::fs::read_to_string(env.root().join("tests/test_sub.py")).expect("test");
+        assert_eq!(
+            test, TEST,
+            "{name}: the weakened test is reverted by its bytes"
+        );
+        if name != "clean filter" {
+            let listed = env.git(&["ls-files", "-v", "tests/test_sub.py"]);
+            assert!(listed.starts_with("H "), "{name}: flag cleared: {listed}");
+            assert_eq!(events(&env, "index_flags_cleared").len(), 1, "{name}");
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod init;
 mod integrity_gates;
 mod integrity_ledger;
 mod integrity_tests_seen;
+mod integrity_worktree;
 mod leaf_roles;
 mod leafsupport;
 mod leaves;

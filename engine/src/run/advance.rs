@@ -133,7 +133,7 @@ impl Engine {
             .iter()
             .map(|p| LockRules::for_project(&self.config, p))
             .collect::<Result<Vec<_>, _>>()?;
-        let now = Snapshot::scan(&self.work_tree)?;
+        let (now, flagged) = Snapshot::scan_flagged(&self.work_tree)?;
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
         };
@@ -177,6 +177,7 @@ impl Engine {
                 ..blank
             });
         }
+        self.undo_index_flags(&mut ledger, &ctx, flagged)?;
         let mut outcome = blank;
         match cycle.phase {
             Phase::AwaitingTest | Phase::AwaitingPin => {
@@ -191,6 +192,38 @@ impl Engine {
             Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
         }
         Ok(outcome)
+    }
+
+    /// Clears assume-unchanged and skip-worktree on locked paths in the user's index (a
+    /// way to hide an edit from git, never from the scan) and records it as
+    /// `index_flags_cleared`. A skip-worktree entry whose file is absent is a sparse
+    /// checkout's, and is left alone.
+    fn undo_index_flags(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        flagged: Vec<super::FlaggedPath>,
+    ) -> Result<(), RunError> {
+        let locked: Vec<super::FlaggedPath> = flagged
+            .into_iter()
+            .filter(|f| {
+                let bytes = crate::repo_path::decode(&f.path);
+                let shown = crate::repo_path::display(&bytes);
+                let is_locked =
+                    ctx.is_test(&shown) || ctx.is_impl(&shown) || ctx.is_harness(&shown);
+                let on_disk =
+                    std::fs::symlink_metadata(self.work_tree.join(crate::repo_path::os(&bytes)))
+                        .is_ok();
+                is_locked && (f.assume_unchanged || on_disk)
+            })
+            .collect();
+        if locked.is_empty() {
+            return Ok(());
+        }
+        super::clear_index_flags(&self.work_tree, &locked)?;
+        let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "paths": locked });
+        ledger.append(Some(&ctx.state.run_id), "index_flags_cleared", &payload)?;
+        Ok(())
     }
 
     pub(super) fn refuse(
@@ -419,8 +452,11 @@ impl Engine {
         let undeclared: Vec<String> = candidate
             .left
             .iter()
-            .map(|c| c.display())
-            .filter(|p| !ctx.in_roots(p) && !ctx.is_harness(p))
+            .filter(|c| {
+                let p = c.display();
+                !ctx.in_roots(&p) && !ctx.is_harness(&p)
+            })
+            .map(|c| c.recorded())
             .collect();
         if !undeclared.is_empty() {
             ledger.append(

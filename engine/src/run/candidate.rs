@@ -6,7 +6,6 @@
 //! the agent changes after the scan changes neither the verdict nor the commit.
 
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 
 use crate::git::Git;
@@ -22,9 +21,15 @@ pub(crate) struct TreeChange {
 }
 
 impl TreeChange {
-    /// The path for matching and for people (lossy where it is not UTF-8).
+    /// The path for matching against lock globs (lossy where it is not UTF-8).
     pub(crate) fn display(&self) -> String {
-        String::from_utf8_lossy(&self.path).into_owned()
+        crate::repo_path::display(&self.path).into_owned()
+    }
+
+    /// The path for the ledger and the envelope: lossless (git's quoting where it is not
+    /// UTF-8).
+    pub(crate) fn recorded(&self) -> String {
+        crate::repo_path::encode(&self.path)
     }
 }
 
@@ -47,7 +52,7 @@ impl Candidate {
 
     /// The chosen paths, for people and for the ledger.
     pub(crate) fn chosen_paths(&self) -> Vec<String> {
-        self.chosen.iter().map(TreeChange::display).collect()
+        self.chosen.iter().map(TreeChange::recorded).collect()
     }
 }
 
@@ -229,5 +234,5 @@ fn run_with_stdin(
 
 /// A path as bytes for the filesystem.
 pub(crate) fn os_path(bytes: &[u8]) -> &std::path::Path {
-    std::path::Path::new(std::ffi::OsStr::from_bytes(bytes))
+    crate::repo_path::os(bytes)
 }

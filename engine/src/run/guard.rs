@@ -1,24 +1,59 @@
 //! One baseline or advance at a time per work tree, with the holder named.
+//!
+//! The lock is a POSIX record lock (`fcntl(F_SETLK)`) on a file under the state
+//! directory. Why a record lock and not `flock`: when the lock is taken, F_GETLK
+//! makes the kernel name the holder's pid, so a contender never depends on the
+//! holder having written anything yet (with `flock`, a contender could read the
+//! holder's record before it was written and name pid 0). The kernel drops the
+//! lock when the holder exits, however it exits.
+//!
+//! What the holder is doing (`baseline` or `advance`) and since when sits in a
+//! record file named after its pid, written atomically (temporary file and
+//! rename) *before* the lock is attempted: whoever sees the lock held can read
+//! the holder's record.
+//!
+//! The catch of record locks, that closing any descriptor of the file in the
+//! holding process drops its lock, cannot bite: only [`acquire`] opens the lock
+//! file, and a second acquisition inside the same process is answered from an
+//! in-process registry without opening it.
 
+use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::Read;
-use std::io::Seek;
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
+use nix::errno::Errno;
+use nix::fcntl::FcntlArg;
+use nix::libc;
 use sha2::Digest;
+
+/// Lock files held by this process.
+static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 /// A held per-work-tree lock; released when dropped (or when the process dies).
 #[derive(Debug)]
 pub struct Guard {
-    _file: File,
+    file: Option<File>,
+    path: PathBuf,
+    record: PathBuf,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.record);
+        // Close (and so unlock) before forgetting the path: a thread of this process that
+        // then opens the file cannot have its own lock dropped by this close.
+        drop(self.file.take());
+        held().remove(&self.path);
+    }
 }
 
 /// Who holds the lock.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Holder {
-    /// The holder's process id.
+    /// The holder's process id, as the kernel reports it; never 0.
     pub pid: u32,
     /// `baseline` or `advance`.
     pub what: String,
@@ -26,7 +61,16 @@ pub struct Holder {
     pub since: String,
 }
 
+fn held() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Takes the lock of `work_tree` under `state_dir`, or names who holds it.
+///
+/// Guarantees: at most one holder per work tree across processes and threads; a
+/// returned [`Holder`] names a process that held the lock when it was asked (never pid
+/// 0), with what it was doing.
 pub fn acquire(
     state_dir: &Path,
     work_tree: &Path,
@@ -36,41 +80,114 @@ pub fn acquire(
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let mut file = std::fs::OpenOptions::new()
+    let own = std::process::id();
+    let mut registry = held();
+    if registry.contains(&path) {
+        return Ok(Err(read_record(&path, own).unwrap_or(Holder {
+            pid: own,
+            what: what.to_string(),
+            since: String::new(),
+        })));
+    }
+    let record = record_path(&path, own);
+    write_record(&record, what)?;
+    let outcome = lock_or_holder(&path, what);
+    match outcome {
+        Ok(Ok(file)) => {
+            registry.insert(path.clone());
+            Ok(Ok(Guard {
+                file: Some(file),
+                path,
+                record,
+            }))
+        }
+        Ok(Err(holder)) => {
+            let _ = std::fs::remove_file(&record);
+            Ok(Err(holder))
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&record);
+            Err(e)
+        }
+    }
+}
+
+/// Opens the lock file and takes the record lock, or asks the kernel who has it.
+fn lock_or_holder(path: &Path, what: &str) -> std::io::Result<Result<File, Holder>> {
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .open(&path)?;
-    match file.try_lock() {
-        Ok(()) => {
-            let holder = Holder {
-                pid: std::process::id(),
-                what: what.to_string(),
-                since: crate::ledger::now_rfc3339(),
-            };
-            file.set_len(0)?;
-            file.rewind()?;
-            file.write_all(
-                serde_json::to_string(&holder)
-                    .unwrap_or_default()
-                    .as_bytes(),
-            )?;
-            file.flush()?;
-            Ok(Ok(Guard { _file: file }))
+        .open(path)?;
+    // Each round either takes the lock or finds a holder and its record; a holder that
+    // releases (and removes its record) meanwhile only sends us round again, and it
+    // cannot do so forever in practice.
+    let mut last = None;
+    for _ in 0..10_000 {
+        let mut lock = whole_file(libc::F_WRLCK);
+        match nix::fcntl::fcntl(&file, FcntlArg::F_SETLK(&lock)) {
+            Ok(_) => return Ok(Ok(file)),
+            Err(Errno::EAGAIN | Errno::EACCES) => {}
+            Err(e) => return Err(e.into()),
         }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let holder = serde_json::from_str(&text).unwrap_or(Holder {
-                pid: 0,
-                what: what.to_string(),
-                since: String::new(),
-            });
-            Ok(Err(holder))
+        nix::fcntl::fcntl(&file, FcntlArg::F_GETLK(&mut lock))?;
+        if lock.l_type != libc::F_UNLCK as libc::c_short && lock.l_pid > 0 {
+            let pid = lock.l_pid.unsigned_abs();
+            if let Some(holder) = read_record(path, pid) {
+                return Ok(Err(holder));
+            }
+            last = Some(pid);
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
+    match last {
+        Some(pid) => Ok(Err(Holder {
+            pid,
+            what: what.to_string(),
+            since: String::new(),
+        })),
+        None => Err(std::io::Error::other(
+            "the work-tree lock kept changing hands",
+        )),
+    }
+}
+
+/// A record-lock request of `kind` covering the whole file, however long it grows.
+fn whole_file(kind: libc::c_int) -> libc::flock {
+    libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
+}
+
+/// The holder `pid` as its record describes it, if the record is there.
+fn read_record(lock: &Path, pid: u32) -> Option<Holder> {
+    std::fs::read_to_string(record_path(lock, pid))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Holder>(&text).ok())
+        .filter(|h| h.pid == pid)
+}
+
+/// Writes this process's record atomically: a temporary file renamed into place.
+fn write_record(record: &Path, what: &str) -> std::io::Result<()> {
+    let holder = Holder {
+        pid: std::process::id(),
+        what: what.to_string(),
+        since: crate::ledger::now_rfc3339(),
+    };
+    let text = serde_json::to_string(&holder).map_err(std::io::Error::other)?;
+    let dir = record.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(text.as_bytes())?;
+    temp.persist(record).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn record_path(lock: &Path, pid: u32) -> PathBuf {
+    lock.with_extension(format!("{pid}.json"))
 }
 
 fn lock_path(state_dir: &Path, work_tree: &Path) -> PathBuf {
@@ -79,3 +196,6 @@ fn lock_path(state_dir: &Path, work_tree: &Path) -> PathBuf {
     ));
     state_dir.join("locks").join(format!("{}.lock", &key[..16]))
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,13 +4,19 @@
 //! written through a temporary index (`GIT_INDEX_FILE`) so the user's staging
 //! area is never touched, and kept reachable under `refs/tdd/`.
 
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::safe_fs;
+use super::scan;
+use super::scan::FlaggedPath;
+use super::scan::TreeFile;
 use crate::git::Git;
 use crate::git::GitError;
+use crate::repo_path;
 
 /// A work-tree state recorded as a git tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -19,7 +25,8 @@ pub struct Snapshot {
     pub tree: String,
 }
 
-/// What a lock check changed back.
+/// What a lock check changed back. Paths are in the lossless form of
+/// [`crate::repo_path::encode`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LockReport {
     /// Locked files that were modified or deleted, restored to the snapshot.
@@ -47,61 +54,9 @@ impl LockReport {
 pub struct Change {
     /// `A`, `M`, `D` or `T` as git prints it.
     pub status: char,
-    /// The path relative to the work-tree root.
+    /// The path relative to the work-tree root, in the lossless form of
+    /// [`crate::repo_path::encode`].
     pub path: String,
-}
-
-struct TempIndex {
-    path: PathBuf,
-}
-
-impl Drop for TempIndex {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn unique() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
-/// Runs git with `GIT_INDEX_FILE` pointing at `index`, optionally feeding `stdin`, and
-/// returns stdout as raw bytes.
-fn with_index(
-    git: &Git,
-    index: &Path,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> Result<Vec<u8>, GitError> {
-    use std::io::Write;
-    let mut cmd = git.command(args);
-    cmd.env("GIT_INDEX_FILE", index)
-        .stdin(if stdin.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(bytes).map_err(GitError::Spawn)?;
-    }
-    let out = child.wait_with_output().map_err(GitError::Spawn)?;
-    if !out.status.success() {
-        return Err(GitError::Failed {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(out.stdout)
-}
-
-fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8_lossy(&bytes).trim_end().to_string()
 }
 
 impl Snapshot {
@@ -121,98 +76,36 @@ impl Snapshot {
         Ok(snapshot)
     }
 
-    /// The tree of the work tree as it is now, without keeping a ref.
+    /// The tree of the bytes in the work tree now (tracked and untracked, not ignored),
+    /// without keeping a ref.
     ///
     /// Starts from a copy of the user's index, so only files whose stat data changed are
-    /// hashed; the two scans (tracked files changed, untracked files) run in parallel,
-    /// since on a large tree each is a walk of every directory.
+    /// hashed, but no index flag, filter or stat-relaxing setting can hide a change: see
+    /// [`crate::run::FlaggedPath`] and the `scan` module. The user's index is not touched.
     pub fn scan(work_tree: &Path) -> Result<Snapshot, GitError> {
-        let git = Git::new(work_tree);
-        let (git_dir, real_index) = match crate::git::discover(work_tree) {
-            Some(found) => (found.git_dir.clone(), found.git_dir.join("index")),
-            None => {
-                let dirs = git.text(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
-                let mut lines = dirs.lines();
-                let git_dir = PathBuf::from(lines.next().unwrap_or_default());
-                let index = PathBuf::from(lines.next().unwrap_or_default());
-                let index = if index.is_absolute() {
-                    index
-                } else {
-                    work_tree.join(index)
-                };
-                (git_dir, index)
-            }
-        };
-        let index = TempIndex {
-            path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),
-        };
-        if real_index.exists() {
-            std::fs::copy(&real_index, &index.path).map_err(GitError::Spawn)?;
-        } else if git
-            .text(["rev-parse", "--verify", "--quiet", "HEAD"])
-            .is_ok()
-        {
-            with_index(&git, &index.path, &["read-tree", "HEAD"], None)?;
-        }
-        let (changed, untracked) = std::thread::scope(|scope| {
-            let changed = scope.spawn(|| {
-                with_index(
-                    &git,
-                    &index.path,
-                    &["diff-files", "-z", "--name-only"],
-                    None,
-                )
-            });
-            let untracked = with_index(
-                &git,
-                &index.path,
-                &["ls-files", "-z", "--others", "--exclude-standard"],
-                None,
-            );
-            (
-                changed.join().unwrap_or(Err(GitError::Failed {
-                    args: "diff-files".into(),
-                    stderr: "the scanning thread panicked".into(),
-                })),
-                untracked,
-            )
-        });
-        let mut paths = changed?;
-        paths.extend(untracked?);
-        if !paths.is_empty() {
-            with_index(
-                &git,
-                &index.path,
-                &["update-index", "-z", "--add", "--remove", "--stdin"],
-                Some(&paths),
-            )?;
-        }
-        let tree = text(with_index(&git, &index.path, &["write-tree"], None)?);
-        Ok(Snapshot { tree })
+        Ok(Snapshot {
+            tree: scan::scan(work_tree)?.tree,
+        })
     }
 
-    /// The paths that differ between this snapshot and `other`.
+    /// Like [`Snapshot::scan`], also naming the paths whose index entries were flagged
+    /// assume-unchanged or skip-worktree (hashed from disk regardless), so the caller can
+    /// report them and clear them with [`crate::run::clear_index_flags`].
+    pub fn scan_flagged(work_tree: &Path) -> Result<(Snapshot, Vec<FlaggedPath>), GitError> {
+        let scanned = scan::scan(work_tree)?;
+        Ok((Snapshot { tree: scanned.tree }, scanned.flagged))
+    }
+
+    /// The paths that differ between this snapshot and `other`, in the lossless form of
+    /// [`crate::repo_path::encode`].
     pub fn changes_to(&self, work_tree: &Path, other: &Snapshot) -> Result<Vec<Change>, GitError> {
-        let git = Git::new(work_tree);
-        let out = git.output([
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--name-status",
-            &self.tree,
-            &other.tree,
-        ])?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut fields = text.split('\0').filter(|f| !f.is_empty());
-        let mut changes = Vec::new();
-        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
-            changes.push(Change {
-                status: status.chars().next().unwrap_or('M'),
-                path: path.to_string(),
-            });
-        }
-        Ok(changes)
+        Ok(raw_changes(&Git::new(work_tree), &self.tree, &other.tree)?
+            .into_iter()
+            .map(|c| Change {
+                status: c.status,
+                path: repo_path::encode(&c.path),
+            })
+            .collect())
     }
 
     /// Reverts every change to a `locked` path since this snapshot; other changes are kept.
@@ -229,39 +122,218 @@ impl Snapshot {
     }
 
     /// Like [`Snapshot::check_and_revert`], against a scan `now` the caller already took.
+    ///
+    /// `locked` sees each path as a person would read it (invalid UTF-8 shown as U+FFFD);
+    /// the file system is acted on with the exact bytes. Besides the changes git sees, a
+    /// locked regular file of this snapshot that is now hard-linked (`nlink > 1`), a
+    /// symlink, a directory, or whose bytes differ from the snapshot's (git's stat check
+    /// can be fooled within a second) is restored. Guarantees: nothing outside the work
+    /// tree is written or removed, a symlink or hard link at a locked path is replaced
+    /// rather than written through, and the snapshot's file mode (or symlink) comes back.
     pub fn revert_locked(
         &self,
         work_tree: &Path,
         now: &Snapshot,
         locked: impl Fn(&str) -> bool,
     ) -> Result<LockReport, GitError> {
-        let mut report = LockReport::default();
-        if now.tree == self.tree {
-            return Ok(report);
-        }
         let git = Git::new(work_tree);
-        for change in self.changes_to(work_tree, now)? {
-            if !locked(&change.path) {
-                report.kept.push(change.path);
-                continue;
-            }
-            let full = work_tree.join(&change.path);
-            if change.status == 'A' {
-                std::fs::remove_file(&full).map_err(GitError::Spawn)?;
-                report.removed.push(change.path);
-            } else {
-                let blob = git.output([
-                    "cat-file",
-                    "blob",
-                    &format!("{}:{}", self.tree, change.path),
-                ])?;
-                if let Some(parent) = full.parent() {
-                    std::fs::create_dir_all(parent).map_err(GitError::Spawn)?;
+        let root = work_tree
+            .canonicalize()
+            .map_err(|e| work_tree_error("resolve", work_tree, e))?;
+        let changes = if now.tree == self.tree {
+            Vec::new()
+        } else {
+            raw_changes(&git, &self.tree, &now.tree)?
+        };
+        let mut report = LockReport::default();
+        let mut restore = Vec::new();
+        for change in &changes {
+            if !locked(&repo_path::display(&change.path)) {
+                report.kept.push(repo_path::encode(&change.path));
+            } else if change.old_mode == 0 {
+                if safe_fs::remove(&root, &change.path)? {
+                    report.removed.push(repo_path::encode(&change.path));
                 }
-                std::fs::write(&full, blob.stdout).map_err(GitError::Spawn)?;
-                report.restored.push(change.path);
+            } else {
+                restore.push((
+                    change.path.as_slice(),
+                    change.old_mode,
+                    change.old_oid.as_str(),
+                ));
+            }
+        }
+        // Locked files git saw unchanged have the same entry in both trees; the scan that
+        // produced `now` usually still holds that tree's listing.
+        let seen: HashSet<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
+        let keep = |path: &[u8]| !seen.contains(path) && locked(&repo_path::display(path));
+        let files = match scan::take_listed(&now.tree) {
+            Some(listed) => listed.files(keep),
+            None => tree_files(&git, &self.tree, keep)?,
+        };
+        let unseen: Vec<&TreeFile> = files.iter().collect();
+        for (path, mode, oid) in drifted(&git, &root, &unseen)? {
+            restore.push((path.as_slice(), *mode, oid.as_str()));
+        }
+        let oids: Vec<&str> = restore.iter().map(|(_, _, oid)| *oid).collect();
+        let blobs = read_blobs(&git, &oids)?;
+        for ((path, mode, _), bytes) in restore.iter().zip(blobs) {
+            if safe_fs::restore(&root, path, *mode, &bytes)? {
+                report.restored.push(repo_path::encode(path));
             }
         }
         Ok(report)
     }
 }
+
+fn work_tree_error(what: &str, path: &Path, source: std::io::Error) -> GitError {
+    GitError::WorkTree {
+        what: what.to_string(),
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// One changed path between two trees, as `git diff-tree --raw` gives it.
+struct RawChange {
+    status: char,
+    old_mode: u32,
+    old_oid: String,
+    path: Vec<u8>,
+}
+
+fn raw_changes(git: &Git, from: &str, to: &str) -> Result<Vec<RawChange>, GitError> {
+    let out = git.output(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
+    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut changes = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        // `:OLD_MODE NEW_MODE OLD_OID NEW_OID STATUS`.
+        let meta = String::from_utf8_lossy(meta);
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let (Some(mode), Some(oid), Some(status)) = (parts.first(), parts.get(2), parts.get(4))
+        else {
+            continue;
+        };
+        changes.push(RawChange {
+            status: status.chars().next().unwrap_or('M'),
+            old_mode: u32::from_str_radix(mode, 8).unwrap_or(0),
+            old_oid: (*oid).to_string(),
+            path: path.to_vec(),
+        });
+    }
+    Ok(changes)
+}
+
+/// The files among `files` (locked files of the snapshot that git saw unchanged) whose
+/// bytes on disk are not the snapshot's after all.
+///
+/// git compares stat data at a one-second resolution, so an edit made within the second
+/// its index entry was refreshed, with the mtime put back, passes as unchanged; and a
+/// hard link or a symlink changes nothing git looks at. So each such file is checked by
+/// `lstat` (a regular file with one link and the snapshot's executable bit) and then by
+/// its bytes, hashed without filters.
+fn drifted<'a>(
+    git: &Git,
+    root: &Path,
+    files: &[&'a TreeFile],
+) -> Result<Vec<&'a TreeFile>, GitError> {
+    let mut drifted = Vec::new();
+    let mut to_hash = Vec::new();
+    for &file in files {
+        let (path, mode, _) = file;
+        let meta = safe_fs::lstat_in_tree(root, path)?;
+        let intact = meta.is_some_and(|m| {
+            let exec = m.mode() & 0o100 != 0;
+            m.is_file() && m.nlink() == 1 && exec == (*mode == safe_fs::MODE_EXECUTABLE)
+        });
+        if intact {
+            to_hash.push(file);
+        } else {
+            drifted.push(file);
+        }
+    }
+    if to_hash.is_empty() {
+        return Ok(drifted);
+    }
+    let quoted: String = to_hash
+        .iter()
+        .map(|(path, _, _)| repo_path::c_quote(path) + "\n")
+        .collect();
+    let out = git.output_with_stdin(
+        ["hash-object", "--no-filters", "--stdin-paths"],
+        quoted.as_bytes(),
+    )?;
+    let oids = String::from_utf8_lossy(&out);
+    for (file, oid) in to_hash.into_iter().zip(oids.lines()) {
+        if oid != file.2 {
+            drifted.push(file);
+        }
+    }
+    Ok(drifted)
+}
+
+/// The regular files of `tree` that `keep` accepts: path, mode, blob id.
+fn tree_files(
+    git: &Git,
+    tree: &str,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<TreeFile>, GitError> {
+    let out = git.output(["ls-tree", "-r", "-z", tree])?;
+    let mut files = Vec::new();
+    for entry in out.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        // `MODE SP TYPE SP OID TAB PATH`.
+        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&entry[..tab]);
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some("blob"), Some(oid)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
+        let path = &entry[tab + 1..];
+        if mode != safe_fs::MODE_SYMLINK && keep(path) {
+            files.push((path.to_vec(), mode, oid.to_string()));
+        }
+    }
+    Ok(files)
+}
+
+/// The contents of the blobs `oids`, in order, through one `git cat-file --batch`.
+fn read_blobs(git: &Git, oids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
+    if oids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
+    let out = git.output_with_stdin(["cat-file", "--batch"], input.as_bytes())?;
+    let bad = |why: &str| GitError::Failed {
+        args: "cat-file --batch".into(),
+        stderr: why.to_string(),
+    };
+    let mut rest = out.as_slice();
+    let mut blobs = Vec::with_capacity(oids.len());
+    for _ in oids {
+        // `OID SP TYPE SP SIZE LF CONTENTS LF`, or `OID SP missing LF`.
+        let newline = rest
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or_else(|| bad("truncated output"))?;
+        let header = String::from_utf8_lossy(&rest[..newline]);
+        let size: usize = header
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad(&format!("unexpected header: {header}")))?;
+        let body = rest
+            .get(newline + 1..newline + 1 + size)
+            .ok_or_else(|| bad("truncated blob"))?;
+        blobs.push(body.to_vec());
+        rest = rest.get(newline + 2 + size..).unwrap_or_default();
+    }
+    Ok(blobs)
+}
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+pub(super) mod tests;

@@ -1,0 +1,100 @@
+//! The lock against real processes: the test binary re-runs itself as the contender.
+
+use std::io::BufRead;
+use std::io::Read;
+use std::io::Write;
+use std::process::Command;
+use std::process::Stdio;
+
+use super::*;
+
+const CHILD: &str = "TDD_GUARD_TEST_CHILD";
+
+/// In a child process (`CHILD` set to `MODE:STATE_DIR`): `hold` takes the lock, says
+/// `locked` and holds it until stdin closes; `churn` takes and drops it many times.
+#[test]
+fn guard_child() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return;
+    };
+    let (mode, state) = spec.split_once(':').expect("MODE:STATE_DIR");
+    let state = Path::new(state);
+    let tree = Path::new("/work-tree");
+    if mode == "hold" {
+        let guard = acquire(state, tree, "baseline").expect("io").expect("free");
+        let mut out = std::io::stdout();
+        writeln!(out, "locked").expect("stdout");
+        out.flush().expect("stdout");
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        drop(guard);
+    } else {
+        for _ in 0..2_000 {
+            drop(acquire(state, tree, "baseline").expect("io"));
+        }
+    }
+}
+
+fn child(mode: &str, state: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "run::guard::tests::guard_child",
+            "--nocapture",
+            "-q",
+        ])
+        .env(CHILD, format!("{mode}:{}", state.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("child starts")
+}
+
+#[test]
+fn a_second_process_is_told_the_holders_pid_and_what_it_does() {
+    let state = tempfile::tempdir().expect("state");
+    let mut holder = child("hold", state.path());
+    let mut lines = std::io::BufReader::new(holder.stdout.take().expect("stdout")).lines();
+    let said = lines.find(|l| l.as_deref().is_ok_and(|l| l.contains("locked")));
+    assert!(said.is_some(), "the child took the lock");
+    let busy = acquire(state.path(), Path::new("/work-tree"), "advance")
+        .expect("io")
+        .expect_err("held by the child");
+    assert_eq!(busy.pid, holder.id());
+    assert_eq!(busy.what, "baseline");
+    assert!(!busy.since.is_empty());
+    drop(holder.stdin.take());
+    assert!(holder.wait().expect("child exits").success());
+    let guard = acquire(state.path(), Path::new("/work-tree"), "advance").expect("io");
+    assert!(guard.is_ok(), "free once the holder is gone");
+}
+
+#[test]
+fn a_contender_never_names_pid_zero_while_the_lock_changes_hands() {
+    let state = tempfile::tempdir().expect("state");
+    let mut churn = child("churn", state.path());
+    let pid = churn.id();
+    while churn.try_wait().expect("wait").is_none() {
+        if let Err(holder) = acquire(state.path(), Path::new("/work-tree"), "advance").expect("io")
+        {
+            assert_eq!(holder.pid, pid, "{holder:?}");
+            assert_eq!(holder.what, "baseline", "{holder:?}");
+        }
+    }
+    assert!(churn.wait().expect("child exits").success());
+}
+
+#[test]
+fn within_one_process_the_second_acquisition_is_refused_and_the_first_kept() {
+    let state = tempfile::tempdir().expect("state");
+    let tree = Path::new("/work-tree");
+    let first = acquire(state.path(), tree, "advance")
+        .expect("io")
+        .expect("free");
+    let second = acquire(state.path(), tree, "baseline").expect("io");
+    let holder = second.expect_err("held");
+    assert_eq!(holder.pid, std::process::id());
+    assert_eq!(holder.what, "advance");
+    drop(first);
+    assert!(acquire(state.path(), tree, "baseline").expect("io").is_ok());
+}

@@ -118,8 +118,8 @@ def cargo_repo(repo, env):
     write(f"{repo}/.gitignore", "target/\n")
     write(f"{repo}/tdd.toml", '[project.ws]\nadapter = "cargo"\n\n[locks]\nimpl = ["c19/src/lib.rs"]\ntest = ["c19/tests/**"]\n')
     write(f"{repo}/.tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: ws\n    title: double\n    test: ws::c19::double doubles\n    stub_expected: [c19/src/lib.rs]\n---\n")
-    commit(repo, env)
     run(["cargo", "generate-lockfile", "--offline"], repo, env)
+    commit(repo, env)
 
 
 def compiled(envelope):

@@ -16,16 +16,28 @@ use super::phase::Verb;
 use super::testdefs;
 use crate::git::Git;
 
-/// The text of `path` in `tree` and of the change's new blob (`None` where absent).
-fn versions(git: &Git, tree: &str, change: &TreeChange) -> (Option<String>, Option<String>) {
+/// Test definitions by name.
+type Defs = std::collections::HashMap<String, String>;
+
+/// The test definitions of the changed file before (in `tree`) and after (the change's
+/// new blob; none when it is gone), or `None` when the file is new or unreadable.
+fn definitions_around(git: &Git, tree: &str, change: &TreeChange) -> Option<(Defs, Defs)> {
+    let path = change.display();
+    if !testdefs::readable(&path) {
+        return None;
+    }
     let read = |spec: &str| {
         git.output(["cat-file", "blob", spec])
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     };
-    let old = read(&format!("{tree}:{}", change.display()));
+    let old = read(&format!("{tree}:{path}"))?;
     let new = change.new.as_ref().and_then(|(_, id)| read(id));
-    (old, new)
+    let before = testdefs::definitions(&path, &old);
+    let after = new
+        .map(|t| testdefs::definitions(&path, &t))
+        .unwrap_or_default();
+    Some((before, after))
 }
 
 impl Engine {
@@ -46,19 +58,11 @@ impl Engine {
                 names.insert(name);
             }
         }
-        for change in candidate
-            .chosen
-            .iter()
-            .filter(|c| testdefs::readable(&c.display()))
-        {
-            let (Some(old), new) = versions(&git, head_tree, change) else {
+        for change in &candidate.chosen {
+            let Some((before, after)) = definitions_around(&git, head_tree, change) else {
                 continue;
             };
             let path = change.display();
-            let before = testdefs::definitions(&path, &old);
-            let after = new
-                .map(|t| testdefs::definitions(&path, &t))
-                .unwrap_or_default();
             if let Some(name) = names
                 .iter()
                 .find(|n| before.contains_key(*n) && before.get(*n) != after.get(*n))
@@ -87,16 +91,12 @@ impl Engine {
         let mut changed = Vec::new();
         for change in &candidate.chosen {
             let path = change.display();
-            if !testdefs::readable(&path) || ctx.planned.modifies_tests.iter().any(|m| m == &path) {
+            if ctx.planned.modifies_tests.iter().any(|m| m == &path) {
                 continue;
             }
-            let (Some(old), new) = versions(&git, head_tree, change) else {
+            let Some((before, after)) = definitions_around(&git, head_tree, change) else {
                 continue;
             };
-            let before = testdefs::definitions(&path, &old);
-            let after = new
-                .map(|t| testdefs::definitions(&path, &t))
-                .unwrap_or_default();
             for id in self.baseline_passing_in(ctx, &path)? {
                 if before.contains_key(&id.1) && before.get(&id.1) != after.get(&id.1) {
                     changed.push(id.0);

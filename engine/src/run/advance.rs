@@ -79,7 +79,7 @@ impl Ctx<'_> {
             && !self.planned.harness.iter().any(|h| h == path)
     }
 
-    fn is_impl(&self, path: &str) -> bool {
+    pub(super) fn is_impl(&self, path: &str) -> bool {
         self.rules.iter().any(|r| r.implementation.matches(path))
     }
 
@@ -194,38 +194,6 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// Clears assume-unchanged and skip-worktree on locked paths in the user's index (a
-    /// way to hide an edit from git, never from the scan) and records it as
-    /// `index_flags_cleared`. A skip-worktree entry whose file is absent is a sparse
-    /// checkout's, and is left alone.
-    fn undo_index_flags(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        flagged: Vec<super::FlaggedPath>,
-    ) -> Result<(), RunError> {
-        let locked: Vec<super::FlaggedPath> = flagged
-            .into_iter()
-            .filter(|f| {
-                let bytes = crate::repo_path::decode(&f.path);
-                let shown = crate::repo_path::display(&bytes);
-                let is_locked =
-                    ctx.is_test(&shown) || ctx.is_impl(&shown) || ctx.is_harness(&shown);
-                let on_disk =
-                    std::fs::symlink_metadata(self.work_tree.join(crate::repo_path::os(&bytes)))
-                        .is_ok();
-                is_locked && (f.assume_unchanged || on_disk)
-            })
-            .collect();
-        if locked.is_empty() {
-            return Ok(());
-        }
-        super::clear_index_flags(&self.work_tree, &locked)?;
-        let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "paths": locked });
-        ledger.append(Some(&ctx.state.run_id), "index_flags_cleared", &payload)?;
-        Ok(())
-    }
-
     pub(super) fn refuse(
         &self,
         ledger: &mut Ledger,
@@ -241,45 +209,6 @@ impl Engine {
         ledger.append(Some(&ctx.state.run_id), "advance_refused", &payload)?;
         outcome.next = refusal.verb;
         outcome.refused = Some(refusal);
-        Ok(())
-    }
-
-    /// Reverts locked changes since the phase began and records them, harness files
-    /// (`harness_changed`) apart from the phase's own locks.
-    pub(super) fn enforce_locks(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        outcome: &mut AdvanceOutcome,
-        locked: impl Fn(&str) -> bool,
-    ) -> Result<(), RunError> {
-        let report = ctx.base.revert_locked(&self.work_tree, &ctx.now, |p| {
-            ctx.is_harness(p) || locked(p)
-        })?;
-        if !report.reverted_any() {
-            return Ok(());
-        }
-        let phase_kind = if ctx.phase == Phase::AwaitingTest {
-            "implementation_during_red"
-        } else {
-            "test_edited_outside_red"
-        };
-        let split = |paths: &[String]| -> (Vec<String>, Vec<String>) {
-            paths.iter().cloned().partition(|p| ctx.is_harness(p))
-        };
-        let (harness_restored, restored) = split(&report.restored);
-        let (harness_removed, removed) = split(&report.removed);
-        for (kind, restored, removed) in [
-            ("harness_changed", harness_restored, harness_removed),
-            (phase_kind, restored, removed),
-        ] {
-            if restored.is_empty() && removed.is_empty() {
-                continue;
-            }
-            let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "kind": kind, "restored": restored, "removed": removed });
-            ledger.append(Some(&ctx.state.run_id), "locked_file_reverted", &payload)?;
-        }
-        outcome.reverted = report.reverted();
         Ok(())
     }
 

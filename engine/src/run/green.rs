@@ -39,46 +39,14 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
         let refactor = ctx.phase == Phase::AwaitingRefactor;
-        let missing = ctx.state.missing_annotations(ctx.planned.n);
-        if refactor && !missing.is_empty() {
-            let refusal = Refused {
-                reason: "missing_annotations",
-                verb: super::phase::Verb::AnnotateCycle,
-                detail: format!(
-                    "the plan requires these annotations before the cycle closes: {}",
-                    missing.join(", ")
-                ),
-            };
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        if refactor && let Some(refusal) = self.close_gates(ctx, progress)? {
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        let mut sweep = ctx.planned.projects.clone();
-        let mut now = ctx.now.clone();
-        if refactor {
-            let head_before = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
-            let run_id = &ctx.state.run_id;
-            if let Some(refusal) = self.refresh_artifacts(
-                ledger,
-                run_id,
-                ctx.planned.n,
-                &ctx.planned.projects,
-                progress,
-            )? {
-                return self.refuse(ledger, ctx, outcome, refusal);
+        let (now, sweep) = if refactor {
+            match self.before_close(ledger, ctx, progress)? {
+                Ok(prepared) => prepared,
+                Err(refusal) => return self.refuse(ledger, ctx, outcome, refusal),
             }
-            if Git::new(&self.work_tree).text(["rev-parse", "HEAD"])? != head_before {
-                // Regenerated artifacts were committed: judge the tree as it is now.
-                now = Snapshot::scan(&self.work_tree)?;
-            }
-            let (_, downstream) = super::artifacts::reachable(&self.config, &ctx.planned.projects);
-            sweep.extend(
-                downstream
-                    .into_iter()
-                    .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
-            );
-        }
+        } else {
+            (ctx.now.clone(), ctx.planned.projects.clone())
+        };
         let git = Git::new(&self.work_tree);
         let (head, head_tree) = candidate::head_and_tree(&git)?;
         let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
@@ -116,6 +84,54 @@ impl Engine {
             )
         };
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
+    }
+
+    /// What REFACTOR checks before its suites: annotations, lint and typecheck, stale
+    /// artifacts (regenerated and committed). Gives the tree to judge and the projects
+    /// to sweep (the cycle's and those downstream through artifacts), or the refusal.
+    fn before_close(
+        &self,
+        ledger: &mut Ledger,
+        ctx: &Ctx<'_>,
+        progress: &dyn Progress,
+    ) -> Result<Result<(Snapshot, Vec<String>), Refused>, RunError> {
+        let missing = ctx.state.missing_annotations(ctx.planned.n);
+        if !missing.is_empty() {
+            return Ok(Err(Refused {
+                reason: "missing_annotations",
+                verb: super::phase::Verb::AnnotateCycle,
+                detail: format!(
+                    "the plan requires these annotations before the cycle closes: {}",
+                    missing.join(", ")
+                ),
+            }));
+        }
+        if let Some(refusal) = self.close_gates(ctx, progress)? {
+            return Ok(Err(refusal));
+        }
+        let git = Git::new(&self.work_tree);
+        let head_before = git.text(["rev-parse", "HEAD"])?;
+        let projects = &ctx.planned.projects;
+        let run_id = &ctx.state.run_id;
+        if let Some(refusal) =
+            self.refresh_artifacts(ledger, run_id, ctx.planned.n, projects, progress)?
+        {
+            return Ok(Err(refusal));
+        }
+        let now = if git.text(["rev-parse", "HEAD"])? != head_before {
+            // Regenerated artifacts were committed: judge the tree as it is now.
+            Snapshot::scan(&self.work_tree)?
+        } else {
+            ctx.now.clone()
+        };
+        let mut sweep = projects.clone();
+        let (_, downstream) = super::artifacts::reachable(&self.config, projects);
+        sweep.extend(
+            downstream
+                .into_iter()
+                .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
+        );
+        Ok(Ok((now, sweep)))
     }
 
     /// Runs the targets (GREEN), then the suites of `sweep`, on the candidate tree in the

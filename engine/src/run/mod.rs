@@ -11,6 +11,7 @@ mod candidate;
 mod cleanroom;
 mod commit;
 mod deciding;
+mod enforce;
 mod gates;
 mod green;
 mod guard;

@@ -107,26 +107,38 @@ impl CleanRoom {
         let git = Git::new(live);
         let entries = list_tree(&git, tree)?;
         let links = dependency_links(live, roots, &entries);
+        match self.reset_to(&git, &entries, &links) {
+            Ok(()) => Ok(()),
+            // Something a run left cannot be changed in place (a read-only directory, a
+            // file turned into a directory): start from an empty checkout instead.
+            Err(CleanRoomError::Io { .. }) => {
+                let _ = std::fs::remove_file(&self.manifest);
+                remove_all(&self.root)?;
+                self.reset_to(&git, &entries, &links)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn reset_to(
+        &self,
+        git: &Git,
+        entries: &Entries,
+        links: &[(PathBuf, PathBuf)],
+    ) -> Result<(), CleanRoomError> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
         let old = read_manifest(&self.manifest);
         // The manifest is void while the checkout is being changed: a crash half-way must
         // not leave a manifest that vouches for files it no longer describes.
         let _ = std::fs::remove_file(&self.manifest);
         let mut manifest = Manifest::new();
-        sweep(
-            &self.root,
-            &self.root,
-            &entries,
-            &old,
-            &links,
-            &mut manifest,
-        )?;
+        sweep(&self.root, &self.root, entries, &old, links, &mut manifest)?;
         let missing: Vec<(&Vec<u8>, &(String, String))> = entries
             .iter()
             .filter(|(path, _)| !manifest.contains_key(*path))
             .collect();
-        write_objects(&git, &self.root, &missing, &mut manifest)?;
-        for (rel, target) in &links {
+        write_objects(git, &self.root, &missing, &mut manifest)?;
+        for (rel, target) in links {
             let at = self.root.join(rel);
             if std::fs::symlink_metadata(&at).is_err() {
                 if let Some(parent) = at.parent() {
@@ -137,6 +149,33 @@ impl CleanRoom {
         }
         write_manifest(&self.manifest, &manifest)
     }
+}
+
+/// Removes `dir` and everything in it, giving directories back their write permission
+/// first (a test may have taken it away); symlinks are removed, never followed.
+fn remove_all(dir: &Path) -> Result<(), CleanRoomError> {
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    if !meta.is_dir() {
+        return std::fs::remove_file(dir).map_err(io(dir));
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io(dir))?;
+    for item in std::fs::read_dir(dir).map_err(io(dir))? {
+        remove_all(&item.map_err(io(dir))?.path())?;
+    }
+    std::fs::remove_dir(dir).map_err(io(dir))
+}
+
+/// Whether a tree path is Python bytecode, which the clean room never writes: bytecode
+/// is what the interpreter runs instead of the source next to it, so a committed `.pyc`
+/// could stand in for code the gates never read.
+fn is_bytecode(path: &[u8]) -> bool {
+    path.ends_with(b".pyc")
+        || path.ends_with(b".pyo")
+        || path
+            .split(|b| *b == b'/')
+            .any(|part| part == b"__pycache__")
 }
 
 fn list_tree(git: &Git, tree: &str) -> Result<Entries, CleanRoomError> {
@@ -152,10 +191,10 @@ fn list_tree(git: &Git, tree: &str) -> Result<Entries, CleanRoomError> {
         let (Some(mode), Some(_kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(CleanRoomError::Protocol(meta.into_owned()));
         };
-        entries.insert(
-            record[tab + 1..].to_vec(),
-            (mode.to_string(), id.to_string()),
-        );
+        let path = &record[tab + 1..];
+        if !is_bytecode(path) {
+            entries.insert(path.to_vec(), (mode.to_string(), id.to_string()));
+        }
     }
     Ok(entries)
 }
@@ -375,4 +414,56 @@ fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), CleanRoomError
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().expect("dir");
+        let git = Git::new(dir.path());
+        git.output(["init", "-q"]).expect("init");
+        for (path, text) in files {
+            let at = dir.path().join(path);
+            std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+            std::fs::write(at, text).expect("write");
+        }
+        git.output(["add", "-A"]).expect("add");
+        let tree = git.text(["write-tree"]).expect("tree");
+        (dir, tree)
+    }
+
+    #[test]
+    fn a_reset_removes_what_runs_left_and_restores_what_they_changed() {
+        let (live, tree) = repo_with(&[("a.py", "a\n"), ("pkg/b.py", "b\n"), ("pkg/c.pyc", "x")]);
+        let state = tempfile::tempdir().expect("state");
+        let room = CleanRoom::of(state.path(), live.path());
+        room.materialize(live.path(), &tree, &[]).expect("first");
+        assert!(
+            !room.path().join("pkg/c.pyc").exists(),
+            "bytecode is never written"
+        );
+        std::fs::write(room.path().join("a.py"), "changed\n").expect("edit");
+        std::fs::create_dir_all(room.path().join("pkg/__pycache__")).expect("cache");
+        std::fs::write(room.path().join("pkg/__pycache__/b.pyc"), "x").expect("pyc");
+        std::fs::create_dir_all(room.path().join("locked")).expect("dir");
+        std::fs::write(room.path().join("locked/f"), "x").expect("file");
+        std::fs::set_permissions(
+            room.path().join("locked"),
+            std::fs::Permissions::from_mode(0o555),
+        )
+        .expect("chmod");
+        room.materialize(live.path(), &tree, &[]).expect("second");
+        assert_eq!(
+            std::fs::read_to_string(room.path().join("a.py")).expect("a"),
+            "a\n"
+        );
+        assert!(!room.path().join("pkg/__pycache__").exists());
+        assert!(!room.path().join("locked").exists());
+        assert_eq!(
+            std::fs::read_to_string(room.path().join("pkg/b.py")).expect("b"),
+            "b\n"
+        );
+    }
 }

@@ -118,33 +118,12 @@ impl Git {
         I: IntoIterator<Item = S> + Clone,
         S: AsRef<OsStr>,
     {
-        use std::io::Write;
-        use std::process::Stdio;
-        let mut child = self
-            .command(args.clone())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(GitError::Spawn)?;
-        let out = std::thread::scope(|scope| {
-            if let Some(mut pipe) = child.stdin.take() {
-                scope.spawn(move || pipe.write_all(input));
-            }
-            child.wait_with_output()
-        })
-        .map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            let joined: Vec<String> = args
-                .into_iter()
-                .map(|a| a.as_ref().to_string_lossy().into_owned())
-                .collect();
-            return Err(GitError::Failed {
-                args: joined.join(" "),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(out.stdout)
+        let what: Vec<String> = args
+            .clone()
+            .into_iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect();
+        run_piped(self.command(args), Some(input), &what.join(" "), &[])
     }
 
     /// Runs `git ARGS` and returns stdout with the trailing newline removed.
@@ -241,6 +220,43 @@ pub struct Discovered {
 ///
 /// Returns `None` for anything unusual (no `HEAD`, unreadable files); callers then ask git,
 /// which stays the authority. Starting git costs a few milliseconds per call, which matters
+/// Runs a git `cmd` built by [`Git::command`] (with whatever environment the caller
+/// added), feeding `input` on stdin when given, and returns stdout. Exit codes in `ok`
+/// count as success besides 0; `what` names the call in an error. stdin is fed from a
+/// thread, so git may fill its stdout pipe before it has read all of its input.
+pub fn run_piped(
+    mut cmd: Command,
+    input: Option<&[u8]>,
+    what: &str,
+    ok: &[i32],
+) -> Result<Vec<u8>, GitError> {
+    use std::io::Write;
+    use std::process::Stdio;
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
+    let out = std::thread::scope(|scope| {
+        if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
+            scope.spawn(move || pipe.write_all(bytes));
+        }
+        child.wait_with_output()
+    })
+    .map_err(GitError::Spawn)?;
+    let code = out.status.code().unwrap_or(-1);
+    if !out.status.success() && !ok.contains(&code) {
+        return Err(GitError::Failed {
+            args: what.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out.stdout)
+}
+
 /// to commands such as `tdd status` that a leaf runs often.
 pub fn discover(dir: &Path) -> Option<Discovered> {
     let start = dir.canonicalize().ok()?;

@@ -8,7 +8,6 @@ use super::Progress;
 use super::RunError;
 use super::candidate;
 use super::candidate::Candidate;
-use super::candidate::tree_of;
 use super::commit::anchor_trailers;
 use super::gates::RedDecision;
 use super::gates::Refused;
@@ -221,7 +220,7 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
         let git = crate::git::Git::new(&self.work_tree);
-        let head_tree = tree_of(&git, "HEAD")?;
+        let (head, head_tree) = candidate::head_and_tree(&git)?;
         let red_commit = candidate::build(&git, &head_tree, &ctx.now.tree, |p| {
             ctx.is_test(p) && !ctx.is_harness(p)
         })?;
@@ -333,14 +332,7 @@ impl Engine {
                 None
             })
             .unwrap_or_else(|| format!("test: {}", ctx.planned.title));
-        self.commit_and_move(
-            ledger,
-            ctx,
-            outcome,
-            |p| ctx.is_test(p) && !ctx.is_harness(p),
-            &message,
-            to,
-        )
+        self.commit_candidate(ledger, ctx, outcome, &head, &red_commit, &message, to)
     }
 
     /// Commits the changes of the phase's scan that `select` picks, exactly as scanned,

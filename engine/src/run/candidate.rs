@@ -5,9 +5,6 @@
 //! part), and that same tree is what the clean room runs and what is committed. A file
 //! the agent changes after the scan changes neither the verdict nor the commit.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use crate::git::Git;
 use crate::git::GitError;
 
@@ -182,14 +179,16 @@ pub(crate) fn commit(
         pathspecs.extend_from_slice(&change.path);
         pathspecs.push(0);
     }
-    let mut reset = git.command([
-        "--literal-pathspecs",
-        "reset",
-        "-q",
-        "--pathspec-from-file=-",
-        "--pathspec-file-nul",
-    ]);
-    run_with_stdin(&mut reset, &pathspecs, "reset")?;
+    git.output_with_stdin(
+        [
+            "--literal-pathspecs",
+            "reset",
+            "-q",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+        ],
+        &pathspecs,
+    )?;
     Ok(Some(commit))
 }
 
@@ -202,34 +201,7 @@ pub(crate) fn with_index(
 ) -> Result<Vec<u8>, GitError> {
     let mut cmd = git.command(args);
     cmd.env("GIT_INDEX_FILE", index.as_os_str());
-    run_with_stdin(&mut cmd, stdin.unwrap_or_default(), &args.join(" "))
-}
-
-fn run_with_stdin(
-    cmd: &mut std::process::Command,
-    stdin: &[u8],
-    what: &str,
-) -> Result<Vec<u8>, GitError> {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-    // Written from a thread: git may fill its stdout pipe before it has read all of stdin.
-    let writer = child.stdin.take().map(|mut pipe| {
-        let bytes = stdin.to_vec();
-        std::thread::spawn(move || pipe.write_all(&bytes))
-    });
-    let out = child.wait_with_output().map_err(GitError::Spawn)?;
-    if let Some(writer) = writer {
-        let _ = writer.join();
-    }
-    if !out.status.success() {
-        return Err(GitError::Failed {
-            args: what.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(out.stdout)
+    crate::git::run_piped(cmd, stdin, &args.join(" "), &[])
 }
 
 /// A path as bytes for the filesystem.

@@ -67,7 +67,9 @@ impl Engine {
         {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
-        if !refactor && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, progress)? {
+        if !refactor
+            && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, &head_tree, progress)?
+        {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
         let (message, to) = if refactor {

@@ -18,12 +18,10 @@
 
 use std::collections::BTreeSet;
 use std::collections::HashMap;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use serde::Serialize;
 
@@ -100,31 +98,8 @@ fn run(
     let mut cmd = git.command(STRICT.iter().chain(args));
     cmd.env("GIT_INDEX_FILE", index)
         .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-    // Feed stdin from a thread: git may fill its stdout pipe before reading all input.
-    let out = std::thread::scope(|scope| {
-        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            scope.spawn(move || pipe.write_all(bytes));
-        }
-        child.wait_with_output()
-    })
-    .map_err(GitError::Spawn)?;
-    let code = out.status.code().unwrap_or(-1);
-    if !out.status.success() && !ok.contains(&code) {
-        return Err(GitError::Failed {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(out.stdout)
+        .env_remove("GIT_CONFIG_COUNT");
+    crate::git::run_piped(cmd, stdin, &args.join(" "), ok)
 }
 
 /// A temporary copy of the user's index (or of HEAD's tree when there is none).

@@ -116,16 +116,15 @@ impl super::Engine {
     }
 
     /// Every target must fail in its own body with the cycle's implementation reversed
-    /// (the RED commit), in the clean room.
+    /// (`red_tree`, the RED commit's tree), in the clean room.
     pub(super) fn sensitivity(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
+        red_tree: &str,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
-        let git = crate::git::Git::new(&self.work_tree);
-        let red_tree = super::candidate::tree_of(&git, "HEAD")?;
         for test in &ctx.targets {
             let name = ctx.project_of(test);
             progress.event(
@@ -135,7 +134,7 @@ impl super::Engine {
             );
             let projects = self.in_clean_room(
                 ctx.state.pinned_env.as_ref(),
-                &red_tree,
+                red_tree,
                 std::slice::from_ref(&name),
             )?;
             let Some(project) = projects.first() else {

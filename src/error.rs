@@ -9,6 +9,7 @@ use tdd_engine::git::GitError;
 use tdd_engine::integrity::IntegrityError;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::plan::PlanError;
+use tdd_engine::run::CleanRoomError;
 use tdd_engine::run::RunError;
 use tdd_supervisor::LaunchError;
 use tdd_supervisor::LeafError;
@@ -371,6 +372,11 @@ impl From<RunError> for CommandError {
             RunError::Blocked { .. } => CommandError::refused("run_blocked", message)
                 .verb(Verb::Blocked)
                 .hint("a human resolves the blocker, then runs `tdd resume --unblock --note ...`"),
+            RunError::CleanRoom(CleanRoomError::LinkLeavesTree { .. }) => {
+                CommandError::refused("link_outside_tree", message)
+                    .verb(Verb::ResolveBlocker)
+                    .hint("commit the file the link points at instead of the link, or point the link inside the repository; a gate decision must hold from the commit alone")
+            }
             RunError::CleanRoom(_) => CommandError::internal("engine_io_failed", message),
             RunError::RunnerChanged(_) => CommandError::refused("runner_changed", message)
                 .verb(Verb::ResolveBlocker)

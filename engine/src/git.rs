@@ -214,12 +214,6 @@ pub struct Discovered {
     pub common_dir: PathBuf,
 }
 
-/// Finds the work tree containing `dir` without starting git: the nearest ancestor with a
-/// `.git` directory, or a `.git` file naming one (`gitdir: ...`, as worktrees and
-/// submodules have), whose common directory is given by its `commondir` file.
-///
-/// Returns `None` for anything unusual (no `HEAD`, unreadable files); callers then ask git,
-/// which stays the authority. Starting git costs a few milliseconds per call, which matters
 /// Runs a git `cmd` built by [`Git::command`] (with whatever environment the caller
 /// added), feeding `input` on stdin when given, and returns stdout. Exit codes in `ok`
 /// count as success besides 0; `what` names the call in an error. stdin is fed from a
@@ -257,6 +251,12 @@ pub fn run_piped(
     Ok(out.stdout)
 }
 
+/// Finds the work tree containing `dir` without starting git: the nearest ancestor with a
+/// `.git` directory, or a `.git` file naming one (`gitdir: ...`, as worktrees and
+/// submodules have), whose common directory is given by its `commondir` file.
+///
+/// Returns `None` for anything unusual (no `HEAD`, unreadable files); callers then ask git,
+/// which stays the authority. Starting git costs a few milliseconds per call, which matters
 /// to commands such as `tdd status` that a leaf runs often.
 pub fn discover(dir: &Path) -> Option<Discovered> {
     let start = dir.canonicalize().ok()?;

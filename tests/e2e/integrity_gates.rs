@@ -419,6 +419,38 @@ fn green_without_an_implementation_change_is_recorded_and_refused() {
     assert_eq!(events(&env, "green_without_change").len(), 1);
 }
 
+#[test]
+fn an_implementation_that_is_a_symlink_out_of_the_repository_is_refused() {
+    for relative in [false, true] {
+        let env = at_green(Locks::Hand);
+        let red = head(&env);
+        let outside = tempfile::tempdir().expect("outside");
+        let real = outside.path().join("calc.py");
+        std::fs::write(&real, format!("{CALC}{IMPL}")).expect("outside implementation");
+        let target = if relative {
+            let depth = env.root().components().count() - 1;
+            let up = "../".repeat(depth);
+            PathBuf::from(format!(
+                "{up}{}",
+                real.display().to_string().trim_start_matches('/')
+            ))
+        } else {
+            real.clone()
+        };
+        let calc = env.root().join("calc.py");
+        std::fs::remove_file(&calc).expect("remove calc.py");
+        std::os::unix::fs::symlink(&target, &calc).expect("link calc.py out of the repository");
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "link_outside_tree");
+        // Changing the outside file afterwards cannot matter: nothing was accepted.
+        assert_eq!(
+            std::fs::read_link(&calc).expect("link kept"),
+            target,
+            "the agent's link is left as it was"
+        );
+    }
+}
+
 /// Runs `target` in a fresh clone of `rev` with a clean environment; true when it passed.
 fn oracle(env: &Env, rev: &str, target: &str) -> bool {
     let clone = tempfile::tempdir().expect("clone");

@@ -27,6 +27,7 @@ use std::process::Stdio;
 use sha2::Digest;
 
 use super::candidate::os_path;
+use super::links::Link;
 use crate::git::Git;
 use crate::git::GitError;
 
@@ -52,6 +53,15 @@ pub enum CleanRoomError {
     /// git printed something this module cannot read.
     #[error("git printed an unexpected object record: {0}")]
     Protocol(String),
+    /// The tree holds a symlink whose target is outside the tree: a run on it would read
+    /// bytes that no commit holds.
+    #[error("{path} is a symlink to {target}, outside the repository")]
+    LinkLeavesTree {
+        /// The link's path in the tree (lossy UTF-8).
+        path: String,
+        /// Where it points (lossy UTF-8).
+        target: String,
+    },
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> CleanRoomError + '_ {
@@ -98,6 +108,8 @@ impl CleanRoom {
 
     /// Resets the checkout to exactly `tree` of the repository at `live`, linking the
     /// dependency directories found at `roots` (relative project roots) of the live tree.
+    /// A tree with a symlink that leads outside it is refused before anything is written
+    /// ([`CleanRoomError::LinkLeavesTree`]).
     pub fn materialize(
         &self,
         live: &Path,
@@ -106,6 +118,12 @@ impl CleanRoom {
     ) -> Result<(), CleanRoomError> {
         let git = Git::new(live);
         let entries = list_tree(&git, tree)?;
+        if let Some((path, target)) = links_leaving(&git, &entries)?.into_iter().next() {
+            return Err(CleanRoomError::LinkLeavesTree {
+                path: String::from_utf8_lossy(&path).into_owned(),
+                target: String::from_utf8_lossy(&target).into_owned(),
+            });
+        }
         let links = dependency_links(live, roots, &entries);
         match self.reset_to(&git, &entries, &links) {
             Ok(()) => Ok(()),
@@ -197,6 +215,34 @@ fn list_tree(git: &Git, tree: &str) -> Result<Entries, CleanRoomError> {
         }
     }
     Ok(entries)
+}
+
+/// The symlinks of `entries` that resolve outside the tree, with their targets.
+fn links_leaving(git: &Git, entries: &Entries) -> Result<Vec<Link>, CleanRoomError> {
+    let links: Vec<(&Vec<u8>, &String)> = entries
+        .iter()
+        .filter(|(_, (mode, _))| mode == "120000")
+        .map(|(path, (_, id))| (path, id))
+        .collect();
+    if links.is_empty() {
+        return Ok(Vec::new());
+    }
+    let request: Vec<u8> = links
+        .iter()
+        .flat_map(|(_, id)| format!("{id}\n").into_bytes())
+        .collect();
+    let out = crate::git::run_piped(
+        git.command(["cat-file", "--batch"]),
+        Some(&request),
+        "cat-file --batch",
+        &[],
+    )?;
+    let mut reader = std::io::Cursor::new(out);
+    let mut targets = HashMap::new();
+    for (path, id) in links {
+        targets.insert(path.clone(), read_object(&mut reader, id)?);
+    }
+    Ok(super::links::leaving_tree(&targets))
 }
 
 /// Dependency directories of the live tree to link, by path relative to the checkout.

@@ -15,6 +15,7 @@ use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
 use super::candidate;
 use super::candidate::Candidate;
+use super::cleanroom::CleanRoomError;
 use super::gates::Refused;
 use super::gates::green_gate;
 use super::gates::suite_gate;
@@ -62,9 +63,13 @@ impl Engine {
                 &json!({ "n": ctx.planned.n, "tree": candidate.tree }),
             )?;
         }
-        if let Some(refusal) =
-            self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, progress)?
-        {
+        let judged = match self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, progress) {
+            Err(RunError::CleanRoom(CleanRoomError::LinkLeavesTree { path, target })) => {
+                Ok(Some(link_leaves_tree(ctx.phase, &path, &target)))
+            }
+            other => other,
+        };
+        if let Some(refusal) = judged? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
         if !refactor
@@ -212,5 +217,19 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+}
+
+/// The refusal of a candidate with a symlink out of the repository: what the tests would
+/// read through it is not in the commit, so no verdict on it holds from the commit alone.
+fn link_leaves_tree(phase: Phase, path: &str, target: &str) -> Refused {
+    Refused {
+        reason: "link_outside_tree",
+        verb: phase.verb(),
+        detail: format!(
+            "{path} is a symlink to {target}, outside the repository: a gate decision must \
+             hold from the commit alone; commit the file itself, or point the link inside \
+             the repository"
+        ),
     }
 }

@@ -15,6 +15,7 @@ mod enforce;
 mod gates;
 mod green;
 mod guard;
+mod links;
 mod locks;
 mod phase;
 mod rollback;

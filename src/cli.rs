@@ -131,6 +131,7 @@ pub fn main() -> Exit {
 }
 
 fn dispatch(cli: Cli, out: Output) -> Exit {
+    let trace = crate::diagnostics::init(cli.verbose);
     tdd_engine::failpoint::hit("dispatch");
     let name = cli.command.name();
     let cwd = match resolve_dir(cli.directory) {
@@ -140,6 +141,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
     let ctx = Ctx {
         cwd,
         out: out.clone(),
+        trace,
     };
     let result = match cli.command {
         Command::Init(args) => commands::init::cmd_init(&ctx, args),

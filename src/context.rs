@@ -16,6 +16,8 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// The output handle.
     pub out: Output,
+    /// Where diagnostics go as JSON lines once a command names a file.
+    pub trace: crate::diagnostics::TraceFile,
 }
 
 impl Ctx {

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod context;
+mod diagnostics;
 mod error;
 mod exit;
 mod output;

@@ -342,7 +342,19 @@ impl<'p> Conductor<'p> {
 
     /// Runs (or resumes) the issue to the end, a bail, a stop or `--max-steps`.
     pub fn run(mut self) -> Result<Finish, ConductError> {
-        match self.drive() {
+        let span = tracing::info_span!(
+            "conduct",
+            conduct = self.journal.conduct(),
+            issue = self.issue.number(),
+            run_id = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let driven = self.drive();
+        if let Some(run_id) = &self.run_id {
+            span.record("run_id", run_id.as_str());
+        }
+        tracing::info!(outcome = driven_outcome(&driven), "conduct ended");
+        match driven {
             Ok(paused) => {
                 let summary = self.summary();
                 if paused {
@@ -366,6 +378,11 @@ impl<'p> Conductor<'p> {
             }
             Err(Halt::Error(err)) => Err(err),
         }
+    }
+
+    /// The run directory: the draft PR, the verifiers' scratch worktrees and the trace.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Reports the start (or resume) of the run, and where it works.
@@ -506,5 +523,16 @@ impl<'p> Conductor<'p> {
                 .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
         }
         Ok(())
+    }
+}
+
+/// How the loop ended, as a word for the trace.
+fn driven_outcome(driven: &Result<bool, Halt>) -> &'static str {
+    match driven {
+        Ok(true) => "paused",
+        Ok(false) => "completed",
+        Err(Halt::Bail(_)) => "bailed",
+        Err(Halt::Stop(_)) => "stopped",
+        Err(Halt::Error(_)) => "failed",
     }
 }

@@ -46,6 +46,14 @@ impl Conductor<'_> {
         request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
+        let span = tracing::info_span!(
+            "leaf",
+            role = role.as_str(),
+            step,
+            phase,
+            leaf = tracing::field::Empty
+        );
+        let _entered = span.enter();
         let mut stuck = 0;
         loop {
             self.check_stop()?;
@@ -68,6 +76,7 @@ impl Conductor<'_> {
                 pid: std::process::id(),
             });
             self.leaves.start(&mut run)?;
+            span.record("leaf", run.id());
             self.progress.event(
                 "leaf_started",
                 json!({ "leaf": run.id(), "role": role.as_str(), "step": step, "phase": phase }),
@@ -87,6 +96,7 @@ impl Conductor<'_> {
                     )))
                 })?;
             let elapsed = began.elapsed();
+            tracing::info!(exit = ?response.exit, wall_ms = crate::step::ms(elapsed), "leaf ended");
             match &response.exit {
                 ExitClass::Exited { .. } => return Ok((response, elapsed)),
                 ExitClass::Stopped => return Err(Halt::Stop("now".into())),

@@ -72,6 +72,7 @@ impl Conductor<'_> {
     pub(crate) fn step(&mut self, state: &RunState, index: usize) -> Result<(), Halt> {
         let planned = state.plan.cycles[index].clone();
         let n = planned.n;
+        let _span = tracing::info_span!("step", n, run_id = state.run_id.as_str()).entered();
         let began = Instant::now();
         let mut timing = Timing::default();
         loop {
@@ -144,6 +145,7 @@ impl Conductor<'_> {
         timing: &mut Timing,
     ) -> Result<(), Halt> {
         let (n, name) = (planned.n, phase.trailer());
+        let _span = tracing::info_span!("phase", phase = name).entered();
         // Refusals, like REJECTs, count across invocations: a stopped or killed
         // conductor's resume bails where an uninterrupted run would.
         let Resume {

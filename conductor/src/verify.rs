@@ -88,6 +88,7 @@ impl Conductor<'_> {
         timing: &mut Timing,
     ) -> Result<VerifierVerdict, Halt> {
         let (n, name) = (planned.n, phase.trailer());
+        let _span = tracing::info_span!("verify", commit, round).entered();
         let git = Git::new(&self.work_tree);
         let input = VerifierInput::new(
             TestId::planned(planned),

@@ -118,6 +118,11 @@ pub fn conduct(
     };
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;
+    let trace = conductor.dir().join("trace.jsonl");
+    if let Err(err) = ctx.trace.write_to(&trace) {
+        ctx.out
+            .debug(&format!("no trace file at {}: {err}", trace.display()));
+    }
     let stop = crate::supervision::supervisor(ctx)?;
     let _interrupts = interrupts(stop);
     match conductor.run()? {

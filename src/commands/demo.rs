@@ -115,6 +115,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
     let demo = Ctx {
         cwd: repo,
         out: ctx.out.clone(),
+        trace: ctx.trace.clone(),
     };
     let outcome = super::conduct::conduct(&demo, &issue, None, None, None, false, false)?;
     Ok(outcome)

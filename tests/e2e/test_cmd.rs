@@ -115,3 +115,35 @@ fn observations_are_recorded_against_the_active_cycle() {
         "{value}"
     );
 }
+
+/// Runs `tdd <args>` with extra variables; gives stderr.
+fn stderr_of(env: &Env, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let mut cmd = env.tdd_std();
+    cmd.args(args);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("tdd runs");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn diagnostics_show_the_suite_run_with_v_or_tdd_log_and_nothing_without() {
+    let env = pytest_project();
+    let target = ["--json", "test", "tests/test_calc.py::test_passes"];
+    let quiet = stderr_of(&env, &[], &target);
+    assert!(!quiet.contains("suite_run"), "{quiet}");
+    let verbose = stderr_of(&env, &[], &["-v", target[0], target[1], target[2]]);
+    assert!(
+        verbose.contains("suite_run{project=\"py\"") && verbose.contains("runner ended"),
+        "{verbose}"
+    );
+    assert!(
+        !verbose.contains("runner started"),
+        "debug is -vv: {verbose}"
+    );
+    let filtered = stderr_of(&env, &[("TDD_LOG", "tdd_engine=debug")], &target);
+    assert!(filtered.contains("runner started"), "{filtered}");
+    let bad = stderr_of(&env, &[("TDD_LOG", "tdd_engine=[")], &target);
+    assert!(bad.contains("ignoring TDD_LOG"), "{bad}");
+}

@@ -85,6 +85,14 @@ pub(crate) struct Job<'a> {
 
 /// Runs `job` under the project's timeout and collects what it left behind.
 pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran {
+    let _span = tracing::info_span!(
+        "suite_run",
+        project = project.name.as_str(),
+        label = job.label,
+        hermetic = project.hermetic.is_some(),
+    )
+    .entered();
+    tracing::debug!(argv = ?job.argv, root = %project.root.display(), "runner started");
     let stdout_path = scratch.path(&format!("{}.stdout", job.label));
     let stderr_path = scratch.path(&format!("{}.stderr", job.label));
     let mut env: Vec<(String, String)> = vec![("NO_COLOR".into(), "1".into())];
@@ -113,6 +121,7 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
         stdout: stdout_path.clone(),
         stderr: stderr_path.clone(),
     });
+    tracing::info!(exit = ?finished.exit, wall_ms = finished.wall_ms, "runner ended");
     let stdout = read_capped(&stdout_path).unwrap_or_default();
     let stderr = read_capped(&stderr_path).unwrap_or_default();
     let report = match &job.report {

@@ -127,6 +127,13 @@ impl Engine {
         };
         let cycle = &state.cycles[index];
         let planned = &state.plan.cycles[index];
+        let _span = tracing::info_span!(
+            "gate",
+            run_id = state.run_id.as_str(),
+            cycle = cycle.n,
+            phase = ?cycle.phase,
+        )
+        .entered();
         let rules = planned
             .projects
             .iter()
@@ -190,6 +197,12 @@ impl Engine {
             }
             Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
         }
+        tracing::info!(
+            to = ?outcome.to,
+            refused = outcome.refused.as_ref().map(|r| r.reason),
+            commit = outcome.commit.as_deref(),
+            "gate decided"
+        );
         Ok(outcome)
     }
 

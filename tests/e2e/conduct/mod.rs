@@ -109,6 +109,48 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
     )
     .expect("thread");
     assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+    assert_traced(&value);
+}
+
+/// The run directory holds the trace as JSON lines, with a span for the conduct, each
+/// step, phase, leaf, gate, verifier and suite run, tied to the ledger by the run id.
+fn assert_traced(value: &Value) {
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let text = std::fs::read_to_string(dir.join("trace.jsonl")).expect("trace.jsonl");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let names: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .flat_map(|l| l["spans"].as_array().into_iter().flatten())
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    for name in [
+        "conduct",
+        "step",
+        "phase",
+        "leaf",
+        "gate",
+        "verify",
+        "suite_run",
+    ] {
+        assert!(names.contains(name), "no {name} span in {names:?}");
+    }
+    let run_id = value["data"]["run_id"].as_str().expect("run id");
+    let gates: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "gate decided")
+        .collect();
+    assert!(
+        gates.len() >= 9,
+        "one decision per phase at least: {}",
+        gates.len()
+    );
+    assert!(
+        gates.iter().all(|g| g["span"]["run_id"] == run_id),
+        "{gates:?}"
+    );
 }
 
 const CONFIG: &str = include_str!("../../../examples/demo/tdd.toml");

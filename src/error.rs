@@ -59,6 +59,13 @@ pub struct Failure {
 }
 
 impl CommandError {
+    /// The same error, said to have happened while `doing` (prefixed to its message).
+    #[must_use]
+    pub fn doing(mut self, doing: &str) -> CommandError {
+        self.0.message = format!("while {doing}: {}", self.0.message);
+        self
+    }
+
     fn new(exit: Exit, reason: &'static str, message: impl Into<String>, verb: Verb) -> Self {
         let message = message.into();
         CommandError(Box::new(Failure {
@@ -289,12 +296,14 @@ impl From<PlanError> for CommandError {
 
 impl From<tdd_conductor::ConductError> for CommandError {
     fn from(err: tdd_conductor::ConductError) -> Self {
-        use tdd_conductor::ConductError as E;
+        use tdd_conductor::Cause as E;
         let message = error_chain(&err);
-        match err {
-            E::Engine(e) => e.into(),
-            E::Ledger(e) => e.into(),
-            E::Git(e) => e.into(),
+        let (doing, cause) = err.into_parts();
+        let within = |inner: CommandError| inner.doing(&doing);
+        match cause {
+            E::Engine(e) => within(e.into()),
+            E::Ledger(e) => within(e.into()),
+            E::Git(e) => within(e.into()),
             E::Lock(tdd_conductor::lock::LockError::Held { ref pid }) => {
                 let data = serde_json::json!({ "pid": pid });
                 CommandError::refused("conductor_running", message)

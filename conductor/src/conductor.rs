@@ -16,7 +16,9 @@ use tdd_prompts::Issue;
 
 use crate::bail::Bail;
 use crate::bail::BailCause;
+use crate::error::Cause;
 use crate::error::ConductError;
+use crate::error::Doing;
 use crate::error::Halt;
 use crate::forge::LocalForge;
 use crate::journal::Journal;
@@ -117,9 +119,8 @@ impl std::fmt::Debug for Conductor<'_> {
 /// The SHA-256 of the `tdd` binary at `path`.
 fn binary_sha256(path: &Path) -> Result<String, ConductError> {
     use sha2::Digest;
-    let bytes = std::fs::read(path).map_err(|source| ConductError::Io {
-        what: format!("reading the tdd binary {}", path.display()),
-        source,
+    let bytes = std::fs::read(path).map_err(|source| {
+        ConductError::io(format!("reading the tdd binary {}", path.display()), source)
     })?;
     Ok(hex::encode(sha2::Sha256::digest(&bytes)))
 }
@@ -145,7 +146,7 @@ impl Conductor<'_> {
         match recorded {
             Some(recorded) if recorded != now => {
                 if !self.options.accept_new_binary {
-                    return Err(ConductError::BinaryChanged { recorded, now });
+                    return Err(Cause::BinaryChanged { recorded, now }.into());
                 }
                 let payload =
                     json!({ "from": recorded, "to": now, "version": env!("CARGO_PKG_VERSION") });
@@ -190,8 +191,8 @@ fn providers(
         .clone()
         .or_else(|| config.conductor.provider.clone())
         .ok_or_else(|| {
-            ConductError::Config(
-                "no provider: pass --provider or set [conductor] provider in tdd.toml".into(),
+            ConductError::config(
+                "no provider: pass --provider or set [conductor] provider in tdd.toml",
             )
         })?;
     let verifier_name = options
@@ -255,14 +256,14 @@ fn committed_config(
     let rev = if exists { reference.as_str() } else { "HEAD" };
     let file = tdd_engine::config::CONFIG_FILE;
     let out = git.output(["show", &format!("{rev}:{file}")]).map_err(|_| {
-        ConductError::Config(format!(
+        ConductError::config(format!(
             "no {file} committed at {rev}: a worktree run reads the committed {file}, so commit it first"
         ))
     })?;
     let text = String::from_utf8(out.stdout)
-        .map_err(|_| ConductError::Config(format!("{file} at {rev} is not UTF-8")))?;
+        .map_err(|_| ConductError::config(format!("{file} at {rev} is not UTF-8")))?;
     let config =
-        Config::parse(&path.join(file), &text).map_err(|e| ConductError::Config(e.render()))?;
+        Config::parse(&path.join(file), &text).map_err(|e| ConductError::config(e.render()))?;
     Ok((config, text))
 }
 
@@ -414,11 +415,17 @@ impl<'p> Conductor<'p> {
         self.check_binary()?;
         // A stop request was for the run it stopped; this invocation starts afresh.
         let _ = self.leaves.supervisor().clear_stop();
-        self.prepare_branch()?;
-        self.ensure_plan()?;
-        self.ensure_run()?;
-        self.check_agreement()?;
-        self.settle_unjudged()?;
+        let n = self.issue.number();
+        self.prepare_branch()
+            .doing(|| format!("preparing the branch {}", self.branch))?;
+        self.ensure_plan()
+            .doing(|| format!("planning issue #{n}"))?;
+        self.ensure_run()
+            .doing(|| "starting the engine run and its baseline")?;
+        self.check_agreement()
+            .doing(|| "checking that the branch and the ledger agree")?;
+        self.settle_unjudged()
+            .doing(|| "judging the phase a stopped conductor left unjudged")?;
         let mut done = 0;
         while let Some(state) = self.engine.status()? {
             if self.options.max_steps.is_some_and(|m| done >= m) {
@@ -426,7 +433,9 @@ impl<'p> Conductor<'p> {
                 return Ok(true);
             }
             let Some(index) = state.current() else { break };
-            self.step(&state, index)?;
+            let n = state.plan.cycles[index].n;
+            self.step(&state, index)
+                .doing(|| format!("driving step {n}"))?;
             done += 1;
         }
         // A conductor killed between a step's close and its comment left it unwritten:
@@ -505,20 +514,28 @@ impl<'p> Conductor<'p> {
         let tag = format!("-i{}-", self.issue.number());
         let running = supervisor
             .list()
-            .map_err(|e| ConductError::Leaf(e.into()))?
+            .map_err(|e| {
+                ConductError::from(tdd_leaves::LeafError::from(e))
+                    .while_doing("ending the leaves a killed conductor left running")
+            })?
             .into_iter()
             .filter(|l| l.state == tdd_supervisor::LeafState::Running)
             .filter(|l| l.id.contains(&tag) || l.name.as_deref().is_some_and(|n| n.contains(&tag)));
         for leaf in running {
-            let mut handle = supervisor
-                .open(&leaf.id)
-                .map_err(|e| ConductError::Leaf(e.into()))?;
-            handle
-                .kill(true)
-                .map_err(|e| ConductError::Leaf(e.into()))?;
+            let mut handle = supervisor.open(&leaf.id).map_err(|e| {
+                ConductError::from(tdd_leaves::LeafError::from(e))
+                    .while_doing("ending the leaves a killed conductor left running")
+            })?;
+            handle.kill(true).map_err(|e| {
+                ConductError::from(tdd_leaves::LeafError::from(e))
+                    .while_doing("ending the leaves a killed conductor left running")
+            })?;
             handle
                 .wait(Some(std::time::Duration::from_secs(30)))
-                .map_err(|e| ConductError::Leaf(e.into()))?;
+                .map_err(|e| {
+                    ConductError::from(tdd_leaves::LeafError::from(e))
+                        .while_doing("ending the leaves a killed conductor left running")
+                })?;
             self.journal
                 .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
         }

@@ -75,7 +75,8 @@ impl Conductor<'_> {
     /// Writes the draft PR from the ledger; a forge that cannot be written bails
     /// `forge_unreachable`.
     pub(crate) fn publish(&self) -> Result<(), Halt> {
-        let body = crate::report::pr_body(self).map_err(ConductError::Ledger)?;
+        let body = crate::report::pr_body(self)
+            .map_err(|e| ConductError::from(e).while_doing("writing the draft PR"))?;
         let title = format!("#{} {}", self.issue.number(), self.issue.title());
         self.forge
             .open_or_update_draft_pr(&self.branch, &title, &body)?;

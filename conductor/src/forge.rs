@@ -17,7 +17,7 @@ pub enum ForgeError {
     #[error(transparent)]
     Issue(#[from] IssueError),
     /// A forge file could not be written.
-    #[error("failed to write {}: {source}", path.display())]
+    #[error("failed to write {}", path.display())]
     Write {
         /// The file.
         path: PathBuf,

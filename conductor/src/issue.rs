@@ -9,7 +9,7 @@ use tdd_prompts::Issue;
 #[derive(Debug, thiserror::Error)]
 pub enum IssueError {
     /// The file could not be read.
-    #[error("failed to read issue file {}: {source}", path.display())]
+    #[error("failed to read issue file {}", path.display())]
     Read {
         /// The file.
         path: std::path::PathBuf,

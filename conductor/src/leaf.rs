@@ -12,6 +12,7 @@ use tdd_supervisor::ExitClass;
 use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
+use crate::error::Doing;
 use crate::error::Halt;
 use crate::lock::Position;
 
@@ -65,7 +66,11 @@ impl Conductor<'_> {
             };
             // The position is written before the launch, so the leaf itself (and anyone
             // watching) never sees the previous leaf's.
-            let mut run = self.leaves.prepare(provider.as_ref(), request.clone())?;
+            let doing = || format!("starting the {} leaf of step {step} {phase}", role.as_str());
+            let mut run = self
+                .leaves
+                .prepare(provider.as_ref(), request.clone())
+                .doing(doing)?;
             self.lock.set_position(&Position {
                 issue: self.issue.number(),
                 step,
@@ -75,7 +80,7 @@ impl Conductor<'_> {
                 leaf_started_s: Some(crate::lock::now_s()),
                 pid: std::process::id(),
             });
-            self.leaves.start(&mut run)?;
+            self.leaves.start(&mut run).doing(doing)?;
             span.record("leaf", run.id());
             self.progress.event(
                 "leaf_started",
@@ -88,9 +93,10 @@ impl Conductor<'_> {
             );
             tdd_engine::failpoint::hit(&format!("conduct_after_leaf_{phase}"));
             let response = provider
-                .response(&self.leaves, &mut run, None)?
+                .response(&self.leaves, &mut run, None)
+                .doing(|| format!("reading the response of leaf {}", run.id()))?
                 .ok_or_else(|| {
-                    Halt::Error(crate::error::ConductError::Config(format!(
+                    Halt::Error(crate::error::ConductError::config(format!(
                         "leaf {} did not end",
                         run.id()
                     )))

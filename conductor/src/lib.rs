@@ -25,6 +25,7 @@ pub use conductor::Conductor;
 pub use conductor::Finish;
 pub use conductor::Options;
 pub use conductor::Summary;
+pub use error::Cause;
 pub use error::ConductError;
 pub use forge::Forge;
 pub use forge::LocalForge;

@@ -38,7 +38,7 @@ pub enum LockError {
         pid: String,
     },
     /// The lock file could not be opened.
-    #[error("failed to open the conductor lock {}: {source}", path.display())]
+    #[error("failed to open the conductor lock {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

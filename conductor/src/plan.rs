@@ -181,9 +181,8 @@ impl Conductor<'_> {
             ));
         }
         let path = self.work_tree.join(&self.plan_path);
-        std::fs::write(&path, out).map_err(|source| crate::error::ConductError::Io {
-            what: format!("writing {}", self.plan_path),
-            source,
+        std::fs::write(&path, out).map_err(|source| {
+            crate::error::ConductError::io(format!("writing {}", self.plan_path), source)
         })?;
         let git = Git::new(&self.work_tree);
         git.output(["add", "--", &self.plan_path])?;

@@ -22,6 +22,7 @@ use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::ConductError;
+use crate::error::Doing;
 use crate::error::Halt;
 use crate::leaf::Who;
 use crate::revise::Resume;
@@ -169,7 +170,10 @@ impl Conductor<'_> {
             }
             let base = Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
             let began = Instant::now();
-            let outcome = self.engine.advance(true, self.progress)?;
+            let outcome = self
+                .engine
+                .advance(true, self.progress)
+                .doing(|| format!("judging {} of step {n}", name.to_uppercase()))?;
             timing.engine += began.elapsed();
             tdd_engine::failpoint::hit(&format!("conduct_after_advance_{name}"));
             if let Some(refused) = &outcome.refused {
@@ -243,7 +247,7 @@ impl Conductor<'_> {
     /// Records an accepted phase: what the PR's phase table and integrity events read.
     pub(crate) fn record_phase(&self, record: &PhaseRecord<'_>) -> Result<(), Halt> {
         let payload = serde_json::to_value(record)
-            .map_err(|e| ConductError::Config(format!("a phase record: {e}")))?;
+            .map_err(|e| ConductError::config(format!("a phase record: {e}")))?;
         self.journal.record("conduct_phase", payload)?;
         Ok(())
     }
@@ -321,10 +325,8 @@ impl Conductor<'_> {
     /// Ticks step `n` in the plan file; the REFACTOR advance commits it with the phase.
     fn tick(&self, n: u32) -> Result<(), ConductError> {
         let path = self.work_tree.join(&self.plan_path);
-        let io = |source| ConductError::Io {
-            what: format!("ticking step {n} in {}", self.plan_path),
-            source,
-        };
+        let io =
+            |source| ConductError::io(format!("ticking step {n} in {}", self.plan_path), source);
         let text = std::fs::read_to_string(&path).map_err(io)?;
         std::fs::write(&path, crate::plan::tick(&text, n)).map_err(io)
     }

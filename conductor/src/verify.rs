@@ -17,6 +17,7 @@ use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::ConductError;
+use crate::error::Doing;
 use crate::error::Halt;
 use crate::leaf::Who;
 use crate::step::Timing;
@@ -55,7 +56,9 @@ impl Conductor<'_> {
         timing: &mut Timing,
     ) -> Result<VerifierVerdict, Halt> {
         let (n, name) = (planned.n, phase.trailer());
-        let verdict = self.verify(planned, phase, commit, base, revisions + 1, timing)?;
+        let verdict = self
+            .verify(planned, phase, commit, base, revisions + 1, timing)
+            .doing(|| format!("verifying {} of step {n}", name.to_uppercase()))?;
         self.journal.record(
             "phase_verdict",
             json!({
@@ -109,7 +112,7 @@ impl Conductor<'_> {
             (before, added.join())
         });
         let before = before?;
-        added.map_err(|_| ConductError::Config("the worktree thread panicked".into()))??;
+        added.map_err(|_| ConductError::config("the worktree thread panicked"))??;
         let mut request = Request::new(Prompt::verifier(&input)?, self.issue.number(), n, &scratch);
         request.attempt = round;
         let result = self.run_leaf(Who::Verifier, request, n, name);

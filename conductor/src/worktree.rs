@@ -35,7 +35,7 @@ pub enum WorktreeError {
         found: String,
     },
     /// git refused to add the worktree (the branch is checked out elsewhere, say).
-    #[error("failed to add the worktree {}: {source}", path.display())]
+    #[error("failed to add the worktree {}", path.display())]
     Add {
         /// The conductor's worktree path.
         path: PathBuf,

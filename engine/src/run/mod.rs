@@ -147,7 +147,7 @@ pub enum RunError {
     #[error(transparent)]
     CleanRoom(#[from] CleanRoomError),
     /// A runner pinned at run start is no longer the same program.
-    #[error("the test runner changed since the run started: {0}")]
+    #[error("the test runner changed since the run started")]
     RunnerChanged(#[from] crate::observe::hermetic::RunnerChanged),
     /// tdd.toml is not the file the run started with.
     #[error("tdd.toml changed since the run started (sha256 {recorded:.12} is now {now:.12})")]
@@ -158,7 +158,7 @@ pub enum RunError {
         now: String,
     },
     /// An I/O failure on the engine's own files.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,

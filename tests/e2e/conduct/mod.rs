@@ -514,3 +514,20 @@ fn expect_bail(env: &Env, issue: &str, cause: &str, class: &str) -> Value {
     );
     value
 }
+
+#[test]
+fn a_machinery_failure_says_what_the_conductor_was_doing() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    std::os::unix::fs::symlink("/etc/hostname", env.root().join("host")).expect("link");
+    env.commit_all("a link out of the repository");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "link_outside_tree", "{value}");
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(
+        message,
+        "while starting the engine run and its baseline: host is a symlink to /etc/hostname, \
+         outside the repository",
+    );
+}

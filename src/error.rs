@@ -256,6 +256,15 @@ impl From<LeafError> for CommandError {
     }
 }
 
+impl From<tdd_leaves::StopFailed> for CommandError {
+    fn from(err: tdd_leaves::StopFailed) -> Self {
+        match err {
+            tdd_leaves::StopFailed::Supervisor(e) => e.into(),
+            tdd_leaves::StopFailed::Ledger(e) => e.into(),
+        }
+    }
+}
+
 impl From<StopError> for CommandError {
     fn from(err: StopError) -> Self {
         CommandError::refused("write_failed", error_chain(&err))
@@ -373,6 +382,17 @@ impl From<RunError> for CommandError {
                     .hint("name one of the tests that are new in this cycle")
                     .data(data)
             }
+            RunError::NoSuchProject { ref nearest, ref declared, .. } => {
+                let hint = nearest.as_ref().map_or_else(
+                    || format!("declared projects: {}", declared.join(", ")),
+                    |n| format!("did you mean `{n}`?"),
+                );
+                CommandError::bad_input("unknown_project", message).hint(hint)
+            }
+            RunError::AmbiguousTarget { .. } => CommandError::bad_input("ambiguous_target", message)
+                .hint("qualify the id as `project::id` or pass --project"),
+            RunError::NoProjects => CommandError::refused("config_missing", message)
+                .hint("add a [project.NAME] table"),
             RunError::UnknownProject { .. } => CommandError::bad_input("config_invalid", message)
                 .verb(Verb::FixConfig)
                 .hint("declare the project again in tdd.toml, or abandon the run"),

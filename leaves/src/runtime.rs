@@ -42,6 +42,9 @@ use crate::provider::Provider;
 use crate::provider::ProviderError;
 use crate::provider::read_lossy;
 
+/// The hidden subcommand of `tdd` that runs one leaf's supervisor process.
+pub const SUPERVISE_COMMAND: &str = "__supervise";
+
 /// Each output stream of a leaf is cut at this many bytes (and the leaf killed).
 pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -180,16 +183,10 @@ impl Leaves {
     }
 
     /// The leaves of the repository whose ledger is at `location`, launched by the
-    /// `tdd` binary at `tdd` (supervisor `tdd __supervise --ledger DB`, so launch, signal
-    /// and exit events reach the ledger; leaf files under the ledger's directory; `tdd`'s
-    /// directory first on every leaf's `PATH`).
+    /// `tdd` binary at `tdd` under [`Leaves::repository_supervisor`], with leaf files
+    /// under the ledger's directory and `tdd`'s directory first on every leaf's `PATH`.
     pub fn for_repository(location: &tdd_engine::ledger::LedgerLocation, tdd: &Path) -> Leaves {
-        let args = [
-            std::ffi::OsString::from("__supervise"),
-            std::ffi::OsString::from("--ledger"),
-            location.database.clone().into_os_string(),
-        ];
-        let supervisor = Supervisor::new(&location.dir, tdd, args);
+        let supervisor = Leaves::repository_supervisor(location, tdd);
         let leaves = Leaves::new(
             supervisor,
             location.database.clone(),
@@ -199,6 +196,24 @@ impl Leaves {
             Some(dir) => leaves.tdd_dir(dir),
             None => leaves,
         }
+    }
+
+    /// The supervisor of the repository whose ledger is at `location`: state under the
+    /// ledger's directory, the supervisor process is `tdd __supervise --ledger DB` of the
+    /// binary at `tdd`, and the events this process sees (a lost supervisor, a kill) are
+    /// recorded in the ledger too.
+    pub fn repository_supervisor(
+        location: &tdd_engine::ledger::LedgerLocation,
+        tdd: &Path,
+    ) -> Supervisor {
+        let args = [
+            std::ffi::OsString::from(SUPERVISE_COMMAND),
+            std::ffi::OsString::from("--ledger"),
+            location.database.clone().into_os_string(),
+        ];
+        Supervisor::new(&location.dir, tdd, args).reporter(std::sync::Arc::new(
+            crate::report::LedgerReporter::new(&location.database),
+        ))
     }
 
     /// Replaces the environment leaves are allow-listed from (tests, embedding).

@@ -1,7 +1,7 @@
 //! `tdd stop`: request a stop (at-ledger, at-leaf, now), or clear it.
 
 use serde_json::json;
-use tdd_engine::ledger::Ledger;
+use tdd_leaves::Leaves;
 use tdd_supervisor::LeafState;
 use tdd_supervisor::StopMode;
 
@@ -32,13 +32,9 @@ fn parse_mode(text: &str) -> Result<StopMode, String> {
 
 /// Runs `tdd stop`.
 pub fn cmd_stop(ctx: &Ctx, args: StopArgs) -> Result<Outcome, CommandError> {
-    let supervisor = supervision::supervisor(ctx)?;
-    let database = ctx.ledger_location()?.database;
+    let leaves = Leaves::for_repository(&ctx.ledger_location()?, &supervision::tdd_exe()?);
     if args.clear {
-        let cleared = supervisor.clear_stop()?;
-        if cleared {
-            Ledger::open(&database)?.append(None, "stop_cleared", &json!({}))?;
-        }
+        let cleared = leaves.clear_stop()?;
         let text = if cleared {
             "stop request cleared\n"
         } else {
@@ -51,9 +47,9 @@ pub fn cmd_stop(ctx: &Ctx, args: StopArgs) -> Result<Outcome, CommandError> {
             )),
         );
     }
-    let request = supervisor.request_stop(args.mode)?;
-    Ledger::open(&database)?.append(None, "stop_requested", &json!(request))?;
-    let running = supervisor
+    let request = leaves.request_stop(args.mode)?;
+    let running = leaves
+        .supervisor()
         .list()?
         .iter()
         .filter(|leaf| leaf.state == LeafState::Running)

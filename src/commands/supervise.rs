@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 
 use serde_json::json;
+use tdd_leaves::LedgerReporter;
 use tdd_supervisor::NoopReporter;
 use tdd_supervisor::Reporter;
 
 use crate::error::CommandError;
 use crate::output::Outcome;
-use crate::supervision::LedgerReporter;
 
 /// Internal: supervise the leaf whose directory is given. `tdd exec` and the
 /// conductor start this; it is not meant to be run by hand.

@@ -18,6 +18,7 @@ mod guard;
 mod links;
 mod locks;
 mod phase;
+mod register;
 mod rollback;
 mod safe_fs;
 mod scan;
@@ -26,6 +27,7 @@ mod snapshot;
 mod start;
 mod state;
 mod testdefs;
+mod testing;
 mod tests_seen;
 
 use std::path::Path;
@@ -45,6 +47,8 @@ pub use locks::PathSet;
 pub use locks::targets_outside_tests;
 pub use phase::Phase;
 pub use phase::Verb;
+pub use register::CycleKinds;
+pub use register::Registration;
 pub use scan::FlaggedPath;
 pub use scan::clear_index_flags;
 pub use snapshot::LockReport;
@@ -54,6 +58,8 @@ pub use state::Baseline;
 pub use state::CycleState;
 pub use state::RunState;
 pub use state::RunStatus;
+pub use testing::TestReport;
+pub use testing::TestRequest;
 
 use crate::config::Config;
 use crate::ledger::Ledger;
@@ -129,6 +135,25 @@ pub enum RunError {
         /// The project name.
         name: String,
     },
+    /// A project name that tdd.toml does not declare.
+    #[error("no project `{name}` in tdd.toml")]
+    NoSuchProject {
+        /// The name given.
+        name: String,
+        /// The declared name nearest to it, if any is near.
+        nearest: Option<String>,
+        /// Every declared project.
+        declared: Vec<String>,
+    },
+    /// A test id that names no project, while tdd.toml declares several.
+    #[error("`{target}` does not name its project and tdd.toml declares several")]
+    AmbiguousTarget {
+        /// The id.
+        target: String,
+    },
+    /// tdd.toml declares no project at all.
+    #[error("tdd.toml declares no project")]
+    NoProjects,
     /// There is no earlier phase in this cycle to roll back to.
     #[error("cycle {n} has no earlier phase than {phase} to roll back to")]
     NoPreviousPhase {

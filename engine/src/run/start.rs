@@ -20,7 +20,6 @@ use crate::observe::Observation;
 use crate::observe::Outcome;
 use crate::observe::Selection;
 use crate::observe::adapter_for;
-use crate::plan::read_committed;
 
 /// What `run start` did.
 #[derive(Debug, Clone, Serialize)]
@@ -85,16 +84,7 @@ impl Engine {
         if !files.is_empty() {
             return Err(RunError::DirtyTree { files });
         }
-        let known: Vec<String> = self.config.project.keys().cloned().collect();
-        let contract = read_committed(&self.work_tree, plan_path, Some(&known))?;
-        let outside = super::locks::targets_outside_tests(&self.config, &contract.plan);
-        if !outside.is_empty() {
-            return Err(crate::plan::PlanError::Invalid {
-                path: plan_path.to_path_buf(),
-                message: outside.join("; "),
-            }
-            .into());
-        }
+        let contract = self.validated_contract(plan_path)?;
         let registered = ledger.events_of_kind(None, "plan_registered")?;
         if let Some(last) = registered
             .iter()
@@ -110,11 +100,7 @@ impl Engine {
                 });
             }
         } else {
-            ledger.append(
-                None,
-                "plan_registered",
-                &serde_json::to_value(&contract).unwrap_or_default(),
-            )?;
+            super::register::record_contract(&mut ledger, &contract)?;
         }
         let run_id = new_run_id();
         let pinned = std::sync::Arc::new(self.capture_env());

@@ -197,6 +197,9 @@ impl From<LedgerError> for CommandError {
             LedgerError::Git(git) => git.into(),
             LedgerError::CreateDir { .. } => CommandError::refused("ledger_unreachable", message)
                 .hint("make the ledger home writable, or set TDD_LEDGER_HOME elsewhere"),
+            LedgerError::Event(_) => CommandError::refused("ledger_event_invalid", message).hint(
+                "an event is not what its kind says, or its kind is unknown: check the ledger with `tdd ledger verify`, and use the tdd release that wrote it",
+            ),
             LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {
                 CommandError::internal("ledger_failed", message)
             }

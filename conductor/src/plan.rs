@@ -230,6 +230,7 @@ impl Conductor<'_> {
             let events =
                 tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(done))?;
             let abandoned = tdd_engine::run::RunState::project(&events)
+                .map_err(tdd_engine::ledger::LedgerError::from)?
                 .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
             if !abandoned {
                 self.run_id = Some(done.to_string());
@@ -310,6 +311,7 @@ impl Conductor<'_> {
         let events =
             tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(run_id))?;
         let Some(state) = tdd_engine::run::RunState::project(&events)
+            .map_err(tdd_engine::ledger::LedgerError::from)?
             .filter(|s| s.status != tdd_engine::run::RunStatus::Abandoned)
         else {
             return Ok(());

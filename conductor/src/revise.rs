@@ -95,7 +95,9 @@ impl Conductor<'_> {
         };
         let events =
             tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
-        let Some(state) = RunState::project(&events) else {
+        let Some(state) =
+            RunState::project(&events).map_err(tdd_engine::ledger::LedgerError::from)?
+        else {
             return Ok(());
         };
         let Some((index, name, commit)) = last_phase_commit(&state) else {

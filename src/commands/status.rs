@@ -104,7 +104,7 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         let text = format!(
             "run {} is BLOCKED: {}\n",
             state.run_id,
-            blocker["detail"].as_str().unwrap_or_default()
+            blocker.detail.as_str()
         );
         let detail = "a human resolves the blocker, then runs `tdd resume --unblock --note ...`";
         return (data, text, NextAction::new(Verb::Blocked, detail));

@@ -13,6 +13,7 @@ mod anchor;
 mod chain;
 mod location;
 mod schema;
+mod typed;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -34,6 +35,15 @@ pub use location::DATABASE_FILE;
 pub use location::LedgerLocation;
 pub use location::repository_key;
 pub use schema::SCHEMA_VERSION;
+pub use typed::CONDUCTOR_KINDS;
+pub use typed::Domain;
+pub use typed::EventError;
+pub use typed::LEAVES_KINDS;
+pub use typed::SUPERVISOR_KINDS;
+pub use typed::TypedEvent;
+pub use typed::decode;
+pub use typed::domain_of;
+pub use typed::encode;
 
 /// How long a writer waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -60,6 +70,9 @@ pub enum LedgerError {
         /// The work tree that contains it.
         work_tree: PathBuf,
     },
+    /// An event could not be encoded or read as its domain's type.
+    #[error(transparent)]
+    Event(#[from] EventError),
     /// The directory is not inside a git repository.
     #[error("{} is not inside a git repository", .0.display())]
     NotARepository(PathBuf),

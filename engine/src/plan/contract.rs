@@ -11,7 +11,7 @@ use crate::git::Git;
 use crate::git::GitError;
 
 /// A plan as committed: the validated plan plus the identity of the exact bytes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Contract {
     /// The plan's path relative to the work-tree root.
     pub path: String,

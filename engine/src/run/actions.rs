@@ -3,10 +3,10 @@
 //! None of them accepts a phase. Skipping and abandoning end work with a
 //! reason; a blocker stops the run visibly until `resume` clears it.
 
-use serde_json::json;
-
 use super::Engine;
 use super::RunError;
+use super::RunEvent;
+use super::events;
 use super::state::RunState;
 use crate::ledger::Ledger;
 
@@ -28,11 +28,11 @@ impl Engine {
     pub fn skip_cycle(&self, reason: &str) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
         let n = Self::current_n(&state).ok_or(RunError::NoActiveRun)?;
-        ledger.append(
-            Some(&state.run_id),
-            "cycle_skipped",
-            &json!({ "n": n, "reason": reason }),
-        )?;
+        let event = RunEvent::CycleSkipped(events::CycleSkipped {
+            n,
+            reason: reason.to_string(),
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.open_next(&mut ledger, &state.run_id, &state.plan, Some(n))?;
         self.reload(&ledger, &state.run_id)
     }
@@ -40,44 +40,46 @@ impl Engine {
     /// Ends the run as abandoned, with a reason.
     pub fn abandon(&self, reason: &str) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
-        ledger.append(
-            Some(&state.run_id),
-            "run_abandoned",
-            &json!({ "reason": reason, "pid": std::process::id() }),
-        )?;
+        let event = RunEvent::RunAbandoned(events::RunAbandoned {
+            reason: reason.to_string(),
+            pid: std::process::id(),
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(&ledger, &state.run_id)
     }
 
     /// Records a note against the current cycle.
     pub fn note(&self, text: &str) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
-        ledger.append(
-            Some(&state.run_id),
-            "note",
-            &json!({ "n": Self::current_n(&state), "text": text }),
-        )?;
+        let event = RunEvent::Note(events::Note {
+            n: Self::current_n(&state),
+            text: text.to_string(),
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(&ledger, &state.run_id)
     }
 
     /// Records an annotation `key = value` on the current cycle.
     pub fn annotate(&self, key: &str, value: &str) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
-        ledger.append(
-            Some(&state.run_id),
-            "annotation",
-            &json!({ "n": Self::current_n(&state), "key": key, "value": value }),
-        )?;
+        let event = RunEvent::Annotation(events::Annotation {
+            n: Self::current_n(&state),
+            key: key.to_string(),
+            value: value.to_string(),
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(&ledger, &state.run_id)
     }
 
     /// Blocks the run until `resume --unblock`.
     pub fn raise_blocker(&self, kind: &str, detail: &str) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
-        ledger.append(
-            Some(&state.run_id),
-            "blocker_raised",
-            &json!({ "n": Self::current_n(&state), "kind": kind, "detail": detail }),
-        )?;
+        let event = RunEvent::BlockerRaised(events::Blocker {
+            n: Self::current_n(&state),
+            kind: kind.to_string(),
+            detail: detail.to_string(),
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(&ledger, &state.run_id)
     }
 
@@ -85,38 +87,34 @@ impl Engine {
     pub fn resume(&self, unblock: bool, note: Option<&str>) -> Result<RunState, RunError> {
         let (_guard, mut ledger, state) = self.with_active_run()?;
         if unblock && state.blocker.is_some() {
-            ledger.append(
-                Some(&state.run_id),
-                "blocker_cleared",
-                &json!({ "n": Self::current_n(&state), "note": note }),
-            )?;
+            let event = RunEvent::BlockerCleared(events::BlockerCleared {
+                n: Self::current_n(&state),
+                note: note.map(str::to_string),
+            });
+            ledger.record(Some(&state.run_id), &event)?;
         } else if let Some(note) = note {
-            ledger.append(
-                Some(&state.run_id),
-                "note",
-                &json!({ "n": Self::current_n(&state), "text": note }),
-            )?;
+            let event = RunEvent::Note(events::Note {
+                n: Self::current_n(&state),
+                text: note.to_string(),
+            });
+            ledger.record(Some(&state.run_id), &event)?;
         }
         self.reload(&ledger, &state.run_id)
     }
 
     pub(super) fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
         let events = ledger.events(Some(run_id))?;
-        RunState::project(&events).ok_or(RunError::NoActiveRun)
+        RunState::project(&events)?.ok_or(RunError::NoActiveRun)
     }
 }
 
 impl Engine {
     /// Records a `tdd test` observation against the current cycle of the active run, if any.
     ///
-    /// Returns the run id it was recorded in. `leaf` names the leaf that asked, when a leaf
-    /// did (its evidence for a verdict). Refused when a run is active and the ledger fails
+    /// Returns the run id it was recorded in. `observed.leaf` names the leaf that asked,
+    /// when a leaf did (its evidence for a verdict); its cycle and phase are the run's. Refused when a run is active and the ledger fails
     /// verification.
-    pub fn record_test(
-        &self,
-        payload: serde_json::Value,
-        leaf: Option<&str>,
-    ) -> Result<Option<String>, RunError> {
+    pub fn record_test(&self, observed: events::TestObserved) -> Result<Option<String>, RunError> {
         let mut ledger = Ledger::open(&self.location.database)?;
         let Some(state) = self.active_run(&ledger)? else {
             return Ok(None);
@@ -126,11 +124,12 @@ impl Engine {
             .current()
             .map(|i| (state.cycles[i].n, state.cycles[i].phase))
             .unzip();
-        let mut payload = payload;
-        payload["n"] = json!(n);
-        payload["phase"] = json!(phase);
-        payload["leaf"] = json!(leaf);
-        ledger.append(Some(&state.run_id), "test_observed", &payload)?;
+        let event = RunEvent::TestObserved(events::TestObserved {
+            n,
+            phase,
+            ..observed
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         Ok(Some(state.run_id))
     }
 }
@@ -163,11 +162,12 @@ impl Engine {
                 candidates,
             });
         }
-        ledger.append(
-            Some(&state.run_id),
-            "target_named",
-            &json!({ "n": cycle.n, "planned": planned.tests, "test": qualified }),
-        )?;
+        let event = RunEvent::TargetNamed(events::TargetNamed {
+            n: cycle.n,
+            planned: planned.tests.clone(),
+            test: qualified,
+        });
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(&ledger, &state.run_id)
     }
 }

@@ -3,6 +3,15 @@
 use serde::Serialize;
 use serde_json::json;
 
+use super::events::AdvanceRefused;
+use super::events::CycleRef;
+use super::events::PhaseChanged;
+use super::events::RecordedRefusal;
+use super::events::RedFirstViolation;
+use super::events::RunEvent;
+use super::events::TargetAdopted;
+use super::events::UndeclaredFileTouched;
+
 use super::Engine;
 use super::Progress;
 use super::RunError;
@@ -119,7 +128,7 @@ impl Engine {
         self.check_config(&state)?;
         if let Some(blocker) = &state.blocker {
             return Err(RunError::Blocked {
-                detail: blocker.to_string(),
+                detail: serde_json::json!(blocker).to_string(),
             });
         }
         let Some(index) = state.current() else {
@@ -213,12 +222,18 @@ impl Engine {
         outcome: &mut AdvanceOutcome,
         refusal: Refused,
     ) -> Result<(), RunError> {
-        let payload = json!({
-            "n": ctx.planned.n, "phase": ctx.phase,
-            "refusal": { "reason": refusal.reason, "verb": refusal.verb, "tree": ctx.now.tree },
-            "detail": refusal.detail, "observations": outcome.observations,
+        let event = RunEvent::AdvanceRefused(AdvanceRefused {
+            n: ctx.planned.n,
+            phase: ctx.phase,
+            refusal: RecordedRefusal {
+                reason: refusal.reason.to_string(),
+                verb: refusal.verb,
+                tree: ctx.now.tree.clone(),
+            },
+            detail: refusal.detail.clone(),
+            observations: outcome.observations.clone(),
         });
-        ledger.append(Some(&ctx.state.run_id), "advance_refused", &payload)?;
+        ledger.record(Some(&ctx.state.run_id), &event)?;
         outcome.next = refusal.verb;
         outcome.refused = Some(refusal);
         Ok(())
@@ -263,11 +278,12 @@ impl Engine {
                 let candidates = new_tests(adapter.as_ref(), &project, known)?;
                 match candidates.as_slice() {
                     [only] => {
-                        ledger.append(
-                            Some(&ctx.state.run_id),
-                            "target_adopted",
-                            &json!({ "n": ctx.planned.n, "planned": test, "test": only }),
-                        )?;
+                        let event = RunEvent::TargetAdopted(TargetAdopted {
+                            n: ctx.planned.n,
+                            planned: test.clone(),
+                            test: only.clone(),
+                        });
+                        ledger.record(Some(&ctx.state.run_id), &event)?;
                         progress.event(
                             "target_adopted",
                             json!({ "planned": test, "test": only }),
@@ -314,11 +330,11 @@ impl Engine {
         }
         let pin = ctx.phase == Phase::AwaitingPin;
         if passed_all && !pin {
-            ledger.append(
-                Some(&ctx.state.run_id),
-                "red_first_violation",
-                &json!({ "n": ctx.planned.n, "tests": ctx.targets }),
-            )?;
+            let event = RunEvent::RedFirstViolation(RedFirstViolation {
+                n: ctx.planned.n,
+                tests: ctx.targets.clone(),
+            });
+            ledger.record(Some(&ctx.state.run_id), &event)?;
         }
         if pin && !passed_all {
             let refusal = Refused {
@@ -393,11 +409,12 @@ impl Engine {
             .map(|c| c.recorded())
             .collect();
         if !undeclared.is_empty() {
-            ledger.append(
-                Some(&ctx.state.run_id),
-                "undeclared_file_touched",
-                &json!({ "n": ctx.planned.n, "phase": ctx.phase, "files": undeclared }),
-            )?;
+            let event = RunEvent::UndeclaredFileTouched(UndeclaredFileTouched {
+                n: ctx.planned.n,
+                phase: ctx.phase,
+                files: undeclared.clone(),
+            });
+            ledger.record(Some(&ctx.state.run_id), &event)?;
         }
         let trailers = [
             ("TDD-Run", ctx.state.run_id.clone()),
@@ -420,11 +437,27 @@ impl Engine {
                 to.trailer()
             ),
         )?;
-        let payload = json!({
-            "n": ctx.planned.n, "from": ctx.phase, "to": to, "commit": commit, "committed_phase": commit.as_ref().map(|_| ctx.phase.trailer()),
-            "files": chosen, "snapshot": snapshot.tree, "head": commit.clone().unwrap_or_else(|| head.to_string()), "red": outcome.red, "observations": outcome.observations,
+        let event = RunEvent::PhaseChanged(PhaseChanged {
+            n: ctx.planned.n,
+            from: ctx.phase,
+            to,
+            commit: commit.clone(),
+            committed_phase: commit.as_ref().map(|_| ctx.phase.trailer().to_string()),
+            files: chosen,
+            snapshot: snapshot.tree,
+            head: commit.clone().unwrap_or_else(|| head.to_string()),
+            red: outcome
+                .red
+                .as_ref()
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| RunError::Io {
+                    what: "encoding the RED decision".into(),
+                    source: std::io::Error::other(e),
+                })?,
+            observations: outcome.observations.clone(),
         });
-        ledger.append(Some(&ctx.state.run_id), "phase_changed", &payload)?;
+        ledger.record(Some(&ctx.state.run_id), &event)?;
         outcome.to = to;
         outcome.commit = commit;
         outcome.undeclared = undeclared;
@@ -441,11 +474,8 @@ impl Engine {
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
     ) -> Result<(), RunError> {
-        ledger.append(
-            Some(&ctx.state.run_id),
-            "cycle_closed",
-            &json!({ "n": ctx.planned.n }),
-        )?;
+        let event = RunEvent::CycleClosed(CycleRef { n: ctx.planned.n });
+        ledger.record(Some(&ctx.state.run_id), &event)?;
         match self.open_next(
             ledger,
             &ctx.state.run_id,

@@ -7,6 +7,11 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::events::Artifact;
+use super::events::ArtifactFailed;
+use super::events::ArtifactRegenerated;
+use super::events::RunEvent;
+
 use super::Engine;
 use super::Progress;
 use super::RunError;
@@ -104,11 +109,11 @@ impl Engine {
             }
             let Some(regenerate) = &artifact.regenerate else {
                 if artifact.check.is_some() {
-                    ledger.append(
-                        Some(run_id),
-                        "stale_artifact",
-                        &json!({ "n": n, "artifact": name }),
-                    )?;
+                    let event = RunEvent::StaleArtifact(Artifact {
+                        n,
+                        artifact: name.clone(),
+                    });
+                    ledger.record(Some(run_id), &event)?;
                     let detail =
                         format!("artifact {name} is stale and has no `regenerate` command");
                     return Ok(Some(Refused {
@@ -125,11 +130,12 @@ impl Engine {
                 &format!("regenerating artifact {name}..."),
             );
             if let Some(tail) = run_shell(regenerate, &self.work_tree)? {
-                ledger.append(
-                    Some(run_id),
-                    "artifact_regenerate_failed",
-                    &json!({ "n": n, "artifact": name, "output": tail }),
-                )?;
+                let event = RunEvent::ArtifactRegenerateFailed(ArtifactFailed {
+                    n,
+                    artifact: name.clone(),
+                    output: tail.clone(),
+                });
+                ledger.record(Some(run_id), &event)?;
                 let detail = format!("`{regenerate}` failed for artifact {name}:\n{tail}");
                 return Ok(Some(Refused {
                     reason: "artifact_regenerate_failed",
@@ -157,11 +163,13 @@ impl Engine {
                 &format!("chore({name}): regenerate"),
                 &trailers,
             )?;
-            ledger.append(
-                Some(run_id),
-                "artifact_regenerated",
-                &json!({ "n": n, "artifact": name, "files": files, "commit": commit }),
-            )?;
+            let event = RunEvent::ArtifactRegenerated(ArtifactRegenerated {
+                n,
+                artifact: name.clone(),
+                files: files.clone(),
+                commit: commit.clone(),
+            });
+            ledger.record(Some(run_id), &event)?;
         }
         Ok(None)
     }

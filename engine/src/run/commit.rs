@@ -106,12 +106,16 @@ pub(crate) fn anchor_trailers<'a>(
         .iter()
         .find(|(key, _)| *key == crate::integrity::RUN_TRAILER)
         .map(|(_, value)| value.as_str());
-    let facts: serde_json::Map<String, serde_json::Value> = trailers
-        .iter()
-        .map(|(key, value)| ((*key).to_string(), value.clone().into()))
-        .collect();
-    let payload = serde_json::json!({ "files": paths, "message": message, "trailers": facts });
-    ledger.append(run_id, COMMIT_STARTED, &payload)?;
+    let event = super::RunEvent::CommitStarted(super::events::CommitStarted {
+        files: paths.to_vec(),
+        message: message.to_string(),
+        trailers: trailers
+            .iter()
+            .map(|(key, value)| ((*key).to_string(), value.clone()))
+            .collect(),
+    });
+    debug_assert_eq!(crate::ledger::TypedEvent::kind(&event), COMMIT_STARTED);
+    ledger.record(run_id, &event)?;
     let mut all = trailers.to_vec();
     all.push((LEDGER_TRAILER, ledger.anchor()?.to_string()));
     Ok(all)

@@ -1,7 +1,9 @@
 //! Enforcing the locks on the work tree before a gate judges: locked changes reverted,
 //! index flags that hide edits from git cleared, both recorded.
 
-use serde_json::json;
+use super::events::IndexFlagsCleared;
+use super::events::LockedFileReverted;
+use super::events::RunEvent;
 
 use super::Engine;
 use super::RunError;
@@ -43,8 +45,14 @@ impl Engine {
             if restored.is_empty() && removed.is_empty() {
                 continue;
             }
-            let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "kind": kind, "restored": restored, "removed": removed });
-            ledger.append(Some(&ctx.state.run_id), "locked_file_reverted", &payload)?;
+            let event = RunEvent::LockedFileReverted(LockedFileReverted {
+                n: ctx.planned.n,
+                phase: ctx.phase,
+                kind: kind.to_string(),
+                restored,
+                removed,
+            });
+            ledger.record(Some(&ctx.state.run_id), &event)?;
         }
         outcome.reverted = report.reverted();
         Ok(())
@@ -77,8 +85,12 @@ impl Engine {
             return Ok(());
         }
         super::clear_index_flags(&self.work_tree, &locked)?;
-        let payload = json!({ "n": ctx.planned.n, "phase": ctx.phase, "paths": locked });
-        ledger.append(Some(&ctx.state.run_id), "index_flags_cleared", &payload)?;
+        let event = RunEvent::IndexFlagsCleared(IndexFlagsCleared {
+            n: ctx.planned.n,
+            phase: ctx.phase,
+            paths: locked,
+        });
+        ledger.record(Some(&ctx.state.run_id), &event)?;
         Ok(())
     }
 }

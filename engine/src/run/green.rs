@@ -8,6 +8,9 @@
 
 use serde_json::json;
 
+use super::events::GreenWithoutChange;
+use super::events::RunEvent;
+
 use super::Engine;
 use super::Progress;
 use super::RunError;
@@ -57,11 +60,11 @@ impl Engine {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
         if !refactor && candidate.is_empty() {
-            ledger.append(
-                Some(&ctx.state.run_id),
-                "green_without_change",
-                &json!({ "n": ctx.planned.n, "tree": candidate.tree }),
-            )?;
+            let event = RunEvent::GreenWithoutChange(GreenWithoutChange {
+                n: ctx.planned.n,
+                tree: candidate.tree.clone(),
+            });
+            ledger.record(Some(&ctx.state.run_id), &event)?;
         }
         let judged = match self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, progress) {
             Err(RunError::CleanRoom(CleanRoomError::LinkLeavesTree { path, target })) => {

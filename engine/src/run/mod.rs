@@ -12,6 +12,7 @@ mod cleanroom;
 mod commit;
 mod deciding;
 mod enforce;
+pub mod events;
 mod gates;
 mod green;
 mod guard;
@@ -36,6 +37,7 @@ use std::path::PathBuf;
 pub use advance::AdvanceOutcome;
 pub use cleanroom::CleanRoom;
 pub use cleanroom::CleanRoomError;
+pub use events::RunEvent;
 pub use gates::RedDecision;
 pub use gates::Refused;
 pub use gates::green_gate;
@@ -192,6 +194,12 @@ pub enum RunError {
     },
 }
 
+impl From<crate::ledger::EventError> for RunError {
+    fn from(err: crate::ledger::EventError) -> RunError {
+        RunError::Ledger(err.into())
+    }
+}
+
 /// Receives progress while long work (baselines, suites) runs.
 pub trait Progress {
     /// One heartbeat: a snake_case event, its facts, and a line for people.
@@ -262,7 +270,7 @@ impl Engine {
             return Ok(None);
         };
         let events = ledger.events(last.run_id.as_deref())?;
-        Ok(RunState::project(&events))
+        Ok(RunState::project(&events)?)
     }
 
     /// Opens the cycle after `after` (the first when `None`), or completes the run when none
@@ -276,14 +284,19 @@ impl Engine {
     ) -> Result<Option<(u32, Phase)>, RunError> {
         let next = plan.cycles.iter().find(|c| after.is_none_or(|n| c.n > n));
         let Some(cycle) = next else {
-            ledger.append(Some(run_id), "run_completed", &serde_json::json!({}))?;
+            ledger.record(Some(run_id), &RunEvent::RunCompleted(events::Empty {}))?;
             return Ok(None);
         };
         let phase = Phase::initial(cycle.kind);
         let snapshot = Snapshot::take(&self.work_tree, &format!("{run_id}/cycle-{}", cycle.n))?;
         let head = crate::git::Git::new(&self.work_tree).text(["rev-parse", "HEAD"])?;
-        let payload = serde_json::json!({ "n": cycle.n, "phase": phase, "snapshot": snapshot.tree, "head": head });
-        ledger.append(Some(run_id), "cycle_opened", &payload)?;
+        let event = RunEvent::CycleOpened(events::CycleOpened {
+            n: cycle.n,
+            phase,
+            snapshot: snapshot.tree,
+            head,
+        });
+        ledger.record(Some(run_id), &event)?;
         Ok(Some((cycle.n, phase)))
     }
 

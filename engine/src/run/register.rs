@@ -88,10 +88,6 @@ impl Engine {
 
 /// Appends `plan_registered` for `contract`.
 pub(super) fn record_contract(ledger: &mut Ledger, contract: &Contract) -> Result<(), RunError> {
-    let payload = serde_json::to_value(contract).map_err(|e| RunError::Io {
-        what: "encoding the plan contract".into(),
-        source: std::io::Error::other(e),
-    })?;
-    ledger.append(None, "plan_registered", &payload)?;
+    ledger.record(None, &super::RunEvent::PlanRegistered(contract.clone()))?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Going back: to the start of the current phase, to the start of the previous one, or
 //! into the REFACTOR of a cycle that has just closed.
 
-use serde_json::json;
+use super::events::RolledBack;
+use super::events::RunEvent;
 
 use super::Engine;
 use super::RunError;
@@ -154,11 +155,17 @@ impl Engine {
             tree: start.snapshot.clone(),
         }
         .check_and_revert(&self.work_tree, |_| true)?;
-        let payload = json!({
-            "n": n, "from": from, "to": start.phase, "snapshot": start.snapshot,
-            "head": start.head, "undone_from": head, "restored": report.restored, "removed": report.removed,
+        let event = RunEvent::RolledBack(RolledBack {
+            n,
+            from,
+            to: start.phase,
+            snapshot: start.snapshot.clone(),
+            head: start.head.clone(),
+            undone_from: head,
+            restored: report.restored,
+            removed: report.removed,
         });
-        ledger.append(Some(&state.run_id), "rolled_back", &payload)?;
+        ledger.record(Some(&state.run_id), &event)?;
         self.reload(ledger, &state.run_id)
     }
 }

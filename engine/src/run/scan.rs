@@ -52,7 +52,7 @@ const STRICT: &[&str] = &[
 ///
 /// The scan hashes such a path from disk anyway; the flag is reported so the caller can
 /// record it and clear it with [`clear_index_flags`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FlaggedPath {
     /// The path, in the lossless form of [`crate::repo_path::encode`].
     pub path: String,

@@ -14,6 +14,9 @@
 
 use serde_json::json;
 
+use super::events::InsensitiveTest;
+use super::events::RunEvent;
+
 use super::Progress;
 use super::RunError;
 use super::advance::AdvanceOutcome;
@@ -151,11 +154,11 @@ impl super::Engine {
             match red_gate(project.config.adapter, &verdict, kind) {
                 RedDecision::Red { .. } => {}
                 RedDecision::PassedOnArrival => {
-                    ledger.append(
-                        Some(&ctx.state.run_id),
-                        "insensitive_test",
-                        &json!({ "n": ctx.planned.n, "target": test }),
-                    )?;
+                    let event = RunEvent::InsensitiveTest(InsensitiveTest {
+                        n: ctx.planned.n,
+                        target: test.clone(),
+                    });
+                    ledger.record(Some(&ctx.state.run_id), &event)?;
                     return Ok(Some(Refused {
                         reason: "insensitive_test",
                         verb: Verb::RollbackToRed,

@@ -9,6 +9,8 @@ use serde_json::json;
 use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::RunEvent;
+use super::events::BaselineCaptured;
 use super::phase::Phase;
 use super::state::Baseline;
 use super::state::ContractRef;
@@ -49,21 +51,22 @@ fn new_run_id() -> String {
     )
 }
 
-/// The `baseline_captured` payload: the baseline, its failures split by `known_failures`
+/// The `baseline_captured` event: the baseline, its failures split by `known_failures`
 /// (so reports can show which were declared), and the observation it rests on.
-fn captured_payload(
+fn captured(
     name: &str,
     baseline: &Baseline,
     split: &DeclaredSplit,
     observation: &Observation,
-) -> serde_json::Value {
-    let mut payload = serde_json::to_value(baseline).unwrap_or_default();
-    payload["project"] = json!(name);
-    payload["declared"] = json!(split.declared);
-    payload["undeclared"] = json!(split.undeclared);
-    payload["unmatched_known_failures"] = json!(split.unmatched);
-    payload["observation"] = serde_json::to_value(observation).unwrap_or_default();
-    payload
+) -> RunEvent {
+    RunEvent::BaselineCaptured(BaselineCaptured {
+        project: name.to_string(),
+        baseline: baseline.clone(),
+        declared: split.declared.clone(),
+        undeclared: split.undeclared.clone(),
+        unmatched_known_failures: split.unmatched.clone(),
+        observation: observation.clone(),
+    })
 }
 
 impl Engine {
@@ -117,11 +120,7 @@ impl Engine {
             start_sha: contract.commit.clone(),
             pinned_env: Some(pinned.as_ref().clone()),
         };
-        ledger.append(
-            Some(&run_id),
-            "run_started",
-            &serde_json::to_value(&started).unwrap_or_default(),
-        )?;
+        ledger.record(Some(&run_id), &RunEvent::RunStarted(started))?;
         let mut cycle_projects: Vec<String> = contract
             .plan
             .cycles
@@ -206,8 +205,10 @@ impl Engine {
             "undeclared": split.undeclared,
             "unmatched_known_failures": split.unmatched,
         });
-        let payload = captured_payload(name, &baseline, &split, &observation);
-        ledger.append(Some(run_id), "baseline_captured", &payload)?;
+        ledger.record(
+            Some(run_id),
+            &captured(name, &baseline, &split, &observation),
+        )?;
         let declared = match split.declared.len() {
             0 => String::new(),
             n => format!(", {n} declared in known_failures"),

@@ -6,9 +6,20 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde::Serialize;
 
+use super::events::Blocker;
+use super::events::PhaseChanged;
+use super::events::RolledBack;
+use super::events::RunEvent;
+use super::events::TargetAdopted;
+use super::events::TargetNamed;
 use super::phase::Phase;
 use super::phase::Verb;
 use crate::ledger::Event;
+use crate::ledger::EventError;
+use crate::ledger::TypedEvent;
+use crate::ledger::decode;
+use crate::observe::Observation;
+use crate::observe::TargetStatus;
 use crate::plan::Plan;
 
 /// The committed plan a run follows.
@@ -83,30 +94,11 @@ pub struct PhaseStart {
     pub head: String,
 }
 
-fn phase_start(phase: Phase, p: &serde_json::Value) -> Option<PhaseStart> {
-    Some(PhaseStart {
-        phase,
-        snapshot: p.get("snapshot")?.as_str()?.to_string(),
-        head: p
-            .get("head")
-            .and_then(|h| h.as_str())
-            .unwrap_or_default()
-            .to_string(),
-    })
-}
-
-/// Every test id in an event's `observation` or `observations`.
-fn observed_ids(p: &serde_json::Value) -> Vec<String> {
-    let single = p.get("observation").into_iter();
-    let many = p
-        .get("observations")
-        .and_then(|o| o.as_array())
+/// Every test id of `observations`.
+fn observed_ids<'a>(observations: impl IntoIterator<Item = &'a Observation>) -> Vec<String> {
+    observations
         .into_iter()
-        .flatten();
-    single
-        .chain(many)
-        .filter_map(|o| o.get("tests").and_then(|t| t.as_object()))
-        .flat_map(|t| t.keys().cloned())
+        .flat_map(|o| o.tests.keys().cloned())
         .collect()
 }
 
@@ -140,7 +132,7 @@ pub struct RunState {
     /// Active, completed or abandoned.
     pub status: RunStatus,
     /// The open blocker, if a leaf or a person raised one.
-    pub blocker: Option<serde_json::Value>,
+    pub blocker: Option<Blocker>,
     /// Annotations by cycle number: key to value.
     pub annotations: BTreeMap<u32, BTreeMap<String, String>>,
     /// Notes in order.
@@ -177,13 +169,18 @@ pub struct RunStarted {
 }
 
 impl RunState {
-    /// Folds a run's events, oldest first; `None` when they do not start with `run_started`.
-    pub fn project(events: &[Event]) -> Option<RunState> {
-        let first = events.first()?;
-        if first.kind != "run_started" {
-            return None;
-        }
-        let started: RunStarted = serde_json::from_value(first.payload.clone()).ok()?;
+    /// Folds a run's events, oldest first; `None` when they do not start with
+    /// `run_started`. An event of an unknown kind, or one of the engine's whose payload
+    /// does not parse, is an error naming it; events of other domains (leaves, the
+    /// supervisor) are passed over.
+    pub fn project(events: &[Event]) -> Result<Option<RunState>, EventError> {
+        let Some(first) = events.first() else {
+            return Ok(None);
+        };
+        let Some(RunEvent::RunStarted(started)) = decode::<RunEvent>(first, RunEvent::KINDS)?
+        else {
+            return Ok(None);
+        };
         let cycles = started
             .plan
             .cycles
@@ -218,37 +215,33 @@ impl RunState {
             suite_ids: BTreeSet::new(),
         };
         for event in events {
-            state.apply(event);
-        }
-        Some(state)
-    }
-
-    fn cycle_mut(&mut self, payload: &serde_json::Value) -> Option<&mut CycleState> {
-        let n = payload.get("n")?.as_u64()?;
-        self.cycles.iter_mut().find(|c| u64::from(c.n) == n)
-    }
-
-    fn apply(&mut self, event: &Event) {
-        self.events += 1;
-        let p = &event.payload;
-        match event.kind.as_str() {
-            "baseline_captured" => {
-                self.suite_ids.extend(observed_ids(p));
-                if let (Some(project), Ok(baseline)) = (
-                    p.get("project").and_then(|v| v.as_str()),
-                    serde_json::from_value::<Baseline>(p.clone()),
-                ) {
-                    self.baseline.insert(project.to_string(), baseline);
-                }
+            state.events += 1;
+            if let Some(typed) = decode::<RunEvent>(event, RunEvent::KINDS)? {
+                state.apply(typed);
             }
-            "cycle_opened" => {
+        }
+        Ok(Some(state))
+    }
+
+    fn cycle_mut(&mut self, n: u32) -> Option<&mut CycleState> {
+        self.cycles.iter_mut().find(|c| c.n == n)
+    }
+
+    fn apply(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::BaselineCaptured(b) => {
+                self.suite_ids.extend(observed_ids([&b.observation]));
+                self.baseline.insert(b.project, b.baseline);
+            }
+            RunEvent::CycleOpened(e) => {
                 let known = self.suite_ids.clone();
-                if let Some(c) = self.cycle_mut(p) {
-                    c.snapshot = p
-                        .get("snapshot")
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string);
-                    c.history = phase_start(c.phase, p).into_iter().collect();
+                if let Some(c) = self.cycle_mut(e.n) {
+                    c.history = vec![PhaseStart {
+                        phase: c.phase,
+                        snapshot: e.snapshot.clone(),
+                        head: e.head,
+                    }];
+                    c.snapshot = Some(e.snapshot);
                     c.known_at_open = known;
                     // Opened afresh after the cycle before it was reopened: nothing of
                     // the earlier opening carries over.
@@ -258,145 +251,90 @@ impl RunState {
                     c.failed_in_phase.clear();
                 }
             }
-            "advance_refused" => {
-                if let Some(c) = self.cycle_mut(p) {
+            RunEvent::AdvanceRefused(e) => {
+                if let Some(c) = self.cycle_mut(e.n) {
                     c.attempts += 1;
-                    c.refusal =
-                        serde_json::from_value(p.get("refusal").cloned().unwrap_or_default()).ok();
+                    c.refusal = Some(Refusal {
+                        reason: e.refusal.reason,
+                        verb: e.refusal.verb,
+                        tree: e.refusal.tree,
+                    });
                 }
             }
             // No transition without an observation: a phase change that carries none is
             // not a phase change, whoever wrote it.
-            "phase_changed"
-                if p.get("observations")
-                    .and_then(|o| o.as_array())
-                    .is_some_and(|o| !o.is_empty()) =>
-            {
-                if matches!(
-                    p.get("from").and_then(|f| f.as_str()),
-                    Some("AWAITING_IMPL" | "AWAITING_REFACTOR")
-                ) {
-                    self.suite_ids.extend(observed_ids(p));
-                }
-                if let Some(c) = self.cycle_mut(p) {
-                    c.attempts += 1;
-                    c.refusal = None;
-                    c.failed_in_phase.clear();
-                    if let Ok(to) =
-                        serde_json::from_value::<Phase>(p.get("to").cloned().unwrap_or_default())
-                    {
-                        c.phase = to;
-                    }
-                    c.snapshot = p
-                        .get("snapshot")
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string);
-                    if let Some(start) = phase_start(c.phase, p) {
-                        c.history.push(start);
-                    }
-                    if let (Some(phase), Some(commit)) = (
-                        p.get("committed_phase").and_then(|v| v.as_str()),
-                        p.get("commit").and_then(|v| v.as_str()),
-                    ) {
-                        c.commits.push((phase.to_string(), commit.to_string()));
-                    }
-                }
-            }
-            "target_adopted" | "target_named" => {
-                let test = p.get("test").and_then(|t| t.as_str()).map(str::to_string);
-                if let Some(c) = self.cycle_mut(p) {
-                    c.target_override = test;
+            RunEvent::PhaseChanged(e) if !e.observations.is_empty() => self.phase_changed(e),
+            RunEvent::TargetAdopted(TargetAdopted { n, test, .. })
+            | RunEvent::TargetNamed(TargetNamed { n, test, .. }) => {
+                if let Some(c) = self.cycle_mut(n) {
+                    c.target_override = Some(test);
                     c.refusal = None;
                 }
             }
-            "rolled_back" => {
-                let to = p
-                    .get("to")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value::<Phase>(v).ok());
-                if let (Some(c), Some(to)) = (self.cycle_mut(p), to) {
-                    let keep = c
-                        .history
-                        .iter()
-                        .rposition(|h| h.phase == to)
-                        .map_or(c.history.len(), |i| i + 1);
-                    c.history.truncate(keep);
-                    c.phase = to;
-                    c.snapshot = p
-                        .get("snapshot")
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string);
-                    c.refusal = None;
-                    c.failed_in_phase.clear();
-                    // Rolling back to the previous phase undoes the one commit that phase made.
-                    if p.get("undone_from") != p.get("head") {
-                        c.commits.pop();
-                    }
-                }
-            }
-            "test_observed" => {
-                let phase = p
-                    .get("phase")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value::<Phase>(v).ok());
-                if let Some(c) = self.cycle_mut(p)
-                    && Some(c.phase) == phase
+            RunEvent::RolledBack(e) => self.rolled_back(e),
+            RunEvent::TestObserved(e) => {
+                if let (Some(n), Some(phase)) = (e.n, e.phase)
+                    && let Some(c) = self.cycle_mut(n)
+                    && c.phase == phase
                 {
-                    let failed = p
-                        .get("targets")
-                        .and_then(|t| t.as_array())
-                        .into_iter()
-                        .flatten()
-                        .filter(|v| {
-                            matches!(
-                                v.get("status").and_then(|s| s.as_str()),
-                                Some("failed_assertion" | "failed_error" | "compile_error")
-                            )
-                        });
                     c.failed_in_phase.extend(
-                        failed.filter_map(|v| {
-                            v.get("id").and_then(|i| i.as_str()).map(str::to_string)
-                        }),
+                        e.targets
+                            .into_iter()
+                            .filter(|t| {
+                                matches!(
+                                    t.status,
+                                    TargetStatus::FailedAssertion
+                                        | TargetStatus::FailedError
+                                        | TargetStatus::CompileError
+                                )
+                            })
+                            .map(|t| t.id),
                     );
                 }
             }
-            "cycle_skipped" => {
-                if let Some(c) = self.cycle_mut(p) {
+            RunEvent::CycleSkipped(e) => {
+                if let Some(c) = self.cycle_mut(e.n) {
                     c.phase = Phase::Skipped;
                 }
             }
-            "run_abandoned" => self.status = RunStatus::Abandoned,
-            "blocker_raised" => self.blocker = Some(p.clone()),
-            "blocker_cleared" => {
+            RunEvent::RunAbandoned(_) => self.status = RunStatus::Abandoned,
+            RunEvent::BlockerRaised(blocker) => self.blocker = Some(blocker),
+            RunEvent::BlockerCleared(_) => {
                 self.blocker = None;
                 for c in &mut self.cycles {
                     c.refusal = None;
                 }
             }
-            "note" => self.notes.push(
-                p.get("text")
-                    .and_then(|t| t.as_str())
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            "annotation" => {
-                if let (Some(n), Some(key), Some(value)) = (
-                    p.get("n").and_then(|v| v.as_u64()),
-                    p.get("key").and_then(|v| v.as_str()),
-                    p.get("value").and_then(|v| v.as_str()),
-                ) {
+            RunEvent::Note(note) => self.notes.push(note.text),
+            RunEvent::Annotation(a) => {
+                if let Some(n) = a.n {
                     self.annotations
-                        .entry(n as u32)
+                        .entry(n)
                         .or_default()
-                        .insert(key.to_string(), value.to_string());
+                        .insert(a.key, a.value);
                     // An annotation is a change the next advance must look at, even on an
                     // unchanged tree.
-                    if let Some(c) = self.cycles.iter_mut().find(|c| u64::from(c.n) == n) {
+                    if let Some(c) = self.cycle_mut(n) {
                         c.refusal = None;
                     }
                 }
             }
-            _ => {}
+            // Recorded for people and audits; they do not move the state.
+            RunEvent::PlanRegistered(_)
+            | RunEvent::RunStarted(_)
+            | RunEvent::PhaseChanged(_)
+            | RunEvent::CycleClosed(_)
+            | RunEvent::RunCompleted(_)
+            | RunEvent::LockedFileReverted(_)
+            | RunEvent::IndexFlagsCleared(_)
+            | RunEvent::GreenWithoutChange(_)
+            | RunEvent::RedFirstViolation(_)
+            | RunEvent::UndeclaredFileTouched(_)
+            | RunEvent::StaleArtifact(_)
+            | RunEvent::ArtifactRegenerateFailed(_)
+            | RunEvent::ArtifactRegenerated(_)
+            | RunEvent::InsensitiveTest(_)
+            | RunEvent::CommitStarted(_) => {}
         }
         if self.status != RunStatus::Abandoned {
             let done = self.cycles.iter().all(|c| c.phase.is_final());
@@ -405,6 +343,48 @@ impl RunState {
             } else {
                 RunStatus::Active
             };
+        }
+    }
+
+    fn phase_changed(&mut self, e: PhaseChanged) {
+        if matches!(e.from, Phase::AwaitingImpl | Phase::AwaitingRefactor) {
+            self.suite_ids.extend(observed_ids(&e.observations));
+        }
+        let Some(c) = self.cycle_mut(e.n) else {
+            return;
+        };
+        c.attempts += 1;
+        c.refusal = None;
+        c.failed_in_phase.clear();
+        c.phase = e.to;
+        c.snapshot = Some(e.snapshot.clone());
+        c.history.push(PhaseStart {
+            phase: e.to,
+            snapshot: e.snapshot,
+            head: e.head,
+        });
+        if let (Some(phase), Some(commit)) = (e.committed_phase, e.commit) {
+            c.commits.push((phase, commit));
+        }
+    }
+
+    fn rolled_back(&mut self, e: RolledBack) {
+        let Some(c) = self.cycle_mut(e.n) else {
+            return;
+        };
+        let keep = c
+            .history
+            .iter()
+            .rposition(|h| h.phase == e.to)
+            .map_or(c.history.len(), |i| i + 1);
+        c.history.truncate(keep);
+        c.phase = e.to;
+        c.snapshot = Some(e.snapshot);
+        c.refusal = None;
+        c.failed_in_phase.clear();
+        // Rolling back to the previous phase undoes the one commit that phase made.
+        if e.undone_from != e.head {
+            c.commits.pop();
         }
     }
 

@@ -8,6 +8,9 @@ use serde_json::json;
 use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::RunEvent;
+use super::events::ObservedTarget;
+use super::events::TestObserved;
 use crate::config::Config;
 use crate::ledger::Ledger;
 use crate::observe::Observation;
@@ -92,16 +95,26 @@ impl Engine {
                 }
             }
         }
-        let payload = json!({ "observations": observations, "targets": targets });
-        let recorded_in_run = self.record_test(payload.clone(), leaf)?;
+        let observed = TestObserved {
+            n: None,
+            phase: None,
+            leaf: leaf.map(str::to_string),
+            observations: observations.clone(),
+            targets: targets
+                .iter()
+                .map(|t| ObservedTarget {
+                    id: t.id.clone(),
+                    status: t.status,
+                    detail: t.detail.clone(),
+                })
+                .collect(),
+        };
+        let recorded_in_run = self.record_test(observed.clone())?;
         // A verifier judges in its own scratch worktree, where no run is active: its runs
         // are still recorded (without a run), as the evidence its verdict needs.
-        if recorded_in_run.is_none()
-            && let Some(leaf) = leaf
-        {
-            let mut evidence = payload;
-            evidence["leaf"] = json!(leaf);
-            Ledger::open(&self.location.database)?.append(None, "test_observed", &evidence)?;
+        if recorded_in_run.is_none() && leaf.is_some() {
+            let mut ledger = Ledger::open(&self.location.database)?;
+            ledger.record(None, &RunEvent::TestObserved(observed))?;
         }
         Ok(TestReport {
             observations,

@@ -141,20 +141,27 @@ proptest! {
         let mut events = vec![event(1, "run_started", started())];
         for (i, (kind, n, observed, to)) in steps.iter().enumerate() {
             let to = [Phase::AwaitingTest, Phase::AwaitingImpl, Phase::AwaitingRefactor, Phase::AwaitingPin, Phase::SensitivityRequired, Phase::Closed, Phase::Skipped][*to as usize % 7];
-            let observations = if *observed { json!([{}]) } else { json!([]) };
+            let observations = if *observed { json!([any_observation()]) } else { json!([]) };
             let (k, payload) = match kind {
-                0 => ("phase_changed", json!({ "n": n, "to": to, "observations": observations })),
-                1 => ("advance_refused", json!({ "n": n, "refusal": { "reason": "x", "verb": "write_test", "tree": "t" } })),
-                2 => ("cycle_skipped", json!({ "n": n })),
+                0 => ("phase_changed", changed_payload(*n, to, observations, None)),
+                1 => ("advance_refused", refused_payload(*n)),
+                2 => ("cycle_skipped", json!({ "n": n, "reason": "r" })),
                 3 => ("annotation", json!({ "n": n, "key": "k", "value": "v" })),
                 4 => ("note", json!({ "n": n, "text": "t" })),
-                5 => ("rolled_back", json!({ "n": n, "to": to, "snapshot": "s", "head": "h", "undone_from": if *observed { "c" } else { "h" } })),
+                5 => ("rolled_back", json!({ "n": n, "from": Phase::AwaitingImpl, "to": to, "snapshot": "s", "head": "h", "undone_from": if *observed { "c" } else { "h" }, "restored": [], "removed": [] })),
                 6 => ("cycle_opened", json!({ "n": n, "phase": to, "snapshot": "s", "head": "h" })),
                 _ => ("garbage", json!(null)),
             };
             events.push(event(i as i64 + 2, k, payload));
-            let before = RunState::project(&events[..events.len() - 1]).expect("projects");
-            let after = RunState::project(&events).expect("projects");
+            if k == "garbage" {
+                // An unknown kind is an error naming the event, never skipped.
+                let err = RunState::project(&events).expect_err("an unknown kind is refused");
+                prop_assert!(err.to_string().contains(&format!("event {}", i + 2)), "{err}");
+                events.pop();
+                continue;
+            }
+            let before = RunState::project(&events[..events.len() - 1]).expect("projects").expect("a run");
+            let after = RunState::project(&events).expect("projects").expect("a run");
             for (b, a) in before.cycles.iter().zip(&after.cycles) {
                 if b.phase != a.phase {
                     let moved_by = (k == "phase_changed" && *observed)
@@ -167,6 +174,36 @@ proptest! {
             prop_assert_eq!(after.status == RunStatus::Completed, all_final);
         }
     }
+}
+
+/// A valid observation's JSON, as a `phase_changed` carries.
+fn any_observation() -> serde_json::Value {
+    json!(observation(
+        BTreeMap::from([("app::t".to_string(), Outcome::Passed)]),
+        false
+    ))
+}
+
+/// A complete `phase_changed` payload.
+fn changed_payload(
+    n: u32,
+    to: Phase,
+    observations: serde_json::Value,
+    committed: Option<(&str, &str)>,
+) -> serde_json::Value {
+    json!({
+        "n": n, "from": Phase::AwaitingTest, "to": to, "observations": observations,
+        "snapshot": "s", "head": "h", "files": [], "red": null,
+        "commit": committed.map(|(_, c)| c), "committed_phase": committed.map(|(p, _)| p),
+    })
+}
+
+/// A complete `advance_refused` payload.
+fn refused_payload(n: u32) -> serde_json::Value {
+    json!({
+        "n": n, "phase": Phase::AwaitingTest, "detail": "d", "observations": [],
+        "refusal": { "reason": "x", "verb": "write_test", "tree": "t" },
+    })
 }
 
 fn event(id: i64, kind: &str, payload: serde_json::Value) -> Event {
@@ -248,14 +285,8 @@ fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
 /// closes again the next cycle opens afresh, with nothing of its first opening.
 #[test]
 fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
-    let obs = json!([{}]);
     let changed = |to: Phase, committed: Option<(&str, &str)>| {
-        let mut p = json!({ "n": 1, "to": to, "observations": obs, "snapshot": "s", "head": "h" });
-        if let Some((phase, commit)) = committed {
-            p["committed_phase"] = json!(phase);
-            p["commit"] = json!(commit);
-        }
-        p
+        changed_payload(1, to, json!([any_observation()]), committed)
     };
     let mut events = vec![
         event(1, "run_started", started()),
@@ -284,18 +315,16 @@ fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
             "cycle_opened",
             json!({ "n": 2, "phase": Phase::AwaitingTest, "snapshot": "s2", "head": "f1" }),
         ),
-        event(
-            7,
-            "advance_refused",
-            json!({ "n": 2, "refusal": { "reason": "x", "verb": "write_test", "tree": "t" } }),
-        ),
+        event(7, "advance_refused", refused_payload(2)),
         event(
             8,
             "rolled_back",
-            json!({ "n": 1, "from": Phase::Closed, "to": Phase::AwaitingRefactor, "snapshot": "s", "head": "g", "undone_from": "f1" }),
+            json!({ "n": 1, "from": Phase::Closed, "to": Phase::AwaitingRefactor, "snapshot": "s", "head": "g", "undone_from": "f1", "restored": [], "removed": [] }),
         ),
     ];
-    let reopened = RunState::project(&events).expect("projects");
+    let reopened = RunState::project(&events)
+        .expect("projects")
+        .expect("a run");
     assert_eq!(reopened.status, RunStatus::Active);
     assert_eq!(reopened.current(), Some(0));
     assert_eq!(reopened.cycles[0].phase, Phase::AwaitingRefactor);
@@ -315,7 +344,9 @@ fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
         "cycle_opened",
         json!({ "n": 2, "phase": Phase::AwaitingTest, "snapshot": "s3", "head": "f2" }),
     ));
-    let closed = RunState::project(&events).expect("projects");
+    let closed = RunState::project(&events)
+        .expect("projects")
+        .expect("a run");
     assert_eq!(closed.current(), Some(1));
     let next = &closed.cycles[1];
     assert!(next.refusal.is_none());

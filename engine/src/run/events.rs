@@ -1,0 +1,471 @@
+//! The engine's ledger events: one enum, one payload type per kind. What is written is
+//! exactly what [`super::state::RunState`] folds, so a field the state reads cannot be
+//! missing or mistyped without the projection saying which event is at fault.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde::Serialize;
+
+use super::phase::Phase;
+use super::phase::Verb;
+use super::state::Baseline;
+use super::state::RunStarted;
+use crate::observe::Observation;
+use crate::observe::TargetStatus;
+use crate::plan::Contract;
+
+crate::typed_events! {
+    /// Everything the engine records.
+    pub enum RunEvent in Run {
+        /// A plan was validated and recorded as a contract (no run).
+        "plan_registered" => PlanRegistered(Contract),
+        /// A run began.
+        "run_started" => RunStarted(RunStarted),
+        /// One project's baseline suite run.
+        "baseline_captured" => BaselineCaptured(BaselineCaptured),
+        /// A cycle opened at its first phase.
+        "cycle_opened" => CycleOpened(CycleOpened),
+        /// An advance was refused.
+        "advance_refused" => AdvanceRefused(AdvanceRefused),
+        /// A gate accepted and the cycle moved on (with the commit, if any).
+        "phase_changed" => PhaseChanged(PhaseChanged),
+        /// The cycle closed.
+        "cycle_closed" => CycleClosed(CycleRef),
+        /// Every cycle is closed or skipped.
+        "run_completed" => RunCompleted(Empty),
+        /// The plan's target was not collected and the one new test was adopted.
+        "target_adopted" => TargetAdopted(TargetAdopted),
+        /// A person or leaf named the target among the new tests.
+        "target_named" => TargetNamed(TargetNamed),
+        /// The cycle went back to the start of a phase.
+        "rolled_back" => RolledBack(RolledBack),
+        /// `tdd test` observed tests (in a run, or as a verifier's evidence).
+        "test_observed" => TestObserved(TestObserved),
+        /// A cycle was skipped.
+        "cycle_skipped" => CycleSkipped(CycleSkipped),
+        /// The run was abandoned.
+        "run_abandoned" => RunAbandoned(RunAbandoned),
+        /// A blocker was raised.
+        "blocker_raised" => BlockerRaised(Blocker),
+        /// The blocker was cleared.
+        "blocker_cleared" => BlockerCleared(BlockerCleared),
+        /// A note.
+        "note" => Note(Note),
+        /// An annotation the plan may require.
+        "annotation" => Annotation(Annotation),
+        /// Locked files were put back as they were.
+        "locked_file_reverted" => LockedFileReverted(LockedFileReverted),
+        /// Index flags on locked paths were cleared.
+        "index_flags_cleared" => IndexFlagsCleared(IndexFlagsCleared),
+        /// GREEN was judged with no implementation change.
+        "green_without_change" => GreenWithoutChange(GreenWithoutChange),
+        /// Every target passed at RED: no test was written first.
+        "red_first_violation" => RedFirstViolation(RedFirstViolation),
+        /// Changed files outside the cycle's roots were left uncommitted.
+        "undeclared_file_touched" => UndeclaredFileTouched(UndeclaredFileTouched),
+        /// A generated artifact was stale at REFACTOR.
+        "stale_artifact" => StaleArtifact(Artifact),
+        /// An artifact could not be regenerated.
+        "artifact_regenerate_failed" => ArtifactRegenerateFailed(ArtifactFailed),
+        /// An artifact was regenerated and committed.
+        "artifact_regenerated" => ArtifactRegenerated(ArtifactRegenerated),
+        /// The target still passed with the implementation reversed.
+        "insensitive_test" => InsensitiveTest(InsensitiveTest),
+        /// An anchored commit is about to be made (its trailers carry the chain head).
+        "commit_started" => CommitStarted(CommitStarted),
+    }
+}
+
+/// A payload with no fields.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// A payload naming a cycle only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CycleRef {
+    /// The cycle.
+    pub n: u32,
+}
+
+/// The payload of `baseline_captured`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BaselineCaptured {
+    /// The project.
+    pub project: String,
+    /// What failed, passed and did not load.
+    #[serde(flatten)]
+    pub baseline: Baseline,
+    /// Failures some `known_failures` entry declares.
+    pub declared: BTreeSet<String>,
+    /// Failures no entry declares.
+    pub undeclared: BTreeSet<String>,
+    /// Entries that matched no failure.
+    pub unmatched_known_failures: Vec<String>,
+    /// The suite run.
+    pub observation: Observation,
+}
+
+/// The payload of `cycle_opened`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CycleOpened {
+    /// The cycle.
+    pub n: u32,
+    /// Its first phase.
+    pub phase: Phase,
+    /// The work tree's snapshot tree.
+    pub snapshot: String,
+    /// HEAD.
+    pub head: String,
+}
+
+/// The refusal recorded with `advance_refused`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedRefusal {
+    /// The machine-readable reason.
+    pub reason: String,
+    /// What to do next.
+    pub verb: Verb,
+    /// The snapshot tree it was computed on.
+    pub tree: String,
+}
+
+/// The payload of `advance_refused`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdvanceRefused {
+    /// The cycle.
+    pub n: u32,
+    /// The phase it stays in.
+    pub phase: Phase,
+    /// Why.
+    pub refusal: RecordedRefusal,
+    /// The evidence.
+    pub detail: String,
+    /// The runs the decision rests on.
+    pub observations: Vec<Observation>,
+}
+
+/// The payload of `phase_changed`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseChanged {
+    /// The cycle.
+    pub n: u32,
+    /// The phase left.
+    pub from: Phase,
+    /// The phase entered.
+    pub to: Phase,
+    /// The commit made, if any.
+    pub commit: Option<String>,
+    /// The trailer of the phase the commit belongs to.
+    pub committed_phase: Option<String>,
+    /// The committed paths.
+    pub files: Vec<String>,
+    /// The work tree's snapshot tree at the new phase's start.
+    pub snapshot: String,
+    /// HEAD at the new phase's start.
+    pub head: String,
+    /// The RED decision, at RED.
+    pub red: Option<serde_json::Value>,
+    /// The runs the decision rests on; a change without any is no change.
+    pub observations: Vec<Observation>,
+}
+
+/// The payload of `target_adopted`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetAdopted {
+    /// The cycle.
+    pub n: u32,
+    /// The plan's target.
+    pub planned: String,
+    /// The new test adopted in its place.
+    pub test: String,
+}
+
+/// The payload of `target_named`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetNamed {
+    /// The cycle.
+    pub n: u32,
+    /// The plan's targets.
+    pub planned: Vec<String>,
+    /// The test named in their place.
+    pub test: String,
+}
+
+/// The payload of `rolled_back`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RolledBack {
+    /// The cycle.
+    pub n: u32,
+    /// The phase left.
+    pub from: Phase,
+    /// The phase gone back to.
+    pub to: Phase,
+    /// Its snapshot tree.
+    pub snapshot: String,
+    /// HEAD at its start.
+    pub head: String,
+    /// HEAD before the rollback.
+    pub undone_from: String,
+    /// Files put back.
+    pub restored: Vec<String>,
+    /// Files removed.
+    pub removed: Vec<String>,
+}
+
+/// One target of `test_observed`, as far as the projection reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ObservedTarget {
+    /// The qualified id.
+    pub id: String,
+    /// What it did.
+    pub status: TargetStatus,
+    /// The evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The payload of `test_observed`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestObserved {
+    /// The cycle current when observed (in a run).
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// Its phase.
+    #[serde(default)]
+    pub phase: Option<Phase>,
+    /// The leaf that ran the tests, when its token checked out.
+    #[serde(default)]
+    pub leaf: Option<String>,
+    /// The runs.
+    pub observations: Vec<Observation>,
+    /// The targets' verdicts.
+    pub targets: Vec<ObservedTarget>,
+}
+
+/// The payload of `cycle_skipped`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CycleSkipped {
+    /// The cycle.
+    pub n: u32,
+    /// Why.
+    pub reason: String,
+}
+
+/// The payload of `run_abandoned`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunAbandoned {
+    /// Why.
+    pub reason: String,
+    /// The process that abandoned it.
+    pub pid: u32,
+}
+
+/// The payload of `blocker_raised`: an open blocker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Blocker {
+    /// The cycle current when raised.
+    pub n: Option<u32>,
+    /// What kind of blocker.
+    pub kind: String,
+    /// What blocks.
+    pub detail: String,
+}
+
+/// The payload of `blocker_cleared`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BlockerCleared {
+    /// The cycle current when cleared.
+    pub n: Option<u32>,
+    /// The person's note.
+    pub note: Option<String>,
+}
+
+/// The payload of `note`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Note {
+    /// The cycle current when noted.
+    pub n: Option<u32>,
+    /// The text.
+    pub text: String,
+}
+
+/// The payload of `annotation`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Annotation {
+    /// The cycle annotated.
+    pub n: Option<u32>,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+}
+
+/// The payload of `locked_file_reverted`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LockedFileReverted {
+    /// The cycle.
+    pub n: u32,
+    /// Its phase.
+    pub phase: Phase,
+    /// Which lock (`test_changed`, `impl_changed`, `harness_changed`, ...).
+    pub kind: String,
+    /// Files put back.
+    pub restored: Vec<String>,
+    /// Files removed.
+    pub removed: Vec<String>,
+}
+
+/// The payload of `index_flags_cleared`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexFlagsCleared {
+    /// The cycle.
+    pub n: u32,
+    /// Its phase.
+    pub phase: Phase,
+    /// The locked paths that carried flags.
+    pub paths: Vec<super::FlaggedPath>,
+}
+
+/// The payload of `green_without_change`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GreenWithoutChange {
+    /// The cycle.
+    pub n: u32,
+    /// The candidate tree (HEAD's).
+    pub tree: String,
+}
+
+/// The payload of `red_first_violation`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RedFirstViolation {
+    /// The cycle.
+    pub n: u32,
+    /// The targets that passed at RED.
+    pub tests: Vec<String>,
+}
+
+/// The payload of `undeclared_file_touched`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UndeclaredFileTouched {
+    /// The cycle.
+    pub n: u32,
+    /// Its phase.
+    pub phase: Phase,
+    /// The files.
+    pub files: Vec<String>,
+}
+
+/// The payload of `stale_artifact`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Artifact {
+    /// The cycle.
+    pub n: u32,
+    /// The artifact's name.
+    pub artifact: String,
+}
+
+/// The payload of `artifact_regenerate_failed`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArtifactFailed {
+    /// The cycle.
+    pub n: u32,
+    /// The artifact's name.
+    pub artifact: String,
+    /// The tail of the generator's output.
+    pub output: String,
+}
+
+/// The payload of `artifact_regenerated`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArtifactRegenerated {
+    /// The cycle.
+    pub n: u32,
+    /// The artifact's name.
+    pub artifact: String,
+    /// The files it changed.
+    pub files: Vec<String>,
+    /// The commit that holds them, if any.
+    pub commit: Option<String>,
+}
+
+/// The payload of `insensitive_test`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InsensitiveTest {
+    /// The cycle.
+    pub n: u32,
+    /// The target.
+    pub target: String,
+}
+
+/// The payload of `commit_started`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitStarted {
+    /// The paths the commit will hold.
+    pub files: Vec<String>,
+    /// Its message.
+    pub message: String,
+    /// Its trailers (without the chain head, which is this event's own).
+    pub trailers: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::TypedEvent;
+
+    #[test]
+    fn every_kind_encodes_and_decodes_to_the_same_payload() {
+        let event = RunEvent::Note(Note {
+            n: Some(2),
+            text: "hello".into(),
+        });
+        let payload = crate::ledger::encode(&event).expect("encodes");
+        assert_eq!(payload, serde_json::json!({ "n": 2, "text": "hello" }));
+        assert_eq!(event.kind(), "note");
+        assert!(RunEvent::KINDS.contains(&"commit_started"));
+        assert_eq!(RunEvent::KINDS.len(), 28);
+    }
+
+    /// A ledger the last release wrote (the demo, conducted to the end): every event
+    /// belongs to a known domain, every engine event reads as its type, and the run folds
+    /// to what happened.
+    #[test]
+    fn a_ledger_written_by_the_last_release_reads_as_typed_events() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/ledgers/demo-0.1.0.sqlite3");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let copy = dir.path().join("ledger.sqlite3");
+        std::fs::copy(&fixture, &copy).expect("copy the fixture");
+        let ledger = crate::ledger::Ledger::open_read_only(&copy)
+            .expect("opens")
+            .expect("a ledger");
+        let events = ledger.events(None).expect("events");
+        assert_eq!(events.len(), 187);
+        for event in &events {
+            assert!(
+                crate::ledger::domain_of(&event.kind, RunEvent::KINDS).is_some(),
+                "event {} has a kind no domain knows: {}",
+                event.id,
+                event.kind
+            );
+            crate::ledger::decode::<RunEvent>(event, RunEvent::KINDS).expect("reads as its type");
+        }
+        let run_id = events
+            .iter()
+            .find(|e| e.kind == "run_started")
+            .and_then(|e| e.run_id.clone())
+            .expect("a run");
+        let run = ledger.events(Some(&run_id)).expect("the run's events");
+        let state = super::super::state::RunState::project(&run)
+            .expect("folds")
+            .expect("a run");
+        assert_eq!(state.status, super::super::state::RunStatus::Completed);
+        assert!(state.cycles.iter().all(|c| c.phase == Phase::Closed));
+        assert_eq!(
+            state.cycles.iter().map(|c| c.commits.len()).sum::<usize>(),
+            9
+        );
+    }
+}

@@ -107,7 +107,7 @@ pub struct Usage {
 }
 
 /// How a leaf ended, from the supervisor's exit class and the provider's stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Completion {
     /// The CLI finished its work and said so in its terminal event.
@@ -168,7 +168,7 @@ pub struct Response {
 }
 
 /// What aborting a run did. Aborting is idempotent: every call succeeds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AbortOutcome {
     /// The run had not started; it is marked aborted and will never start.

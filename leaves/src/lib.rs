@@ -12,6 +12,7 @@
 
 pub mod env;
 pub mod envelope;
+pub mod events;
 pub mod identity;
 pub mod provider;
 pub mod providers;

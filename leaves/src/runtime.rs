@@ -35,6 +35,12 @@ use crate::envelope::AbortOutcome;
 use crate::envelope::Completion;
 use crate::envelope::Request;
 use crate::envelope::Response;
+use crate::events::LeafAborted;
+use crate::events::LeafFinished;
+use crate::events::LeafPrepared;
+use crate::events::LeafStarted;
+use crate::events::LeavesEvent;
+use crate::events::PromptRecord;
 use crate::provider::Invocation;
 use crate::provider::LeafFiles;
 use crate::provider::LeafOutput;
@@ -280,31 +286,30 @@ impl Leaves {
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
         env_names.sort();
-        let payload = json!({
-            "leaf_id": id,
-            "role": request.role(),
-            "provider": provider.name(),
-            "issue": request.issue,
-            "step": request.step,
-            "phase": request.phase_name(),
-            "attempt": request.attempt,
-            "workdir": request.workdir,
-            "prompt": {
-                "template": prompt.template(),
-                "text": prompt.text(),
-                "sha256": prompt.sha256(),
-                "bytes": prompt.text().len(),
-                "fixed_bytes": prompt.fixed_bytes(),
-                "variable_bytes": prompt.variable_bytes(),
+        let event = LeavesEvent::LeafPrepared(Box::new(LeafPrepared {
+            leaf_id: id.clone(),
+            role: request.role(),
+            provider: provider.name().to_string(),
+            issue: request.issue,
+            step: request.step,
+            phase: request.phase_name().to_string(),
+            attempt: request.attempt,
+            workdir: request.workdir.clone(),
+            prompt: PromptRecord {
+                template: prompt.template().to_string(),
+                text: prompt.text().to_string(),
+                sha256: prompt.sha256().to_string(),
+                bytes: prompt.text().len(),
+                fixed_bytes: prompt.fixed_bytes(),
+                variable_bytes: prompt.variable_bytes(),
             },
-            "assignment": prompt.assignment(),
-            "token_sha256": token_sha256(&token),
-            "argv": invocation.argv,
-            "env": env_names,
-            "files": files.dir,
-        });
-        self.ledger()?
-            .append(request.run_id.as_deref(), "leaf_prepared", &payload)?;
+            assignment: prompt.assignment().clone(),
+            token_sha256: token_sha256(&token),
+            argv: invocation.argv.clone(),
+            env: env_names.into_iter().cloned().collect(),
+            files: files.dir.clone(),
+        }));
+        self.ledger()?.record(request.run_id.as_deref(), &event)?;
         Ok(LeafRun {
             id,
             provider: provider.name().to_string(),
@@ -379,11 +384,11 @@ impl Leaves {
             return Err(LeafError::Aborted { id: run.id.clone() });
         }
         let handle = self.supervisor.launch(spec)?;
-        ledger.append(
-            run.run_id.as_deref(),
-            "leaf_started",
-            &json!({ "leaf_id": run.id, "supervisor_id": handle.id() }),
-        )?;
+        let event = LeavesEvent::LeafStarted(LeafStarted {
+            leaf_id: run.id.clone(),
+            supervisor_id: handle.id().to_string(),
+        });
+        ledger.record(run.run_id.as_deref(), &event)?;
         run.state = State::Running(Box::new(handle));
         Ok(())
     }
@@ -408,11 +413,11 @@ impl Leaves {
                 }
             },
         };
-        self.ledger()?.append(
-            run.run_id.as_deref(),
-            "leaf_aborted",
-            &json!({ "leaf_id": run.id, "outcome": outcome }),
-        )?;
+        let event = LeavesEvent::LeafAborted(LeafAborted {
+            leaf_id: run.id.clone(),
+            outcome,
+        });
+        self.ledger()?.record(run.run_id.as_deref(), &event)?;
         Ok(outcome)
     }
 
@@ -452,11 +457,11 @@ impl Leaves {
                 }
             }
         };
-        ledger.append(
-            run_id.as_deref(),
-            "leaf_aborted",
-            &json!({ "leaf_id": leaf_id, "outcome": outcome }),
-        )?;
+        let event = LeavesEvent::LeafAborted(LeafAborted {
+            leaf_id: leaf_id.to_string(),
+            outcome,
+        });
+        ledger.record(run_id.as_deref(), &event)?;
         Ok(outcome)
     }
 
@@ -500,20 +505,17 @@ impl Leaves {
             meta,
         };
         if !run.collected {
-            self.ledger()?.append(
-                run.run_id.as_deref(),
-                "leaf_finished",
-                &json!({
-                    "leaf_id": run.id,
-                    "exit": exit.class,
-                    "completion": response.completion,
-                    "session_id": response.session_id,
-                    "turns": response.turns,
-                    "usage": response.usage,
-                    "cost_usd": response.cost_usd,
-                    "duration_ms": exit.duration_ms,
-                }),
-            )?;
+            let event = LeavesEvent::LeafFinished(LeafFinished {
+                leaf_id: run.id.clone(),
+                exit: exit.class.clone(),
+                completion: response.completion.clone(),
+                session_id: response.session_id.clone(),
+                turns: response.turns,
+                usage: response.usage,
+                cost_usd: response.cost_usd,
+                duration_ms: exit.duration_ms,
+            });
+            self.ledger()?.record(run.run_id.as_deref(), &event)?;
             run.collected = true;
         }
         Ok(Some(response))

@@ -2,13 +2,15 @@
 //! kills running ones) and recorded in the ledger, so a run's record says who stopped
 //! it and when.
 
-use serde_json::json;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_supervisor::StopError;
 use tdd_supervisor::StopMode;
 use tdd_supervisor::StopRequest;
 
+use crate::events::LeavesEvent;
+use crate::events::StopCleared;
+use crate::events::StopRequested;
 use crate::runtime::Leaves;
 
 /// Why a stop could not be requested or cleared.
@@ -27,7 +29,12 @@ impl Leaves {
     /// wins.
     pub fn request_stop(&self, mode: StopMode) -> Result<StopRequest, StopFailed> {
         let request = self.supervisor().request_stop(mode)?;
-        Ledger::open(self.database())?.append(None, "stop_requested", &json!(request))?;
+        let event = LeavesEvent::StopRequested(StopRequested {
+            mode: request.mode,
+            requested_at: request.requested_at.clone(),
+            unreadable: request.unreadable,
+        });
+        Ledger::open(self.database())?.record(None, &event)?;
         Ok(request)
     }
 
@@ -36,7 +43,8 @@ impl Leaves {
     pub fn clear_stop(&self) -> Result<bool, StopFailed> {
         let cleared = self.supervisor().clear_stop()?;
         if cleared {
-            Ledger::open(self.database())?.append(None, "stop_cleared", &json!({}))?;
+            let event = LeavesEvent::StopCleared(StopCleared {});
+            Ledger::open(self.database())?.record(None, &event)?;
         }
         Ok(cleared)
     }

@@ -3,12 +3,13 @@
 
 use serde::Deserialize;
 use serde::Serialize;
-use serde_json::json;
 use tdd_engine::ledger::Event;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_prompts::Role;
 
+use crate::events::LeavesEvent;
+use crate::events::VerdictRefused;
 use crate::identity::LeafRecord;
 
 /// A verifier's decision.
@@ -192,8 +193,8 @@ pub fn submit(
                 findings: findings.to_vec(),
                 evidence,
             };
-            let payload = serde_json::to_value(&verdict).unwrap_or_default();
-            ledger.append(leaf.run_id.as_deref(), "verdict_recorded", &payload)?;
+            let event = LeavesEvent::VerdictRecorded(verdict.clone());
+            ledger.record(leaf.run_id.as_deref(), &event)?;
             Ok(verdict)
         }
         Err(refusal) => {
@@ -217,11 +218,12 @@ pub fn record_refusal(
     reason: &str,
     decision: Decision,
 ) -> Result<(), LedgerError> {
-    ledger.append(
-        run_id,
-        "verdict_refused",
-        &json!({ "leaf_id": leaf_id, "reason": reason, "decision": decision }),
-    )?;
+    let event = LeavesEvent::VerdictRefused(VerdictRefused {
+        leaf_id: leaf_id.to_string(),
+        reason: reason.to_string(),
+        decision,
+    });
+    ledger.record(run_id, &event)?;
     Ok(())
 }
 

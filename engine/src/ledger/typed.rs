@@ -26,12 +26,7 @@ pub enum Domain {
 }
 
 /// Kinds written by the supervisor's reporter.
-pub const SUPERVISOR_KINDS: &[&str] = &[
-    "leaf_launched",
-    "leaf_signalled",
-    "leaf_exited",
-    "supervisor_lost",
-];
+pub const SUPERVISOR_KINDS: &[&str] = &["leaf_launched", "leaf_signalled", "leaf_exited"];
 
 /// Kinds written by the leaves runtime, verdicts and stop requests.
 pub const LEAVES_KINDS: &[&str] = &[

@@ -1,0 +1,188 @@
+//! What the leaves runtime, verdicts and stop requests record: one enum, one payload
+//! type per kind (see `tdd_engine::ledger::TypedEvent`).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde::Serialize;
+use tdd_prompts::Role;
+use tdd_supervisor::ExitClass;
+use tdd_supervisor::StopMode;
+
+use crate::envelope::AbortOutcome;
+use crate::envelope::Completion;
+use crate::envelope::Usage;
+use crate::verdict::Decision;
+use crate::verdict::VerifierVerdict;
+
+tdd_engine::typed_events! {
+    /// Everything the leaves runtime records.
+    pub enum LeavesEvent in Leaves {
+        /// A leaf's identity, prompt and launch spec, before it starts.
+        "leaf_prepared" => LeafPrepared(Box<LeafPrepared>),
+        /// The supervisor launched the leaf.
+        "leaf_started" => LeafStarted(LeafStarted),
+        /// The leaf was aborted (or found over).
+        "leaf_aborted" => LeafAborted(LeafAborted),
+        /// The leaf ended and its response was read.
+        "leaf_finished" => LeafFinished(LeafFinished),
+        /// A verifier's verdict, accepted with its evidence.
+        "verdict_recorded" => VerdictRecorded(VerifierVerdict),
+        /// A verdict that was refused.
+        "verdict_refused" => VerdictRefused(VerdictRefused),
+        /// A stop was requested.
+        "stop_requested" => StopRequested(StopRequested),
+        /// The pending stop request was cleared.
+        "stop_cleared" => StopCleared(StopCleared),
+    }
+}
+
+/// The exact prompt a leaf was given.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PromptRecord {
+    /// The template's name.
+    pub template: String,
+    /// The rendered text.
+    pub text: String,
+    /// SHA-256 of the text.
+    pub sha256: String,
+    /// Its length in bytes.
+    pub bytes: usize,
+    /// Bytes that come from the template.
+    pub fixed_bytes: usize,
+    /// Bytes that come from the inputs.
+    pub variable_bytes: usize,
+}
+
+/// The payload of `leaf_prepared`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeafPrepared {
+    /// The leaf.
+    pub leaf_id: String,
+    /// Planner, developer or verifier.
+    pub role: Role,
+    /// The provider that runs it.
+    pub provider: String,
+    /// The issue.
+    pub issue: u64,
+    /// The step.
+    pub step: u32,
+    /// The phase's name.
+    pub phase: String,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// Where it works.
+    pub workdir: PathBuf,
+    /// Its prompt.
+    pub prompt: PromptRecord,
+    /// The prompt's typed inputs.
+    pub assignment: serde_json::Value,
+    /// SHA-256 of its one-time token.
+    pub token_sha256: String,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// The names of the variables it receives.
+    pub env: Vec<String>,
+    /// Its files' directory.
+    pub files: PathBuf,
+}
+
+/// The payload of `leaf_started`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeafStarted {
+    /// The leaf.
+    pub leaf_id: String,
+    /// The supervisor's id of its process.
+    pub supervisor_id: String,
+}
+
+/// The payload of `leaf_aborted`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeafAborted {
+    /// The leaf.
+    pub leaf_id: String,
+    /// What aborting did.
+    pub outcome: AbortOutcome,
+}
+
+/// The payload of `leaf_finished`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeafFinished {
+    /// The leaf.
+    pub leaf_id: String,
+    /// The supervisor's exit class.
+    pub exit: ExitClass,
+    /// How the leaf ended.
+    pub completion: Completion,
+    /// The CLI's session id.
+    pub session_id: Option<String>,
+    /// Turns taken.
+    pub turns: Option<u32>,
+    /// Tokens used.
+    pub usage: Option<Usage>,
+    /// Cost in USD.
+    pub cost_usd: Option<f64>,
+    /// Wall time, when the supervisor measured it.
+    pub duration_ms: Option<u64>,
+}
+
+/// The payload of `verdict_refused`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerdictRefused {
+    /// The leaf that claimed it.
+    pub leaf_id: String,
+    /// Why it was refused.
+    pub reason: String,
+    /// The decision claimed.
+    pub decision: Decision,
+}
+
+/// The payload of `stop_requested`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StopRequested {
+    /// The mode in force.
+    pub mode: StopMode,
+    /// When it was requested.
+    pub requested_at: Option<String>,
+    /// Whether the request file could not be read (then `at-ledger` is assumed).
+    pub unreadable: bool,
+}
+
+/// The payload of `stop_cleared`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StopCleared {}
+
+#[cfg(test)]
+mod tests {
+    use tdd_engine::ledger::LEAVES_KINDS;
+    use tdd_engine::ledger::TypedEvent;
+
+    use super::LeavesEvent;
+
+    #[test]
+    fn the_ledger_knows_exactly_these_kinds_as_the_leaves() {
+        assert_eq!(LeavesEvent::KINDS, LEAVES_KINDS);
+    }
+
+    /// Every leaves event of a ledger the last release wrote reads as its type.
+    #[test]
+    fn a_ledger_written_by_the_last_release_reads_as_leaves_events() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let copy = dir.path().join("ledger.sqlite3");
+        std::fs::copy(&fixture, &copy).expect("copy the fixture");
+        let ledger = tdd_engine::ledger::Ledger::open_read_only(&copy)
+            .expect("opens")
+            .expect("a ledger");
+        let mut read = 0;
+        for event in ledger.events(None).expect("events") {
+            let typed =
+                tdd_engine::ledger::decode::<LeavesEvent>(&event, tdd_engine::run::RunEvent::KINDS)
+                    .expect("reads as its type");
+            read += usize::from(typed.is_some());
+        }
+        // 21 leaves prepared, started and finished, 10 verdicts.
+        assert_eq!(read, 21 * 3 + 10);
+    }
+}

@@ -186,7 +186,11 @@ impl From<LedgerError> for CommandError {
                 .hint("set TDD_LEDGER_HOME (or HOME) to an absolute directory"),
             LedgerError::TooNew { .. } => CommandError::refused("ledger_too_new", message)
                 .hint("upgrade tdd to the version that wrote this ledger"),
-            LedgerError::Git(git) => git.into(),
+            // The engine's git probe puts a `GitError` here; map it as every git failure.
+            LedgerError::Git(source) => match source.downcast::<GitError>() {
+                Ok(git) => (*git).into(),
+                Err(other) => CommandError::internal("git_failed", other.to_string()),
+            },
             LedgerError::CreateDir { .. } => CommandError::refused("ledger_unreachable", message)
                 .hint("make the ledger home writable, or set TDD_LEDGER_HOME elsewhere"),
             LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {

@@ -187,7 +187,7 @@ impl Engine {
         let work_tree = work_tree
             .canonicalize()
             .unwrap_or_else(|_| work_tree.to_path_buf());
-        let location = LedgerLocation::resolve(&work_tree)?;
+        let location = LedgerLocation::resolve(&work_tree, &crate::git::GitProbe)?;
         Ok(Engine {
             work_tree,
             config,

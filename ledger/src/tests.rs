@@ -183,7 +183,7 @@ fn concurrent_processes_keep_one_chain() {
             Command::new(&exe)
                 .args([
                     "--exact",
-                    "ledger::tests::concurrent_processes_keep_one_chain",
+                    "tests::concurrent_processes_keep_one_chain",
                     "--test-threads=1",
                 ])
                 .env(WORKER_ENV, &db)

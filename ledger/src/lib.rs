@@ -1,13 +1,17 @@
-//! The ledger: one SQLite database per repository, outside every work tree.
+//! The ledger (`tdd-ledger`): one SQLite database per repository, outside every work tree.
 //!
 //! Events are append-only and hash-chained: each event's hash covers the
 //! previous hash, its run, kind, payload and time, and a one-row head records
 //! the count and last hash. [`Ledger::verify`] therefore catches an edited
 //! event, a deleted event (anywhere, including the last) and removed guards.
 //! Phase commits carry the chain head as an [`Anchor`], so a recomputed chain or an
-//! older copy of the database is caught against git as well (see `crate::integrity`).
+//! older copy of the database is caught against git as well (the engine's `integrity`).
 //! Concurrent appenders serialise on SQLite's write lock and never fork the
 //! chain.
+//!
+//! The crate depends on no other crate of the workspace and runs no git: where the
+//! ledger lives is decided from facts about the repository that the caller supplies
+//! through a [`RepositoryProbe`].
 
 mod anchor;
 mod chain;
@@ -32,6 +36,7 @@ pub use chain::GENESIS_HASH;
 pub use chain::event_hash;
 pub use location::DATABASE_FILE;
 pub use location::LedgerLocation;
+pub use location::RepositoryProbe;
 pub use location::repository_key;
 pub use schema::SCHEMA_VERSION;
 
@@ -63,9 +68,10 @@ pub enum LedgerError {
     /// The directory is not inside a git repository.
     #[error("{} is not inside a git repository", .0.display())]
     NotARepository(PathBuf),
-    /// git failed while locating the repository.
+    /// git failed while locating the repository: the [`RepositoryProbe`]'s own error,
+    /// kept whole, so the caller can recover its type (the engine's `GitError`).
     #[error(transparent)]
-    Git(#[from] crate::git::GitError),
+    Git(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The ledger directory could not be created.
     #[error("failed to create ledger directory {}", path.display())]
     CreateDir {

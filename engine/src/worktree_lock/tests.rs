@@ -18,10 +18,9 @@ fn guard_child() {
         return;
     };
     let (mode, state) = spec.split_once(':').expect("MODE:STATE_DIR");
-    let state = Path::new(state);
-    let tree = Path::new("/work-tree");
+    let lock = lock_file(Path::new(state));
     if mode == "hold" {
-        let guard = acquire(state, tree, "baseline").expect("io").expect("free");
+        let guard = acquire(&lock, "baseline").expect("io").expect("free");
         let mut out = std::io::stdout();
         writeln!(out, "locked").expect("stdout");
         out.flush().expect("stdout");
@@ -29,16 +28,23 @@ fn guard_child() {
         drop(guard);
     } else {
         for _ in 0..2_000 {
-            drop(acquire(state, tree, "baseline").expect("io"));
+            drop(acquire(&lock, "baseline").expect("io"));
         }
     }
+}
+
+/// The lock file of the work tree `/work-tree` under `state`.
+fn lock_file(state: &Path) -> PathBuf {
+    state
+        .join("locks")
+        .join(format!("{}.lock", key(Path::new("/work-tree"))))
 }
 
 fn child(mode: &str, state: &Path) -> std::process::Child {
     Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
-            "run::guard::tests::guard_child",
+            "worktree_lock::tests::guard_child",
             "--nocapture",
             "-q",
         ])
@@ -53,19 +59,23 @@ fn child(mode: &str, state: &Path) -> std::process::Child {
 #[test]
 fn a_second_process_is_told_the_holders_pid_and_what_it_does() {
     let state = tempfile::tempdir().expect("state");
-    let mut holder = child("hold", state.path());
-    let mut lines = std::io::BufReader::new(holder.stdout.take().expect("stdout")).lines();
+    let mut owner = child("hold", state.path());
+    let mut lines = std::io::BufReader::new(owner.stdout.take().expect("stdout")).lines();
     let said = lines.find(|l| l.as_deref().is_ok_and(|l| l.contains("locked")));
     assert!(said.is_some(), "the child took the lock");
-    let busy = acquire(state.path(), Path::new("/work-tree"), "advance")
+    let lock = lock_file(state.path());
+    let busy = acquire(&lock, "advance")
         .expect("io")
         .expect_err("held by the child");
-    assert_eq!(busy.pid, holder.id());
+    assert_eq!(busy.pid, owner.id());
     assert_eq!(busy.what, "baseline");
     assert!(!busy.since.is_empty());
-    drop(holder.stdin.take());
-    assert!(holder.wait().expect("child exits").success());
-    let guard = acquire(state.path(), Path::new("/work-tree"), "advance").expect("io");
+    let probed = holder(&lock).expect("io").expect("held");
+    assert_eq!(probed, busy, "a probe names the same holder");
+    drop(owner.stdin.take());
+    assert!(owner.wait().expect("child exits").success());
+    assert_eq!(holder(&lock).expect("io"), None, "nobody holds it");
+    let guard = acquire(&lock, "advance").expect("io");
     assert!(guard.is_ok(), "free once the holder is gone");
 }
 
@@ -75,8 +85,7 @@ fn a_contender_never_names_pid_zero_while_the_lock_changes_hands() {
     let mut churn = child("churn", state.path());
     let pid = churn.id();
     while churn.try_wait().expect("wait").is_none() {
-        if let Err(holder) = acquire(state.path(), Path::new("/work-tree"), "advance").expect("io")
-        {
+        if let Err(holder) = acquire(&lock_file(state.path()), "advance").expect("io") {
             assert_eq!(holder.pid, pid, "{holder:?}");
             assert_eq!(holder.what, "baseline", "{holder:?}");
         }
@@ -87,14 +96,40 @@ fn a_contender_never_names_pid_zero_while_the_lock_changes_hands() {
 #[test]
 fn within_one_process_the_second_acquisition_is_refused_and_the_first_kept() {
     let state = tempfile::tempdir().expect("state");
-    let tree = Path::new("/work-tree");
-    let first = acquire(state.path(), tree, "advance")
-        .expect("io")
-        .expect("free");
-    let second = acquire(state.path(), tree, "baseline").expect("io");
+    let lock = lock_file(state.path());
+    let first = acquire(&lock, "advance").expect("io").expect("free");
+    let second = acquire(&lock, "baseline").expect("io");
     let holder = second.expect_err("held");
     assert_eq!(holder.pid, std::process::id());
     assert_eq!(holder.what, "advance");
     drop(first);
-    assert!(acquire(state.path(), tree, "baseline").expect("io").is_ok());
+    assert!(acquire(&lock, "baseline").expect("io").is_ok());
+}
+
+#[test]
+fn a_probe_in_the_holding_process_keeps_the_lock() {
+    let state = tempfile::tempdir().expect("state");
+    let lock = lock_file(state.path());
+    assert_eq!(holder(&lock).expect("io"), None, "no file, no holder");
+    let guard = acquire(&lock, "conduct").expect("io").expect("free");
+    let probed = holder(&lock).expect("io").expect("held");
+    assert_eq!(probed.pid, std::process::id());
+    assert_eq!(probed.what, "conduct");
+    // The probe opened nothing, so the record lock is still ours: another process
+    // still finds it held.
+    let mut contender = child("hold", state.path());
+    drop(contender.stdin.take());
+    assert!(
+        !contender.wait().expect("child exits").success(),
+        "the child could not take the lock the probe left held"
+    );
+    drop(guard);
+    assert_eq!(holder(&lock).expect("io"), None, "released on drop");
+}
+
+#[test]
+fn the_key_depends_on_the_work_tree_alone() {
+    assert_eq!(key(Path::new("/a")), key(Path::new("/a")));
+    assert_ne!(key(Path::new("/a")), key(Path::new("/b")));
+    assert_eq!(key(Path::new("/a")).len(), 16);
 }

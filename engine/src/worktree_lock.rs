@@ -1,21 +1,26 @@
-//! One baseline or advance at a time per work tree, with the holder named.
+//! One implementation of a per-work-tree lock, with the holder named.
 //!
-//! The lock is a POSIX record lock (`fcntl(F_SETLK)`) on a file under the state
-//! directory. Why a record lock and not `flock`: when the lock is taken, F_GETLK
-//! makes the kernel name the holder's pid, so a contender never depends on the
-//! holder having written anything yet (with `flock`, a contender could read the
-//! holder's record before it was written and name pid 0). The kernel drops the
-//! lock when the holder exits, however it exits.
+//! Two locks are taken through it, each on a file of its own: the engine's lock that
+//! serialises baselines and advances in a work tree (`run`), and the conductor's lock
+//! that allows one `tdd conduct` per work tree. Both name their file after [`key`] of
+//! the work tree.
 //!
-//! What the holder is doing (`baseline` or `advance`) and since when sits in a
-//! record file named after its pid, written atomically (temporary file and
-//! rename) *before* the lock is attempted: whoever sees the lock held can read
-//! the holder's record.
+//! The lock is a POSIX record lock (`fcntl(F_SETLK)`) on that file. Why a record lock
+//! and not `flock`: when the lock is taken, F_GETLK makes the kernel name the holder's
+//! pid, so a contender never depends on the holder having written anything yet (with
+//! `flock`, a contender could read the holder's record before it was written and name
+//! pid 0). The kernel drops the lock when the holder exits, however it exits.
 //!
-//! The catch of record locks, that closing any descriptor of the file in the
-//! holding process drops its lock, cannot bite: only [`acquire`] opens the lock
-//! file, and a second acquisition inside the same process is answered from an
-//! in-process registry without opening it.
+//! What the holder is doing (`baseline`, `advance`, `conduct`) and since when sits in a
+//! record file named after its pid, written atomically (temporary file and rename)
+//! *before* the lock is attempted: whoever sees the lock held can read the holder's
+//! record.
+//!
+//! The catch of record locks, that closing any descriptor of the file in the holding
+//! process drops its lock, cannot bite: only [`acquire`] and [`holder`] open a lock
+//! file, both under one in-process registry of the files this process holds, and
+//! neither opens a file that is in it: a second acquisition or a probe inside the same
+//! process is answered from the registry.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -33,6 +38,8 @@ use sha2::Digest;
 static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 /// A held per-work-tree lock; released when dropped (or when the process dies).
+///
+/// Dropping it removes the holder's record, then closes (and so unlocks) the file.
 #[derive(Debug)]
 pub struct Guard {
     file: Option<File>,
@@ -55,9 +62,10 @@ impl Drop for Guard {
 pub struct Holder {
     /// The holder's process id, as the kernel reports it; never 0.
     pub pid: u32,
-    /// `baseline` or `advance`.
+    /// What it is doing: `baseline`, `advance` or `conduct`; empty when its record was
+    /// gone by the time it was read.
     pub what: String,
-    /// When it took the lock.
+    /// When it took the lock (UTC RFC 3339), empty when unknown.
     pub since: String,
 }
 
@@ -66,17 +74,14 @@ fn held() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Takes the lock of `work_tree` under `state_dir`, or names who holds it.
+/// Takes the lock on the file `path` (creating it and its directory), or names who
+/// holds it.
 ///
-/// Guarantees: at most one holder per work tree across processes and threads; a
+/// Guarantees: at most one holder per lock file across processes and threads; a
 /// returned [`Holder`] names a process that held the lock when it was asked (never pid
 /// 0), with what it was doing.
-pub fn acquire(
-    state_dir: &Path,
-    work_tree: &Path,
-    what: &str,
-) -> std::io::Result<Result<Guard, Holder>> {
-    let path = lock_path(state_dir, work_tree);
+pub fn acquire(path: &Path, what: &str) -> std::io::Result<Result<Guard, Holder>> {
+    let path = path.to_path_buf();
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -110,6 +115,58 @@ pub fn acquire(
             Err(e)
         }
     }
+}
+
+/// Who holds the lock on the file `path`, without taking it; `None` when nobody does
+/// (or the file does not exist).
+///
+/// Guarantees: never takes, and never drops, a lock of this process: a file this
+/// process holds is answered from the in-process registry without being opened. A
+/// returned holder names its pid as the kernel reports it (never 0); `what` and `since`
+/// are empty when its record is gone.
+pub fn holder(path: &Path) -> std::io::Result<Option<Holder>> {
+    let own = std::process::id();
+    // The registry stays locked while the file is open, so no thread of this process can
+    // take the lock meanwhile and have it dropped when the probe closes its descriptor.
+    let registry = held();
+    if registry.contains(path) {
+        return Ok(Some(read_record(path, own).unwrap_or(Holder {
+            pid: own,
+            what: String::new(),
+            since: String::new(),
+        })));
+    }
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut lock = whole_file(libc::F_WRLCK);
+    nix::fcntl::fcntl(&file, FcntlArg::F_GETLK(&mut lock))?;
+    drop(file);
+    drop(registry);
+    if lock.l_type == libc::F_UNLCK as libc::c_short || lock.l_pid <= 0 {
+        return Ok(None);
+    }
+    let pid = lock.l_pid.unsigned_abs();
+    Ok(Some(read_record(path, pid).unwrap_or(Holder {
+        pid,
+        what: String::new(),
+        since: String::new(),
+    })))
+}
+
+/// The name a work tree's lock files are keyed by: 16 hex digits of the SHA-256 of its
+/// path, the same for every spelling of the path that is byte for byte equal.
+pub fn key(work_tree: &Path) -> String {
+    let digest = hex::encode(sha2::Sha256::digest(
+        work_tree.as_os_str().as_encoded_bytes(),
+    ));
+    digest[..16].to_string()
 }
 
 /// Opens the lock file and takes the record lock, or asks the kernel who has it.
@@ -188,13 +245,6 @@ fn write_record(record: &Path, what: &str) -> std::io::Result<()> {
 
 fn record_path(lock: &Path, pid: u32) -> PathBuf {
     lock.with_extension(format!("{pid}.json"))
-}
-
-fn lock_path(state_dir: &Path, work_tree: &Path) -> PathBuf {
-    let key = hex::encode(sha2::Sha256::digest(
-        work_tree.as_os_str().as_encoded_bytes(),
-    ));
-    state_dir.join("locks").join(format!("{}.lock", &key[..16]))
 }
 
 #[cfg(test)]

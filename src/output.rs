@@ -300,7 +300,7 @@ impl Output {
             object.insert("event".into(), Value::String(event.to_string()));
             object.insert(
                 "at".into(),
-                Value::String(tdd_engine::ledger::now_rfc3339()),
+                Value::String(tdd_engine::ledger::clock::now_rfc3339()),
             );
             if let Value::Object(map) = fields {
                 object.extend(map);

@@ -310,7 +310,7 @@ impl<'p> Conductor<'p> {
         let conduct = resumed_id.unwrap_or_else(|| {
             format!(
                 "conduct-i{n}-{}-{:x}",
-                crate::lock::now_s(),
+                tdd_engine::ledger::clock::unix_seconds(),
                 std::process::id()
             )
         });

@@ -100,7 +100,8 @@ pub struct Position {
     pub phase: String,
     /// The running leaf, if any.
     pub leaf: Option<String>,
-    /// When that leaf started, in seconds since the Unix epoch.
+    /// When that leaf started, in seconds since the Unix epoch
+    /// (`tdd_engine::ledger::clock::unix_seconds`).
     pub leaf_started_s: Option<u64>,
     /// The conductor's pid.
     pub pid: u32,
@@ -129,12 +130,4 @@ pub fn others_may_run(ledger_dir: &Path, work_tree: &Path) -> bool {
         let name = name.to_string_lossy();
         name.starts_with("position-") && name.ends_with(".json") && e.path() != own
     })
-}
-
-/// Seconds since the Unix epoch.
-pub fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

@@ -233,7 +233,7 @@ fn write_record(record: &Path, what: &str) -> std::io::Result<()> {
     let holder = Holder {
         pid: std::process::id(),
         what: what.to_string(),
-        since: crate::ledger::now_rfc3339(),
+        since: crate::ledger::clock::now_rfc3339(),
     };
     let text = serde_json::to_string(&holder).map_err(std::io::Error::other)?;
     let dir = record.parent().unwrap_or(Path::new("."));

@@ -47,7 +47,7 @@ pub(crate) fn append_in(
             Ok((r.get(0)?, r.get(1)?))
         })?;
     let payload_text = payload.to_string();
-    let at = super::now_rfc3339();
+    let at = super::clock::now_rfc3339();
     let hash = event_hash(&prev_hash, run_id, kind, &payload_text, &at);
     conn.execute(
         "INSERT INTO events (run_id, kind, payload, at, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

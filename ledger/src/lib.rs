@@ -15,6 +15,7 @@
 
 mod anchor;
 mod chain;
+pub mod clock;
 mod location;
 mod schema;
 
@@ -295,18 +296,6 @@ pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + 
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// The current UTC time as RFC 3339 text (`TDD_NOW` pins it, for reproducible tests).
-pub fn now_rfc3339() -> String {
-    if let Ok(fixed) = std::env::var("TDD_NOW")
-        && !fixed.is_empty()
-    {
-        return fixed;
-    }
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ fn migrate_locked(conn: &Connection, path: &Path) -> Result<(), LedgerError> {
     if found == 0 {
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?1)",
-            [super::now_rfc3339()],
+            [super::clock::now_rfc3339()],
         )
         .map_err(sql_err(path))?;
     }

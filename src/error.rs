@@ -259,20 +259,9 @@ impl From<StopError> for CommandError {
     }
 }
 
-/// An error and its sources as one `: `-joined line.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(inner) = source {
-        let part = inner.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = inner.source();
-    }
-    text
-}
+/// An error and its sources as one `: `-joined line (the supervisor's, the one
+/// implementation in `tdd`).
+pub use tdd_supervisor::error_chain;
 
 impl From<PlanError> for CommandError {
     fn from(err: PlanError) -> Self {

@@ -149,3 +149,23 @@ pub enum StopError {
     #[error(transparent)]
     Record(#[from] RecordError),
 }
+
+/// An error and its causes as one `: `-joined line, for a log line or a message.
+///
+/// Guarantees: the error's own text comes first, then each cause in order; a cause
+/// whose text the line already holds (an error that prints its source itself) is not
+/// repeated. The one implementation in `tdd`: the binary renders its messages with it
+/// too.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = inner.source();
+    }
+    text
+}

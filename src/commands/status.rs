@@ -160,5 +160,5 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         cycle.phase,
         targets.join(", ")
     );
-    (data, text, NextAction::new(verb.into(), detail))
+    (data, text, NextAction::new(verb, detail))
 }

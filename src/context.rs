@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use tdd_engine::config::Config;
 use tdd_engine::git::Git;
+use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::LedgerLocation;
 
 use crate::error::CommandError;
@@ -52,6 +53,6 @@ impl Ctx {
 
     /// Where this repository's ledger lives.
     pub fn ledger_location(&self) -> Result<LedgerLocation, CommandError> {
-        Ok(LedgerLocation::resolve(&self.cwd)?)
+        Ok(LedgerLocation::resolve(&self.cwd, &GitProbe)?)
     }
 }

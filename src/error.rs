@@ -194,7 +194,11 @@ impl From<LedgerError> for CommandError {
                 .hint("set TDD_LEDGER_HOME (or HOME) to an absolute directory"),
             LedgerError::TooNew { .. } => CommandError::refused("ledger_too_new", message)
                 .hint("upgrade tdd to the version that wrote this ledger"),
-            LedgerError::Git(git) => git.into(),
+            // The engine's git probe puts a `GitError` here; map it as every git failure.
+            LedgerError::Git(source) => match source.downcast::<GitError>() {
+                Ok(git) => (*git).into(),
+                Err(other) => CommandError::internal("git_failed", other.to_string()),
+            },
             LedgerError::CreateDir { .. } => CommandError::refused("ledger_unreachable", message)
                 .hint("make the ledger home writable, or set TDD_LEDGER_HOME elsewhere"),
             LedgerError::Event(_) => CommandError::refused("ledger_event_invalid", message).hint(
@@ -275,20 +279,9 @@ impl From<StopError> for CommandError {
     }
 }
 
-/// An error and its sources as one `: `-joined line.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(inner) = source {
-        let part = inner.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = inner.source();
-    }
-    text
-}
+/// An error and its sources as one `: `-joined line (the supervisor's, the one
+/// implementation in `tdd`).
+pub use tdd_supervisor::error_chain;
 
 impl From<PlanError> for CommandError {
     fn from(err: PlanError) -> Self {

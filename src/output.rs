@@ -15,74 +15,9 @@ use crate::exit::Exit;
 /// The envelope format version; bumped on any incompatible change.
 pub const ENVELOPE_VERSION: u32 = 1;
 
-/// What an agent or a script should do next. The closed set is listed in docs/cli.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verb {
-    /// Nothing is left to do.
-    Complete,
-    /// Review the generated configuration, then commit it.
-    ReviewConfig,
-    /// Correct the configuration file at the position the error names.
-    FixConfig,
-    /// Correct the command-line arguments.
-    FixArguments,
-    /// Fix what a precondition or health check found, then run the command again.
-    ResolveBlocker,
-    /// A bug in `tdd`: report it with the command that was run.
-    ReportBug,
-    /// Write the failing test the cycle names.
-    WriteTest,
-    /// Add a stub that fails loudly, so the test can import the name it needs.
-    CreateStub,
-    /// Make the target pass.
-    WriteImplementation,
-    /// Make the tests that were green at baseline green again, without touching tests.
-    FixRegression,
-    /// Restructure under a green suite, or advance as is.
-    RefactorOrAdvance,
-    /// Name the target among several new tests.
-    NameTargetTest,
-    /// Show that a passed-on-arrival target can fail.
-    RunSensitivityCheck,
-    /// The test does not test the change: go back to RED.
-    RollbackToRed,
-    /// Add the annotations the plan requires.
-    AnnotateCycle,
-    /// Wait for the baseline being taken.
-    AwaitBaseline,
-    /// The run is blocked until a human resumes it.
-    Blocked,
-    /// Start a run with `tdd run start --plan <path>`.
-    StartRun,
-    /// A verifier leaf: run the target tests yourself, then answer with `tdd verdict`.
-    GiveVerdict,
-    /// A planner leaf: write the plan, one cycle per criterion.
-    WritePlan,
-    /// Run `tdd conduct` again to continue where the conductor stopped.
-    ResumeConduct,
-}
-
-impl From<tdd_engine::run::Verb> for Verb {
-    fn from(verb: tdd_engine::run::Verb) -> Verb {
-        use tdd_engine::run::Verb as E;
-        match verb {
-            E::WriteTest => Verb::WriteTest,
-            E::CreateStub => Verb::CreateStub,
-            E::WriteImplementation => Verb::WriteImplementation,
-            E::FixRegression => Verb::FixRegression,
-            E::RefactorOrAdvance => Verb::RefactorOrAdvance,
-            E::NameTargetTest => Verb::NameTargetTest,
-            E::RunSensitivityCheck => Verb::RunSensitivityCheck,
-            E::RollbackToRed => Verb::RollbackToRed,
-            E::AnnotateCycle => Verb::AnnotateCycle,
-            E::ResolveBlocker => Verb::ResolveBlocker,
-            E::AwaitBaseline => Verb::AwaitBaseline,
-            E::Complete => Verb::Complete,
-            E::Blocked => Verb::Blocked,
-        }
-    }
-}
+/// What an agent or a script should do next: the engine's one closed set of verbs,
+/// listed in docs/cli.md.
+pub use tdd_engine::run::Verb;
 
 impl tdd_engine::run::Progress for Output {
     fn event(&self, event: &str, fields: Value, text: &str) {
@@ -300,7 +235,7 @@ impl Output {
             object.insert("event".into(), Value::String(event.to_string()));
             object.insert(
                 "at".into(),
-                Value::String(tdd_engine::ledger::now_rfc3339()),
+                Value::String(tdd_engine::ledger::clock::now_rfc3339()),
             );
             if let Value::Object(map) = fields {
                 object.extend(map);

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::json;
 use tdd_engine::config::Config;
 use tdd_engine::git::Git;
+use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::LedgerLocation;
 use tdd_engine::run::Engine;
 use tdd_engine::run::Progress;
@@ -279,7 +280,7 @@ impl<'p> Conductor<'p> {
         options: Options,
         progress: &'p dyn Progress,
     ) -> Result<Conductor<'p>, ConductError> {
-        let location = LedgerLocation::resolve(work_tree)?;
+        let location = LedgerLocation::resolve(work_tree, &GitProbe)?;
         // Before anything opens (or creates) the ledger: no conduct acts on one that fails.
         tdd_engine::integrity::ensure_intact(&location.database, work_tree)
             .map_err(tdd_engine::run::RunError::from)?;
@@ -310,7 +311,7 @@ impl<'p> Conductor<'p> {
         let conduct = resumed_id.unwrap_or_else(|| {
             format!(
                 "conduct-i{n}-{}-{:x}",
-                crate::lock::now_s(),
+                tdd_engine::ledger::clock::unix_seconds(),
                 std::process::id()
             )
         });

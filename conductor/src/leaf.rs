@@ -77,7 +77,7 @@ impl Conductor<'_> {
                 of: self.steps_planned(),
                 phase: phase.to_string(),
                 leaf: Some(run.id().to_string()),
-                leaf_started_s: Some(crate::lock::now_s()),
+                leaf_started_s: Some(tdd_engine::ledger::clock::unix_seconds()),
                 pid: std::process::id(),
             });
             self.leaves.start(&mut run).doing(doing)?;

@@ -1,30 +1,34 @@
-//! One conductor per work tree (a file lock), and where it stands (for `tdd status`).
+//! One conductor per work tree (the engine's work-tree lock, on a file of its own), and where
+//! it stands (for `tdd status`).
 
-use std::fs::File;
 use std::path::Path;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde::Serialize;
-use sha2::Digest;
+use tdd_engine::worktree_lock;
+use tdd_engine::worktree_lock::Guard;
 
 /// The lock and position files of the conductor of `work_tree`, under the
 /// repository's ledger directory.
-fn paths(ledger_dir: &Path, work_tree: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let key = hex::encode(&sha2::Sha256::digest(work_tree.display().to_string().as_bytes())[..8]);
+fn paths(ledger_dir: &Path, work_tree: &Path) -> (PathBuf, PathBuf) {
+    let key = worktree_lock::key(work_tree);
     let dir = ledger_dir.join("conduct");
     (
         dir.join(format!("lock-{key}")),
-        dir.join(format!("lock-{key}.pid")),
         dir.join(format!("position-{key}.json")),
     )
 }
 
 /// Held while a conductor runs in a work tree; released (and its position removed)
 /// when dropped or when the process dies.
+///
+/// Taken through the engine's [`worktree_lock`], on a file of its own: it never
+/// contends with the engine's advance lock of the same work tree, which the conductor
+/// takes (in-process) while it holds this one.
 #[derive(Debug)]
 pub struct WorktreeLock {
-    _file: File,
+    _guard: Guard,
     position: PathBuf,
 }
 
@@ -34,7 +38,7 @@ pub enum LockError {
     /// Another conductor holds it.
     #[error("another conductor (pid {pid}) is running in this work tree")]
     Held {
-        /// The holder's pid, as it recorded it.
+        /// The holder's pid, as the kernel reports it.
         pid: String,
     },
     /// The lock file could not be opened.
@@ -49,32 +53,21 @@ pub enum LockError {
 
 impl WorktreeLock {
     /// Takes the lock of `work_tree` without waiting.
+    ///
+    /// Guarantees: at most one conductor per work tree across processes and threads;
+    /// [`LockError::Held`] names the process that holds it.
     pub fn acquire(ledger_dir: &Path, work_tree: &Path) -> Result<WorktreeLock, LockError> {
-        let (lock, pid, position) = paths(ledger_dir, work_tree);
-        let io = |source| LockError::Io {
-            path: lock.clone(),
-            source,
-        };
-        if let Some(parent) = lock.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+        let (lock, position) = paths(ledger_dir, work_tree);
+        match worktree_lock::acquire(&lock, "conduct") {
+            Ok(Ok(guard)) => Ok(WorktreeLock {
+                _guard: guard,
+                position,
+            }),
+            Ok(Err(holder)) => Err(LockError::Held {
+                pid: holder.pid.to_string(),
+            }),
+            Err(source) => Err(LockError::Io { path: lock, source }),
         }
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock)
-            .map_err(io)?;
-        if file.try_lock().is_err() {
-            let holder = std::fs::read_to_string(&pid).unwrap_or_else(|_| "unknown".into());
-            return Err(LockError::Held {
-                pid: holder.trim().to_string(),
-            });
-        }
-        std::fs::write(&pid, std::process::id().to_string()).map_err(io)?;
-        Ok(WorktreeLock {
-            _file: file,
-            position,
-        })
     }
 
     /// Records where the conductor stands.
@@ -88,6 +81,8 @@ impl WorktreeLock {
 
 impl Drop for WorktreeLock {
     fn drop(&mut self) {
+        // Before the guard is dropped (fields drop after this), so a reader that sees the
+        // lock free never finds a position left by this conductor.
         let _ = std::fs::remove_file(&self.position);
     }
 }
@@ -105,7 +100,8 @@ pub struct Position {
     pub phase: String,
     /// The running leaf, if any.
     pub leaf: Option<String>,
-    /// When that leaf started, in seconds since the Unix epoch.
+    /// When that leaf started, in seconds since the Unix epoch
+    /// (`tdd_engine::ledger::clock::unix_seconds`).
     pub leaf_started_s: Option<u64>,
     /// The conductor's pid.
     pub pid: u32,
@@ -113,10 +109,9 @@ pub struct Position {
 
 /// The position of the conductor running in `work_tree`, if one is running.
 pub fn read_position(ledger_dir: &Path, work_tree: &Path) -> Option<Position> {
-    let (lock, _, position) = paths(ledger_dir, work_tree);
-    let file = File::options().write(true).open(&lock).ok()?;
-    if file.try_lock().is_ok() {
-        // Nobody holds it: whatever position file is left is stale.
+    let (lock, position) = paths(ledger_dir, work_tree);
+    if !matches!(worktree_lock::holder(&lock), Ok(Some(_))) {
+        // Nobody holds it (or it cannot be probed): whatever position file is left is stale.
         return None;
     }
     serde_json::from_str(&std::fs::read_to_string(position).ok()?).ok()
@@ -126,7 +121,7 @@ pub fn read_position(ledger_dir: &Path, work_tree: &Path) -> Option<Position> {
 /// repository: false (and certain) when no other position file exists. Costs a
 /// directory listing, no process.
 pub fn others_may_run(ledger_dir: &Path, work_tree: &Path) -> bool {
-    let (_, _, own) = paths(ledger_dir, work_tree);
+    let (_, own) = paths(ledger_dir, work_tree);
     let Ok(entries) = std::fs::read_dir(ledger_dir.join("conduct")) else {
         return false;
     };
@@ -135,12 +130,4 @@ pub fn others_may_run(ledger_dir: &Path, work_tree: &Path) -> bool {
         let name = name.to_string_lossy();
         name.starts_with("position-") && name.ends_with(".json") && e.path() != own
     })
-}
-
-/// Seconds since the Unix epoch.
-pub fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

@@ -203,17 +203,6 @@ fn parse_status(out: &[u8]) -> Vec<String> {
     paths
 }
 
-/// A repository found by reading the file system, the way git itself finds one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Discovered {
-    /// The work tree's top-level directory.
-    pub toplevel: PathBuf,
-    /// This work tree's own git directory (its index and HEAD live here).
-    pub git_dir: PathBuf,
-    /// The canonical common git directory.
-    pub common_dir: PathBuf,
-}
-
 /// Runs a git `cmd` built by [`Git::command`] (with whatever environment the caller
 /// added), feeding `input` on stdin when given, and returns stdout. Exit codes in `ok`
 /// count as success besides 0; `what` names the call in an error. stdin is fed from a
@@ -249,6 +238,17 @@ pub fn run_piped(
         });
     }
     Ok(out.stdout)
+}
+
+/// A repository found by reading the file system, the way git itself finds one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// The work tree's top-level directory.
+    pub toplevel: PathBuf,
+    /// This work tree's own git directory (its index and HEAD live here).
+    pub git_dir: PathBuf,
+    /// The canonical common git directory.
+    pub common_dir: PathBuf,
 }
 
 /// Finds the work tree containing `dir` without starting git: the nearest ancestor with a
@@ -295,6 +295,28 @@ pub fn discover(dir: &Path) -> Option<Discovered> {
         git_dir,
         common_dir: common_dir.canonicalize().ok()?,
     })
+}
+
+/// The ledger's questions about git, answered through this wrapper: where a repository's
+/// ledger lives is keyed by git's common directory, and a ledger home inside a work tree
+/// is refused.
+///
+/// Guarantees: `common_dir` fails with `LedgerError::NotARepository` outside a repository
+/// and with `LedgerError::Git` holding the [`GitError`] for any other git failure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GitProbe;
+
+impl tdd_ledger::RepositoryProbe for GitProbe {
+    fn common_dir(&self, dir: &Path) -> Result<PathBuf, tdd_ledger::LedgerError> {
+        Git::new(dir).common_dir().map_err(|err| match err {
+            GitError::NotARepository(path) => tdd_ledger::LedgerError::NotARepository(path),
+            other => tdd_ledger::LedgerError::Git(Box::new(other)),
+        })
+    }
+
+    fn work_tree_containing(&self, path: &Path) -> Option<PathBuf> {
+        discover(path).map(|found| found.toplevel)
+    }
 }
 
 #[cfg(test)]
@@ -369,6 +391,62 @@ mod tests {
         }
         let outside = tempfile::tempdir().expect("tempdir");
         assert_eq!(discover(outside.path()), None);
+    }
+
+    #[test]
+    fn worktrees_of_one_repository_share_a_ledger() {
+        use tdd_ledger::LedgerLocation;
+        let repo = init_repo();
+        let git = Git::new(repo.path());
+        std::fs::write(repo.path().join("f"), "x").expect("write");
+        git.output(["add", "f"]).expect("add");
+        git.output([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "c",
+        ])
+        .expect("commit");
+        let other = tempfile::tempdir().expect("tempdir");
+        let wt = other.path().join("wt");
+        git.output([
+            std::ffi::OsStr::new("worktree"),
+            "add".as_ref(),
+            "-q".as_ref(),
+            wt.as_os_str(),
+        ])
+        .expect("worktree add");
+        let env = |k: &str| {
+            (k == "TDD_LEDGER_HOME").then(|| std::ffi::OsString::from("/tmp/tdd-ledger-test"))
+        };
+        let a = LedgerLocation::resolve_with(repo.path(), &GitProbe, env).expect("main");
+        let b = LedgerLocation::resolve_with(&wt, &GitProbe, env).expect("worktree");
+        assert_eq!(a.database, b.database);
+    }
+
+    #[test]
+    fn a_ledger_home_inside_a_real_work_tree_is_refused() {
+        use tdd_ledger::LedgerError;
+        use tdd_ledger::LedgerLocation;
+        let repo = init_repo();
+        let inside = repo.path().join("ledger-here");
+        let err = LedgerLocation::resolve_with(repo.path(), &GitProbe, |k| {
+            (k == "TDD_LEDGER_HOME").then(|| inside.clone().into_os_string())
+        })
+        .expect_err("refused");
+        assert!(
+            matches!(err, LedgerError::HomeInsideWorkTree { .. }),
+            "{err:?}"
+        );
+        let outside = tempfile::tempdir().expect("tempdir");
+        let err = LedgerLocation::resolve_with(outside.path(), &GitProbe, |k| {
+            (k == "TDD_LEDGER_HOME").then(|| std::ffi::OsString::from("/tmp/tdd-ledger-test"))
+        })
+        .expect_err("not a repository");
+        assert!(matches!(err, LedgerError::NotARepository(_)), "{err:?}");
     }
 
     #[test]

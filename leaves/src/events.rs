@@ -15,7 +15,7 @@ use crate::envelope::Usage;
 use crate::verdict::Decision;
 use crate::verdict::VerifierVerdict;
 
-tdd_engine::typed_events! {
+tdd_engine::ledger::typed_events! {
     /// Everything the leaves runtime records.
     pub enum LeavesEvent in Leaves {
         /// A leaf's identity, prompt and launch spec, before it starts.

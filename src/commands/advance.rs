@@ -35,7 +35,7 @@ pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError
             ));
         }
         return Err(CommandError::refused(refusal.reason, message)
-            .verb(refusal.verb.into())
+            .verb(refusal.verb)
             .hint(refusal.detail.clone())
             .data(data));
     }
@@ -60,10 +60,10 @@ pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError
         ));
     }
     let next = if outcome.run_complete {
-        NextAction::terminal(outcome.next.into(), "every cycle is closed")
+        NextAction::terminal(outcome.next, "every cycle is closed")
     } else {
         NextAction::new(
-            outcome.next.into(),
+            outcome.next,
             format!(
                 "cycle {} is at {}: run `tdd status`",
                 outcome.cycle, outcome.to

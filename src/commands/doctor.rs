@@ -10,6 +10,7 @@ use serde_json::json;
 use tdd_engine::config::AdapterKind;
 use tdd_engine::config::Config;
 use tdd_engine::git::Git;
+use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerLocation;
 
@@ -288,7 +289,7 @@ fn probe(argv: &[String], dir: &Path) -> Result<String, String> {
 }
 
 fn ledger_check(ctx: &Ctx) -> Check {
-    let location = match LedgerLocation::resolve(&ctx.cwd) {
+    let location = match LedgerLocation::resolve(&ctx.cwd, &GitProbe) {
         Ok(location) => location,
         Err(e) => {
             let detail = error_chain(&e);

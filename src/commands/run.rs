@@ -52,7 +52,7 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
                 "cycle {} is at {}: run `tdd status` for the assignment",
                 outcome.cycle, outcome.phase
             );
-            Ok(Outcome::new(json!(outcome), text).next(NextAction::new(verb.into(), detail)))
+            Ok(Outcome::new(json!(outcome), text).next(NextAction::new(verb, detail)))
         }
         RunCommand::Abandon { reason } => {
             let reason = crate::commands::cycle::non_empty(&reason, "--reason")?;

@@ -81,7 +81,7 @@ fn conductor_position(ctx: &Ctx, work_tree: &std::path::Path) -> (serde_json::Va
     };
     let age = p
         .leaf_started_s
-        .map(|s| tdd_conductor::lock::now_s().saturating_sub(s));
+        .map(|s| tdd_engine::ledger::clock::unix_seconds().saturating_sub(s));
     let leaf = match (&p.leaf, age) {
         (Some(leaf), Some(age)) => format!(", leaf {leaf} running for {age} s"),
         _ => String::new(),
@@ -160,5 +160,5 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         cycle.phase,
         targets.join(", ")
     );
-    (data, text, NextAction::new(verb.into(), detail))
+    (data, text, NextAction::new(verb, detail))
 }

@@ -2,6 +2,11 @@
 //!
 //! Deadlines inside the supervisor use `Instant` (monotonic); only what is written
 //! to disk, and ages computed from it, go through this module.
+//!
+//! This is deliberately not `tdd-ledger`'s clock, which the rest of `tdd` shares: this
+//! crate depends on no crate of the workspace, and ages (idle time, leaf age) are
+//! computed from these stamps, so `TDD_NOW`, which pins the ledger's clock for
+//! reproducible tests, must never pin them.
 
 use std::time::Duration;
 

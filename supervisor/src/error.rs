@@ -149,3 +149,19 @@ pub enum StopError {
     #[error(transparent)]
     Record(#[from] RecordError),
 }
+
+/// An error and its causes as one `: `-joined line, for a log line or a message.
+///
+/// Guarantees: the error's own text comes first, then each cause in order, each once:
+/// no error of `tdd` prints its source in its own message, so nothing needs removing.
+/// The one implementation in `tdd`: the binary renders its messages with it too.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}

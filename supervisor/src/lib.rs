@@ -37,6 +37,7 @@ pub use error::LaunchError;
 pub use error::LeafError;
 pub use error::RecordError;
 pub use error::StopError;
+pub use error::error_chain;
 pub use handle::LeafHandle;
 pub use handle::LeafStatus;
 pub use handle::WaitOutcome;

@@ -147,13 +147,7 @@ fn output_age(path: &Path) -> Option<Duration> {
 }
 
 fn unreadable(id: String, error: &LeafError) -> LeafSummary {
-    let mut problem = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        problem.push_str(": ");
-        problem.push_str(&cause.to_string());
-        source = cause.source();
-    }
+    let problem = crate::error::error_chain(error);
     LeafSummary {
         id,
         name: None,

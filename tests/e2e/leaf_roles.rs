@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tdd_engine::git::Git;
+use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerLocation;
 use tdd_engine::plan::CycleKind;
@@ -37,7 +38,7 @@ fn tdd_bin() -> PathBuf {
 
 fn location(env: &Env) -> LedgerLocation {
     let home = env.ledger_home.path().as_os_str().to_owned();
-    LedgerLocation::resolve_with(env.root(), |key| {
+    LedgerLocation::resolve_with(env.root(), &GitProbe, |key| {
         (key == "TDD_LEDGER_HOME").then(|| home.clone())
     })
     .expect("ledger location")

@@ -4,6 +4,10 @@
 //! names the file, the line and column, the offending snippet and, for an
 //! unknown key, the nearest valid one. The `[project.*]` and `[artifact.*]`
 //! tables written for tdd-cli load unchanged.
+//!
+//! The `[project.*]` tables (`ProjectConfig`, `AdapterKind`, ...) are defined by
+//! `tdd_observe::config`, because an observation reads them, and re-exported here so the
+//! whole file reads as one module.
 
 pub mod detect;
 mod diagnostic;
@@ -17,14 +21,14 @@ pub use diagnostic::ConfigError;
 pub use known::DeclaredSplit;
 pub use known::KnownFailureError;
 pub use known::KnownFailures;
-pub use schema::AdapterKind;
 pub use schema::ArtifactConfig;
 pub use schema::ConductorConfig;
 pub use schema::Config;
-pub use schema::LockConfig;
-pub use schema::ProjectConfig;
-pub use schema::ProjectOverride;
 pub use schema::ProviderConfig;
+pub use tdd_observe::config::AdapterKind;
+pub use tdd_observe::config::LockConfig;
+pub use tdd_observe::config::ProjectConfig;
+pub use tdd_observe::config::ProjectOverride;
 
 /// The candidate closest to `word`, when it is close enough to be a likely typo.
 pub fn nearest_key(word: &str, candidates: &[String]) -> Option<String> {

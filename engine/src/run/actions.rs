@@ -13,7 +13,7 @@ use crate::ledger::Ledger;
 impl Engine {
     pub(super) fn with_active_run(
         &self,
-    ) -> Result<(super::guard::Guard, Ledger, RunState), RunError> {
+    ) -> Result<(crate::worktree_lock::Guard, Ledger, RunState), RunError> {
         let guard = self.lock("advance")?;
         let ledger = Ledger::open(&self.location.database)?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;

@@ -16,7 +16,7 @@ use crate::observe::Observation;
 use crate::observe::TargetStatus;
 use crate::plan::Contract;
 
-crate::typed_events! {
+tdd_ledger::typed_events! {
     /// Everything the engine records.
     pub enum RunEvent in Run {
         /// A plan was validated and recorded as a contract (no run).

@@ -15,7 +15,6 @@ mod enforce;
 pub mod events;
 mod gates;
 mod green;
-mod guard;
 mod links;
 mod locks;
 mod phase;
@@ -34,6 +33,7 @@ mod tests_seen;
 use std::path::Path;
 use std::path::PathBuf;
 
+pub use crate::worktree_lock::Holder;
 pub use advance::AdvanceOutcome;
 pub use cleanroom::CleanRoom;
 pub use cleanroom::CleanRoomError;
@@ -42,7 +42,6 @@ pub use gates::RedDecision;
 pub use gates::Refused;
 pub use gates::green_gate;
 pub use gates::red_gate;
-pub use guard::Holder;
 pub use locks::GlobError;
 pub use locks::LockRules;
 pub use locks::PathSet;
@@ -221,7 +220,7 @@ impl Engine {
         let work_tree = work_tree
             .canonicalize()
             .unwrap_or_else(|_| work_tree.to_path_buf());
-        let location = LedgerLocation::resolve(&work_tree)?;
+        let location = LedgerLocation::resolve(&work_tree, &crate::git::GitProbe)?;
         Ok(Engine {
             work_tree,
             config,
@@ -313,8 +312,14 @@ impl Engine {
         Ok(crate::observe::Project::new(&self.work_tree, name, config)?)
     }
 
-    fn lock(&self, what: &str) -> Result<guard::Guard, RunError> {
-        match guard::acquire(&self.location.dir, &self.work_tree, what) {
+    /// Takes the work tree's advance lock (`<state dir>/locks/<key>.lock`), which
+    /// serialises baselines and advances, or names who holds it.
+    fn lock(&self, what: &str) -> Result<crate::worktree_lock::Guard, RunError> {
+        let path = self.location.dir.join("locks").join(format!(
+            "{}.lock",
+            crate::worktree_lock::key(&self.work_tree)
+        ));
+        match crate::worktree_lock::acquire(&path, what) {
             Ok(Ok(guard)) => Ok(guard),
             Ok(Err(holder)) => Err(RunError::Busy { holder }),
             Err(source) => Err(RunError::Io {

@@ -79,7 +79,12 @@ impl std::fmt::Display for Phase {
     }
 }
 
-/// The closed set of things an agent may be told to do next.
+/// The closed set of things an agent or a script may be told to do next: the
+/// `next_action.verb` of every envelope, listed in docs/cli.md.
+///
+/// Guarantees: the one set of verbs in `tdd`. The engine's gates answer with the run
+/// verbs; the command line adds the verbs of configuration, arguments, runs and the
+/// conductor, so a reader of an envelope never meets a verb outside this enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verb {
@@ -101,12 +106,29 @@ pub enum Verb {
     RollbackToRed,
     /// Annotations the plan requires are missing.
     AnnotateCycle,
-    /// Something outside the cycle blocks it.
+    /// Something outside the cycle blocks it: fix what a precondition or health check
+    /// found, then run the command again.
     ResolveBlocker,
     /// A baseline is being taken.
     AwaitBaseline,
-    /// Every cycle is closed or skipped.
+    /// Every cycle is closed or skipped; nothing is left to do.
     Complete,
     /// The run is blocked until a human resumes it.
     Blocked,
+    /// Review the generated configuration, then commit it.
+    ReviewConfig,
+    /// Correct the configuration file at the position the error names.
+    FixConfig,
+    /// Correct the command-line arguments.
+    FixArguments,
+    /// A bug in `tdd`: report it with the command that was run.
+    ReportBug,
+    /// Start a run with `tdd run start --plan <path>`.
+    StartRun,
+    /// A verifier: run the target tests yourself, then answer with `tdd verdict`.
+    GiveVerdict,
+    /// A planner: write the plan, one cycle per criterion.
+    WritePlan,
+    /// Run `tdd conduct` again to continue where the conductor stopped.
+    ResumeConduct,
 }

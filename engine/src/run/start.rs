@@ -43,7 +43,7 @@ fn new_run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let stamp = crate::ledger::now_rfc3339().replace(['-', ':'], "");
+    let stamp = crate::ledger::clock::now_rfc3339().replace(['-', ':'], "");
     let stamp: String = stamp.chars().take(15).collect();
     format!(
         "run-{stamp}-{:06x}",

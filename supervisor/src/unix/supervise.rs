@@ -18,6 +18,7 @@ use std::time::Instant;
 use super::capture::Stream;
 use super::signals::Incoming;
 use crate::class::ExitClass;
+use crate::error::error_chain;
 use crate::records;
 use crate::records::ExitRecord;
 use crate::records::Job;
@@ -49,7 +50,7 @@ pub fn run_supervisor(leaf_dir: &Path, reporter: &dyn Reporter) -> i32 {
         }
         Ok(None) => return unstartable(&dir, &fallback_id(&dir), "job file missing", reporter),
         Err(error) => {
-            let why = format!("{error}: {}", error_chain(&error));
+            let why = error_chain(&error);
             return unstartable(&dir, &fallback_id(&dir), &why, reporter);
         }
     };
@@ -102,7 +103,7 @@ fn record_launch(dir: &LeafDir, job: &Job, spawned: &Spawned, reporter: &dyn Rep
         launched_at: crate::clock::now_rfc3339(),
     };
     if let Err(error) = records::write_json(&dir.launch(), &launch) {
-        log(format_args!("{error}: {}", error_chain(&error)));
+        log(format_args!("{}", error_chain(&error)));
     }
     let argv = job.argv.clone();
     report(
@@ -280,7 +281,7 @@ fn write_exit(dir: &LeafDir, exit: &ExitRecord, reporter: &dyn Reporter) -> i32 
             0
         }
         Err(error) => {
-            log(format_args!("{error}: {}", error_chain(&error)));
+            log(format_args!("{}", error_chain(&error)));
             1
         }
     }
@@ -297,7 +298,7 @@ fn fallback_id(dir: &LeafDir) -> String {
 /// Hands an event to the reporter; a failure is logged and otherwise ignored.
 pub(super) fn report(reporter: &dyn Reporter, event: &LeafEvent) {
     if let Err(error) = reporter.report(event) {
-        log(format_args!("{error}: {}", error_chain(&error)));
+        log(format_args!("{}", error_chain(&error)));
     }
 }
 
@@ -306,15 +307,4 @@ pub(super) fn report(reporter: &dyn Reporter, event: &LeafEvent) {
 pub(super) fn log(message: std::fmt::Arguments<'_>) {
     let line = format!("{} {message}\n", crate::clock::now_rfc3339());
     let _ = io::stderr().lock().write_all(line.as_bytes());
-}
-
-/// The causes of an error, joined, for one log line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }

@@ -1,0 +1,222 @@
+//! The hash chain: how events are linked, appended and verified.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+use rusqlite::params;
+use sha2::Digest;
+
+use super::Break;
+use super::Event;
+use super::LedgerError;
+use super::Verification;
+use super::schema::GUARDS;
+use super::sql_err;
+
+/// The `prev_hash` of the first event.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The SHA-256 that links an event into the chain.
+///
+/// Every field is length-prefixed, so no two different events hash alike by
+/// shifting bytes between fields.
+pub fn event_hash(
+    prev_hash: &str,
+    run_id: Option<&str>,
+    kind: &str,
+    payload: &str,
+    at: &str,
+) -> String {
+    let mut hasher = sha2::Sha256::new();
+    for field in [prev_hash, run_id.unwrap_or(""), kind, payload, at] {
+        hasher.update((field.len() as u64).to_be_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// Appends inside an open IMMEDIATE transaction, so the head read and the insert are atomic.
+pub(crate) fn append_in(
+    conn: &Connection,
+    run_id: Option<&str>,
+    kind: &str,
+    payload: &serde_json::Value,
+) -> Result<Event, rusqlite::Error> {
+    let (count, prev_hash): (i64, String) =
+        conn.query_row("SELECT count, hash FROM chain_head WHERE id = 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    let payload_text = payload.to_string();
+    let at = super::clock::now_rfc3339();
+    let hash = event_hash(&prev_hash, run_id, kind, &payload_text, &at);
+    conn.execute(
+        "INSERT INTO events (run_id, kind, payload, at, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![run_id, kind, payload_text, at, prev_hash, hash],
+    )?;
+    let id = conn.last_insert_rowid();
+    conn.execute(
+        "UPDATE chain_head SET count = ?1, hash = ?2 WHERE id = 1",
+        params![count + 1, hash],
+    )?;
+    Ok(Event {
+        id,
+        run_id: run_id.map(str::to_string),
+        kind: kind.to_string(),
+        payload: payload.clone(),
+        at,
+        prev_hash,
+        hash,
+    })
+}
+
+type Row = (i64, Option<String>, String, String, String, String, String);
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+/// Reads events oldest first.
+pub(crate) fn read_events(
+    conn: &Connection,
+    run_id: Option<&str>,
+    kind: Option<&str>,
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    // One run's events come through the (run_id, id) index.
+    let sql = if run_id.is_some() {
+        "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+         WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY id"
+    } else {
+        "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+         WHERE ?1 IS NULL AND (?2 IS NULL OR kind = ?2) ORDER BY id"
+    };
+    query(conn, sql, &[&run_id, &kind], path)
+}
+
+/// Reads, oldest first, the events filed under `id` and the unfiled ones (no run id)
+/// whose payload holds `id` at the JSON path `tag` (e.g. `$.conduct`).
+pub(crate) fn read_filed(
+    conn: &Connection,
+    id: &str,
+    tag: &str,
+    kind: Option<&str>,
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE run_id = ?1 AND (?2 IS NULL OR kind = ?2) \
+               UNION ALL \
+               SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE run_id IS NULL AND json_extract(payload, ?3) = ?1 \
+               AND (?2 IS NULL OR kind = ?2) ORDER BY id";
+    query(conn, sql, &[&id, &kind, &tag], path)
+}
+
+fn query(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
+    let rows = stmt.query_map(params, row).map_err(sql_err(path))?;
+    let mut events = Vec::new();
+    for r in rows {
+        let (id, run_id, kind, payload, at, prev_hash, hash) = r.map_err(sql_err(path))?;
+        let payload = serde_json::from_str(&payload).map_err(|_| LedgerError::BadPayload { id })?;
+        events.push(Event {
+            id,
+            run_id,
+            kind,
+            payload,
+            at,
+            prev_hash,
+            hash,
+        });
+    }
+    Ok(events)
+}
+
+/// Walks the chain in one read transaction; stops at the first mismatch.
+pub(crate) fn verify(conn: &Connection, path: &Path) -> Result<Verification, LedgerError> {
+    conn.execute_batch("BEGIN").map_err(sql_err(path))?;
+    let result = verify_locked(conn, path);
+    conn.execute_batch("COMMIT").map_err(sql_err(path))?;
+    result
+}
+
+fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerError> {
+    let broken = |events, event_id, reason: String| {
+        Ok(Verification {
+            events,
+            broken: Some(Break { event_id, reason }),
+        })
+    };
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events ORDER BY id";
+    let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
+    let mut rows = stmt.query([]).map_err(sql_err(path))?;
+    let mut expected_prev = GENESIS_HASH.to_string();
+    let mut walked: u64 = 0;
+    while let Some(r) = rows.next().map_err(sql_err(path))? {
+        let (id, run_id, kind, payload, at, prev_hash, hash) = row(r).map_err(sql_err(path))?;
+        if prev_hash != expected_prev {
+            let reason = format!(
+                "its prev_hash does not match the event before it (an event was removed or reordered before event {id})"
+            );
+            return broken(walked, Some(id), reason);
+        }
+        if event_hash(&prev_hash, run_id.as_deref(), &kind, &payload, &at) != hash {
+            return broken(
+                walked,
+                Some(id),
+                "its contents do not match its hash (the event was edited)".into(),
+            );
+        }
+        expected_prev = hash;
+        walked += 1;
+    }
+    let (count, head): (i64, String) = conn
+        .query_row("SELECT count, hash FROM chain_head WHERE id = 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(sql_err(path))?;
+    if u64::try_from(count).ok() != Some(walked) || head != expected_prev {
+        let reason = format!(
+            "the chain head records {count} events ending in {}, but {walked} events end in {} (events at the end were removed or the head was edited)",
+            short(&head),
+            short(&expected_prev)
+        );
+        return broken(walked, None, reason);
+    }
+    for guard in GUARDS {
+        let present: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
+                [guard],
+                |r| r.get(0),
+            )
+            .map_err(sql_err(path))?;
+        if present == 0 {
+            return broken(
+                walked,
+                None,
+                format!("the append-only guard `{guard}` was dropped"),
+            );
+        }
+    }
+    Ok(Verification {
+        events: walked,
+        broken: None,
+    })
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}

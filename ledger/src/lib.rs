@@ -1,0 +1,315 @@
+//! The ledger (`tdd-ledger`): one SQLite database per repository, outside every work tree.
+//!
+//! Events are append-only and hash-chained: each event's hash covers the
+//! previous hash, its run, kind, payload and time, and a one-row head records
+//! the count and last hash. [`Ledger::verify`] therefore catches an edited
+//! event, a deleted event (anywhere, including the last) and removed guards.
+//! Phase commits carry the chain head as an [`Anchor`], so a recomputed chain or an
+//! older copy of the database is caught against git as well (the engine's `integrity`).
+//! Concurrent appenders serialise on SQLite's write lock and never fork the
+//! chain.
+//!
+//! The crate depends on no other crate of the workspace and runs no git: where the
+//! ledger lives is decided from facts about the repository that the caller supplies
+//! through a [`RepositoryProbe`].
+
+mod anchor;
+mod chain;
+pub mod clock;
+mod location;
+mod schema;
+mod typed;
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use rusqlite::OpenFlags;
+use rusqlite::OptionalExtension;
+use rusqlite::TransactionBehavior;
+
+pub use anchor::Anchor;
+pub use anchor::AnchorParseError;
+pub use anchor::COMMIT_EVENT_KINDS;
+pub use anchor::COMMIT_STARTED;
+pub use anchor::LEDGER_TRAILER;
+pub use chain::GENESIS_HASH;
+pub use chain::event_hash;
+pub use location::DATABASE_FILE;
+pub use location::LedgerLocation;
+pub use location::RepositoryProbe;
+pub use location::repository_key;
+pub use schema::SCHEMA_VERSION;
+pub use typed::CONDUCTOR_KINDS;
+pub use typed::Domain;
+pub use typed::EventError;
+pub use typed::LEAVES_KINDS;
+pub use typed::SUPERVISOR_KINDS;
+pub use typed::TypedEvent;
+pub use typed::decode;
+pub use typed::domain_of;
+pub use typed::encode;
+
+/// How long a writer waits for another process's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why the ledger could not be located, opened, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// No variable gave a ledger home.
+    #[error("no ledger home: none of TDD_LEDGER_HOME, XDG_DATA_HOME or HOME is set")]
+    NoHome,
+    /// The configured home is a relative path.
+    #[error("ledger home {} (from {variable}) is not an absolute path", path.display())]
+    RelativeHome {
+        /// The relative path.
+        path: PathBuf,
+        /// The variable it came from.
+        variable: &'static str,
+    },
+    /// The home lies inside a git work tree, where an agent could edit it.
+    #[error("ledger home {} is inside the git work tree {}", home.display(), work_tree.display())]
+    HomeInsideWorkTree {
+        /// The refused home.
+        home: PathBuf,
+        /// The work tree that contains it.
+        work_tree: PathBuf,
+    },
+    /// An event could not be encoded or read as its domain's type.
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// The directory is not inside a git repository.
+    #[error("{} is not inside a git repository", .0.display())]
+    NotARepository(PathBuf),
+    /// git failed while locating the repository: the [`RepositoryProbe`]'s own error,
+    /// kept whole, so the caller can recover its type (the engine's `GitError`).
+    #[error(transparent)]
+    Git(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The ledger directory could not be created.
+    #[error("failed to create ledger directory {}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database was written by a newer `tdd`.
+    #[error(
+        "ledger {} has schema version {found}, newer than the {supported} this tdd supports",
+        path.display()
+    )]
+    TooNew {
+        /// The database.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest version this binary knows.
+        supported: i64,
+    },
+    /// SQLite failed.
+    #[error("ledger database {} failed", path.display())]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// A stored payload is not JSON.
+    #[error("event {id} has a payload that is not JSON")]
+    BadPayload {
+        /// The event id.
+        id: i64,
+    },
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Event {
+    /// Position in the chain, from 1.
+    pub id: i64,
+    /// The run the event belongs to, if any.
+    pub run_id: Option<String>,
+    /// What happened, as a snake_case kind.
+    pub kind: String,
+    /// The event's facts.
+    pub payload: serde_json::Value,
+    /// UTC RFC 3339 time of recording.
+    pub at: String,
+    /// The hash of the previous event (or the genesis hash).
+    pub prev_hash: String,
+    /// This event's hash.
+    pub hash: String,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Verification {
+    /// Events walked.
+    pub events: u64,
+    /// The first problem, if any; `None` means the chain is intact.
+    pub broken: Option<Break>,
+}
+
+/// The first point where the chain stops matching.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Break {
+    /// The first event that does not match, or `None` for a problem with the head or guards.
+    pub event_id: Option<i64>,
+    /// What does not match, as a sentence fragment.
+    pub reason: String,
+}
+
+/// An open ledger database.
+#[derive(Debug)]
+pub struct Ledger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Ledger {
+    /// Opens (creating and migrating as needed) the ledger database at `path` for writing.
+    pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| LedgerError::CreateDir {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(sql_err(path))?;
+        let ledger = Ledger {
+            conn,
+            path: path.to_path_buf(),
+        };
+        ledger.configure()?;
+        schema::migrate(&ledger.conn, path)?;
+        Ok(ledger)
+    }
+
+    /// Opens an existing ledger read-only; `Ok(None)` when none has been created yet: no
+    /// file, or a file whose schema was never created (another process may be creating it
+    /// right now, and a reader sees the database as it was before that transaction).
+    pub fn open_read_only(path: &Path) -> Result<Option<Ledger>, LedgerError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(sql_err(path))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
+        let ledger = Ledger {
+            conn,
+            path: path.to_path_buf(),
+        };
+        schema::check_readable(&ledger.conn, path)?;
+        if schema::user_version(&ledger.conn, path)? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(ledger))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn configure(&self) -> Result<(), LedgerError> {
+        let path = &self.path;
+        self.conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(sql_err(path))?;
+        self.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql_err(path))?;
+        // WAL with NORMAL sync survives any process crash; only a power loss can drop the
+        // last transactions, and it can never corrupt the chain.
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql_err(path))?;
+        self.conn
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql_err(path))?;
+        Ok(())
+    }
+
+    /// Appends one event to the chain and returns it as stored.
+    pub fn append(
+        &mut self,
+        run_id: Option<&str>,
+        kind: &str,
+        payload: &serde_json::Value,
+    ) -> Result<Event, LedgerError> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err(&path))?;
+        let event = chain::append_in(&tx, run_id, kind, payload).map_err(sql_err(&path))?;
+        tx.commit().map_err(sql_err(&path))?;
+        Ok(event)
+    }
+
+    /// Every event, oldest first, optionally only those of one run.
+    pub fn events(&self, run_id: Option<&str>) -> Result<Vec<Event>, LedgerError> {
+        chain::read_events(&self.conn, run_id, None, &self.path)
+    }
+
+    /// Events of one kind, oldest first, optionally only those of one run.
+    pub fn events_of_kind(
+        &self,
+        run_id: Option<&str>,
+        kind: &str,
+    ) -> Result<Vec<Event>, LedgerError> {
+        chain::read_events(&self.conn, run_id, Some(kind), &self.path)
+    }
+
+    /// Events filed under `id` (as their run id), oldest first, together with the
+    /// events appended without a run id whose payload holds `id` at the JSON path
+    /// `tag` (e.g. `$.conduct`): records written before they were filed under an id
+    /// are read as if they had been. Optionally only those of one kind.
+    pub fn events_filed(
+        &self,
+        id: &str,
+        tag: &str,
+        kind: Option<&str>,
+    ) -> Result<Vec<Event>, LedgerError> {
+        chain::read_filed(&self.conn, id, tag, kind, &self.path)
+    }
+
+    /// The number of events.
+    pub fn count(&self) -> Result<u64, LedgerError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))
+            .map_err(sql_err(&self.path))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Walks the whole chain and reports the first event or guard that does not match.
+    pub fn verify(&self) -> Result<Verification, LedgerError> {
+        chain::verify(&self.conn, &self.path)
+    }
+
+    /// The schema version stored in the database.
+    pub fn schema_version(&self) -> Result<i64, LedgerError> {
+        schema::user_version(&self.conn, &self.path)
+    }
+
+    /// A value from the key/value `meta` table.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, LedgerError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(sql_err(&self.path))
+    }
+}
+
+/// Maps a SQLite error to a `LedgerError` naming the database.
+pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+    move |source| LedgerError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests;

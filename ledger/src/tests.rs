@@ -1,0 +1,217 @@
+use std::process::Command;
+
+use serde_json::json;
+
+use super::*;
+
+fn fresh() -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::open(&dir.path().join(DATABASE_FILE)).expect("open");
+    (dir, ledger)
+}
+
+fn fill(ledger: &mut Ledger, n: usize) {
+    for i in 0..n {
+        ledger
+            .append(Some("run-1"), "note", &json!({ "i": i }))
+            .expect("append");
+    }
+}
+
+/// Runs SQL as any other SQLite client would, outside the `Ledger` API.
+fn tamper(ledger: &Ledger, sql: &str) {
+    let conn = rusqlite::Connection::open(ledger.path()).expect("open raw");
+    conn.execute_batch(sql).expect("tamper");
+}
+
+#[test]
+fn an_untouched_chain_verifies() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 5);
+    let report = ledger.verify().expect("verify");
+    assert_eq!(
+        report,
+        Verification {
+            events: 5,
+            broken: None
+        }
+    );
+    let events = ledger.events(Some("run-1")).expect("events");
+    assert_eq!(events[0].prev_hash, GENESIS_HASH);
+    assert_eq!(events[1].prev_hash, events[0].hash);
+}
+
+#[test]
+fn the_guards_refuse_update_and_delete() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 2);
+    let conn = rusqlite::Connection::open(ledger.path()).expect("open raw");
+    assert!(
+        conn.execute("UPDATE events SET kind = 'x' WHERE id = 1", [])
+            .is_err()
+    );
+    assert!(conn.execute("DELETE FROM events WHERE id = 1", []).is_err());
+}
+
+#[test]
+fn an_update_is_caught_at_the_edited_event() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 5);
+    tamper(
+        &ledger,
+        "DROP TRIGGER events_no_update; UPDATE events SET payload = '{\"i\":99}' WHERE id = 3;",
+    );
+    let broken = ledger.verify().expect("verify").broken.expect("caught");
+    assert_eq!(broken.event_id, Some(3));
+}
+
+#[test]
+fn an_update_that_rehashes_is_caught_at_the_next_event() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 5);
+    let e = &ledger.events(None).expect("events")[2];
+    let forged = event_hash(
+        &e.prev_hash,
+        e.run_id.as_deref(),
+        "forged",
+        &e.payload.to_string(),
+        &e.at,
+    );
+    tamper(
+        &ledger,
+        &format!(
+            "DROP TRIGGER events_no_update; UPDATE events SET kind = 'forged', hash = '{forged}' WHERE id = 3;"
+        ),
+    );
+    let broken = ledger.verify().expect("verify").broken.expect("caught");
+    assert_eq!(broken.event_id, Some(4));
+}
+
+#[test]
+fn a_delete_in_the_middle_is_caught() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 5);
+    tamper(
+        &ledger,
+        "DROP TRIGGER events_no_delete; DELETE FROM events WHERE id = 2;",
+    );
+    let broken = ledger.verify().expect("verify").broken.expect("caught");
+    assert_eq!(broken.event_id, Some(3));
+}
+
+#[test]
+fn a_delete_of_the_last_event_is_caught() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 5);
+    tamper(
+        &ledger,
+        "DROP TRIGGER events_no_delete; DELETE FROM events WHERE id = 5;",
+    );
+    let broken = ledger.verify().expect("verify").broken.expect("caught");
+    assert_eq!(broken.event_id, None);
+    assert!(broken.reason.contains("head"), "{}", broken.reason);
+}
+
+#[test]
+fn a_dropped_guard_alone_is_caught() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 1);
+    tamper(&ledger, "DROP TRIGGER events_no_delete;");
+    let broken = ledger.verify().expect("verify").broken.expect("caught");
+    assert!(broken.reason.contains("events_no_delete"));
+}
+
+#[test]
+fn a_newer_schema_is_refused_naming_both_versions() {
+    let (dir, ledger) = fresh();
+    tamper(&ledger, "PRAGMA user_version = 99;");
+    drop(ledger);
+    let err = Ledger::open(&dir.path().join(DATABASE_FILE)).expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("99") && text.contains(&SCHEMA_VERSION.to_string()),
+        "{text}"
+    );
+    assert!(matches!(
+        Ledger::open_read_only(&dir.path().join(DATABASE_FILE)),
+        Err(LedgerError::TooNew { .. })
+    ));
+}
+
+#[test]
+fn read_only_open_of_a_missing_ledger_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(DATABASE_FILE);
+    assert!(Ledger::open_read_only(&path).expect("open").is_none());
+    assert!(!path.exists());
+}
+
+#[test]
+fn a_read_only_ledger_refuses_writes() {
+    let (dir, mut ledger) = fresh();
+    fill(&mut ledger, 1);
+    let mut ro = Ledger::open_read_only(&dir.path().join(DATABASE_FILE))
+        .expect("open")
+        .expect("exists");
+    assert!(ro.append(None, "note", &json!({})).is_err());
+    assert_eq!(ro.verify().expect("verify").events, 1);
+}
+
+const WORKER_ENV: &str = "TDD_LEDGER_APPEND_WORKER";
+const PROCESSES: usize = 8;
+const PER_PROCESS: usize = 500;
+
+/// Eight processes (this test binary re-executed) append 500 events each at once.
+#[test]
+fn concurrent_processes_keep_one_chain() {
+    if let Some(db) = std::env::var_os(WORKER_ENV) {
+        let mut ledger = Ledger::open(std::path::Path::new(&db)).expect("worker open");
+        let me = std::process::id();
+        for i in 0..PER_PROCESS {
+            ledger
+                .append(None, "worker", &json!({ "pid": me, "i": i }))
+                .expect("worker append");
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join(DATABASE_FILE);
+    drop(Ledger::open(&db).expect("create"));
+    let exe = std::env::current_exe().expect("test binary");
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "tests::concurrent_processes_keep_one_chain",
+                    "--test-threads=1",
+                ])
+                .env(WORKER_ENV, &db)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn worker")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("wait").success(), "a worker failed");
+    }
+    let ledger = Ledger::open_read_only(&db).expect("open").expect("exists");
+    let report = ledger.verify().expect("verify");
+    assert_eq!(
+        report,
+        Verification {
+            events: (PROCESSES * PER_PROCESS) as u64,
+            broken: None
+        }
+    );
+}
+
+#[test]
+fn a_database_whose_schema_was_never_created_reads_as_no_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join(DATABASE_FILE);
+    std::fs::write(&db, b"").expect("an empty database file");
+    assert!(Ledger::open_read_only(&db).expect("open").is_none());
+    drop(Ledger::open(&db).expect("create"));
+    assert!(Ledger::open_read_only(&db).expect("open").is_some());
+}

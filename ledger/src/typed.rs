@@ -1,0 +1,203 @@
+//! Typed events: each domain (the engine's runs, the supervisor, the leaves, the
+//! conductor) writes and reads its events as one enum, while the database keeps a kind
+//! and a JSON payload per event, readable by anything.
+//!
+//! The kinds of every domain are listed here, so whoever folds a stream of events can
+//! tell an event of another domain (to pass over) from an unknown kind (an error).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::Event;
+use super::Ledger;
+use super::LedgerError;
+
+/// The domain an event kind belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// The engine's runs, plans and observations (`tdd-engine`).
+    Run,
+    /// Supervision of leaf processes (`tdd-supervisor`, recorded by `tdd-leaves`).
+    Supervisor,
+    /// Leaves, verdicts and stop requests (`tdd-leaves`).
+    Leaves,
+    /// The conductor's own journal (`tdd-conductor`).
+    Conductor,
+}
+
+/// Kinds written by the supervisor's reporter.
+pub const SUPERVISOR_KINDS: &[&str] = &["leaf_launched", "leaf_signalled", "leaf_exited"];
+
+/// Kinds written by the leaves runtime, verdicts and stop requests.
+pub const LEAVES_KINDS: &[&str] = &[
+    "leaf_prepared",
+    "leaf_started",
+    "leaf_aborted",
+    "leaf_finished",
+    "verdict_recorded",
+    "verdict_refused",
+    "stop_requested",
+    "stop_cleared",
+];
+
+/// Kinds of the conductor's journal.
+pub const CONDUCTOR_KINDS: &[&str] = &[
+    "conduct_bailed",
+    "conduct_binary_accepted",
+    "conduct_completed",
+    "conduct_phase",
+    "conduct_resumed",
+    "conduct_run_abandoned",
+    "conduct_run_started",
+    "conduct_started",
+    "conduct_step_done",
+    "conduct_stopped",
+    "forge_comment_posted",
+    "forge_pr_opened",
+    "forge_unreachable",
+    "gate_refused",
+    "head_realigned",
+    "leaf_retried",
+    "orphan_leaf_ended",
+    "phase_reset",
+    "phase_undone",
+    "phase_verdict",
+    "plan_invalid",
+    "step_reset",
+];
+
+/// A domain's events as one enum: its kinds, and how one event becomes a kind and a
+/// payload and back.
+pub trait TypedEvent: Serialize + DeserializeOwned + Sized {
+    /// The domain of every kind of this enum.
+    const DOMAIN: Domain;
+    /// Every kind this enum reads and writes.
+    const KINDS: &'static [&'static str];
+
+    /// This event's kind.
+    fn kind(&self) -> &'static str;
+}
+
+/// An event that could not be read as its domain's type.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// No domain knows the kind.
+    #[error("event {id} has the unknown kind `{kind}`")]
+    UnknownKind {
+        /// The event's position in the chain.
+        id: i64,
+        /// Its kind.
+        kind: String,
+    },
+    /// The payload is not what the kind says.
+    #[error("event {id} (`{kind}`) does not parse")]
+    Payload {
+        /// The event's position in the chain.
+        id: i64,
+        /// Its kind.
+        kind: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An event could not be encoded (a bug: every payload type serializes).
+    #[error("a `{kind}` event could not be encoded")]
+    Encode {
+        /// Its kind.
+        kind: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The domain `kind` belongs to, if any domain knows it. `run_kinds` are the engine's.
+pub fn domain_of(kind: &str, run_kinds: &[&str]) -> Option<Domain> {
+    if run_kinds.contains(&kind) {
+        Some(Domain::Run)
+    } else if SUPERVISOR_KINDS.contains(&kind) {
+        Some(Domain::Supervisor)
+    } else if LEAVES_KINDS.contains(&kind) {
+        Some(Domain::Leaves)
+    } else if CONDUCTOR_KINDS.contains(&kind) {
+        Some(Domain::Conductor)
+    } else {
+        None
+    }
+}
+
+/// The payload of `event`: the enum's adjacent `payload`, without its tag.
+pub fn encode<E: TypedEvent>(event: &E) -> Result<serde_json::Value, EventError> {
+    let kind = event.kind();
+    let mut value =
+        serde_json::to_value(event).map_err(|source| EventError::Encode { kind, source })?;
+    Ok(value
+        .get_mut("payload")
+        .map(serde_json::Value::take)
+        .unwrap_or_else(|| serde_json::json!({})))
+}
+
+/// `event` as `E` when its kind is one of `E`'s; `Ok(None)` for a kind of another domain
+/// (given `E` is the engine's run events, or `run_kinds` names them); an error for a kind
+/// no domain knows, or a payload that does not parse.
+pub fn decode<E: TypedEvent>(event: &Event, run_kinds: &[&str]) -> Result<Option<E>, EventError> {
+    if !E::KINDS.contains(&event.kind.as_str()) {
+        return match domain_of(&event.kind, run_kinds) {
+            Some(_) => Ok(None),
+            None => Err(EventError::UnknownKind {
+                id: event.id,
+                kind: event.kind.clone(),
+            }),
+        };
+    }
+    let tagged = serde_json::json!({ "kind": event.kind, "payload": event.payload });
+    serde_json::from_value(tagged)
+        .map(Some)
+        .map_err(|source| EventError::Payload {
+            id: event.id,
+            kind: event.kind.clone(),
+            source,
+        })
+}
+
+impl Ledger {
+    /// Appends a typed event: its kind and payload as [`encode`] gives them.
+    pub fn record<E: TypedEvent>(
+        &mut self,
+        run_id: Option<&str>,
+        event: &E,
+    ) -> Result<Event, LedgerError> {
+        let payload = encode(event)?;
+        self.append(run_id, event.kind(), &payload)
+    }
+}
+
+/// Declares a domain's event enum: each variant with its kind and payload type, the
+/// [`TypedEvent`] implementation, and the list of kinds.
+#[macro_export]
+macro_rules! typed_events {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident in $domain:ident {
+            $( $(#[$vmeta:meta])* $kind:literal => $variant:ident($payload:ty), )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "kind", content = "payload")]
+        $vis enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $kind)] $variant($payload), )*
+        }
+
+        impl $crate::TypedEvent for $name {
+            const DOMAIN: $crate::Domain = $crate::Domain::$domain;
+            const KINDS: &'static [&'static str] = &[$($kind),*];
+
+            fn kind(&self) -> &'static str {
+                match self {
+                    $( $name::$variant(_) => $kind, )*
+                }
+            }
+        }
+    };
+}

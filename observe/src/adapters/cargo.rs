@@ -1,0 +1,324 @@
+//! Rust, through cargo-nextest's JUnit report when nextest is installed,
+//! else by running every test binary that `cargo test` builds.
+//!
+//! Every observation starts with `cargo test --no-run --no-fail-fast
+//! --message-format json`: its compiler messages give compile errors per
+//! package or test binary (a compile error is a valid red for Rust), and its
+//! artifacts give the test binaries that did build. Ids are nextest's
+//! `binary-id test::path`. Without nextest (or when some binary failed to
+//! compile, which would stop nextest from running the rest), each built
+//! binary runs with libtest's JSON output, which stable Rust only accepts
+//! with `RUSTC_BOOTSTRAP=1` set for that process; every binary's results
+//! are read, not only the first.
+
+use std::collections::BTreeMap;
+
+use super::last_line_suffix;
+use crate::Adapter;
+use crate::Project;
+use crate::Selection;
+use crate::build::Builder;
+use crate::build::ParsedReport;
+use crate::cargo_messages;
+use crate::cargo_messages::Build;
+use crate::cargo_messages::TestBinary;
+use crate::command::Substitutions;
+use crate::command::user_command;
+use crate::config::AdapterKind;
+use crate::error::ObserveError;
+use crate::error::ReportError;
+use crate::exec::Job;
+use crate::exec::ReportAt;
+use crate::exec::Scratch;
+use crate::exec::execute;
+use crate::junit;
+use crate::model::Collection;
+use crate::model::Observation;
+use crate::target::TargetKey;
+
+/// The cargo adapter.
+#[derive(Debug)]
+pub(crate) struct Cargo;
+
+/// The nextest profile the engine defines through `--tool-config-file`.
+const PROFILE: &str = "tdd-observe";
+
+fn nextest_installed(project: &Project) -> bool {
+    project.inherited("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join("cargo-nextest").is_file())
+    })
+}
+
+/// `binary-id test::path` -> (`binary-id`, `test::path`).
+fn split_id(native_id: &str) -> (&str, &str) {
+    native_id.split_once(' ').unwrap_or((native_id, ""))
+}
+
+/// Parses nextest's JUnit report (suite = binary id, case = test path).
+pub(crate) fn parse_nextest(bytes: &[u8]) -> Result<ParsedReport, ReportError> {
+    let report = junit::parse(bytes)?;
+    let mut parsed = ParsedReport {
+        runner_counts: report.counts,
+        ..ParsedReport::default()
+    };
+    for case in report.cases {
+        let text = format!("{}\n{}", case.message, case.text);
+        let result = cargo_messages::rust_result(case.outcome, &text);
+        parsed
+            .tests
+            .push((format!("{} {}", case.classname, case.name), result));
+    }
+    Ok(parsed)
+}
+
+impl Cargo {
+    fn build(&self, project: &Project, scratch: &Scratch, builder: &mut Builder) -> Option<Build> {
+        let argv = [
+            "cargo",
+            "test",
+            "--no-run",
+            "--no-fail-fast",
+            "--message-format",
+            "json",
+        ]
+        .map(String::from)
+        .into();
+        let job = Job {
+            label: "build",
+            argv,
+            cwd: None,
+            report: ReportAt::Stdout,
+            env: Vec::new(),
+        };
+        let ran = execute(project, scratch, job);
+        let build = match cargo_messages::parse_build(ran.report.as_deref().unwrap_or(b"")) {
+            Ok(build) => Some(build),
+            Err(err) => {
+                builder.fail(format!("{}{}", err.0, last_line_suffix(&ran.stderr)));
+                None
+            }
+        };
+        builder.invocation(ran.invocation);
+        build
+    }
+
+    fn run_nextest(
+        &self,
+        project: &Project,
+        scratch: &Scratch,
+        ids: Option<&[String]>,
+        builder: &mut Builder,
+    ) -> Result<(), ObserveError> {
+        let report = scratch.path("junit.xml");
+        let config = format!(
+            "[profile.{PROFILE}]\nfail-fast = false\n[profile.{PROFILE}.junit]\npath = \"{}\"\n",
+            report.display()
+        );
+        let config_path = scratch.write("nextest.toml", &config)?;
+        let mut target = Vec::new();
+        if let Some(ids) = ids {
+            let filters: Vec<String> = ids
+                .iter()
+                .map(|id| {
+                    let (binary, test) = split_id(id);
+                    format!("(binary_id(={binary}) & test(={test}))")
+                })
+                .collect();
+            target = vec!["-E".to_string(), filters.join(" | ")];
+        }
+        let argv = match &project.config.test_command {
+            Some(template) => user_command(
+                template,
+                &Substitutions {
+                    target: &target,
+                    report_flags: &[],
+                    report: &report,
+                },
+            ),
+            None => {
+                let mut argv: Vec<String> = [
+                    "cargo",
+                    "nextest",
+                    "run",
+                    "--no-fail-fast",
+                    "--no-tests=pass",
+                    "--profile",
+                    PROFILE,
+                ]
+                .map(String::from)
+                .into();
+                argv.push("--tool-config-file".to_string());
+                argv.push(format!("tdd:{}", config_path.display()));
+                argv.extend(target);
+                argv
+            }
+        };
+        let ran = execute(
+            project,
+            scratch,
+            Job {
+                label: "nextest",
+                argv,
+                cwd: None,
+                report: ReportAt::File(report),
+                env: Vec::new(),
+            },
+        );
+        super::record_missing_report(builder, &ran, "cargo nextest");
+        if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
+            match parse_nextest(bytes) {
+                Ok(parsed) => builder.merge(parsed),
+                Err(err) => builder.fail(err.0),
+            }
+        }
+        builder.invocation(ran.invocation);
+        Ok(())
+    }
+
+    fn run_binaries(
+        &self,
+        project: &Project,
+        scratch: &Scratch,
+        binaries: &[TestBinary],
+        ids: Option<&[String]>,
+        builder: &mut Builder,
+    ) {
+        let mut wanted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (binary, test) in ids.unwrap_or(&[]).iter().map(|id| split_id(id)) {
+            wanted.entry(binary).or_default().push(test);
+        }
+        for (index, binary) in binaries.iter().enumerate() {
+            let names = wanted.get(binary.binary_id.as_str());
+            if ids.is_some() && names.is_none() {
+                continue;
+            }
+            let mut argv = vec![binary.executable.to_string_lossy().into_owned()];
+            argv.extend(["-Z", "unstable-options", "--format", "json"].map(String::from));
+            if let Some(names) = names {
+                argv.push("--exact".to_string());
+                argv.extend(names.iter().map(|n| n.to_string()));
+            }
+            let label = format!("binary-{index}");
+            let cwd = binary.package_dir.as_deref();
+            let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".to_string())];
+            let ran = execute(
+                project,
+                scratch,
+                Job {
+                    label: &label,
+                    argv,
+                    cwd,
+                    report: ReportAt::Stdout,
+                    env,
+                },
+            );
+            match cargo_messages::parse_libtest(
+                ran.report.as_deref().unwrap_or(b""),
+                &binary.binary_id,
+            ) {
+                Ok(parsed) => builder.merge(parsed),
+                Err(err) => builder.fail(format!(
+                    "{}: {}{}",
+                    binary.binary_id,
+                    err.0,
+                    last_line_suffix(&ran.stderr)
+                )),
+            }
+            builder.invocation(ran.invocation);
+        }
+    }
+}
+
+impl Adapter for Cargo {
+    fn kind(&self) -> AdapterKind {
+        AdapterKind::Cargo
+    }
+
+    fn collect(&self, project: &Project) -> Result<Collection, ObserveError> {
+        let scratch = Scratch::new()?;
+        let mut builder = Builder::new(project, self.kind());
+        let mut collection = Collection::default();
+        if let Some(build) = self.build(project, &scratch, &mut builder) {
+            for (index, binary) in build.binaries.iter().enumerate() {
+                let argv = vec![
+                    binary.executable.to_string_lossy().into_owned(),
+                    "--list".into(),
+                    "--format".into(),
+                    "terse".into(),
+                ];
+                let label = format!("list-{index}");
+                let job = Job {
+                    label: &label,
+                    argv,
+                    cwd: binary.package_dir.as_deref(),
+                    report: ReportAt::Stdout,
+                    env: Vec::new(),
+                };
+                let ran = execute(project, &scratch, job);
+                let listed = cargo_messages::parse_list(
+                    ran.report.as_deref().unwrap_or(b""),
+                    &binary.binary_id,
+                );
+                collection
+                    .ids
+                    .extend(listed.iter().map(|id| builder.qualify(id)));
+                builder.invocation(ran.invocation);
+            }
+            collection.errors = build.errors;
+        }
+        let observation = builder.finish(&Selection::All);
+        collection.runner_error = observation
+            .runner_error
+            .filter(|e| !e.starts_with("no tests ran"));
+        collection.invocations = observation.invocations;
+        Ok(collection)
+    }
+
+    fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
+        let scratch = Scratch::new()?;
+        let mut builder = Builder::new(project, self.kind());
+        let ids = match selection {
+            Selection::All => None,
+            Selection::Tests(ids) => Some(ids.as_slice()),
+        };
+        if let Some(build) = self.build(project, &scratch, &mut builder) {
+            let clean = build.errors.is_empty();
+            builder.merge(ParsedReport {
+                collection_errors: build.errors,
+                ..ParsedReport::default()
+            });
+            if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
+                self.run_nextest(project, &scratch, ids, &mut builder)?;
+            } else {
+                self.run_binaries(project, &scratch, &build.binaries, ids, &mut builder);
+            }
+        }
+        Ok(builder.finish(selection))
+    }
+
+    fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
+        let (binary, test) = split_id(native_id);
+        vec![
+            "-E".to_string(),
+            format!("binary_id(={binary}) & test(={test})"),
+        ]
+    }
+
+    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
+        let (binary, _) = split_id(native_id);
+        let package = binary.split("::").next().unwrap_or(binary).to_string();
+        let id = format!("{}::{native_id}", project.name);
+        TargetKey {
+            collected_as: id.clone(),
+            id,
+            scopes: vec![binary.to_string(), package],
+        }
+    }
+
+    fn stub_hint(&self) -> &'static str {
+        "pub fn name(/* args */) -> Output {\n    unimplemented!(\"name is not implemented yet\")\n}"
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,329 @@
+//! mocha, observed through its `json` reporter written to an engine-owned
+//! file (`--reporter-option output=FILE`).
+//!
+//! Ids are `file > full title` (mocha's report joins describe titles with
+//! spaces and does not keep them apart). A file that fails to load makes
+//! mocha abort before writing any report; the adapter then runs each test
+//! file on its own, so the file that failed is a collection error and the
+//! other files are still observed.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use super::discover;
+use super::file_of;
+use super::regex_escape;
+use super::test_globs;
+use super::titles_of;
+use crate::Adapter;
+use crate::Project;
+use crate::Selection;
+use crate::build::Builder;
+use crate::build::ParsedReport;
+use crate::clip::MESSAGE_KEEP;
+use crate::clip::clip;
+use crate::clip::clip_bytes;
+use crate::command::Substitutions;
+use crate::command::user_command;
+use crate::config::AdapterKind;
+use crate::error::ObserveError;
+use crate::error::ReportError;
+use crate::exec::Job;
+use crate::exec::ReportAt;
+use crate::exec::Scratch;
+use crate::exec::execute;
+use crate::jsonreport::relative_path;
+use crate::model::Collection;
+use crate::model::CollectionError;
+use crate::model::Failure;
+use crate::model::FailureKind;
+use crate::model::Observation;
+use crate::model::Outcome;
+use crate::model::TestResult;
+use crate::target::TargetKey;
+
+/// The mocha adapter.
+#[derive(Debug)]
+pub(crate) struct Mocha;
+
+/// mocha's default spec: `./test/*.{js,cjs,mjs}`.
+const DEFAULT_GLOBS: &[&str] = &["test/*.{js,cjs,mjs}"];
+
+#[derive(Debug, Deserialize)]
+struct Report {
+    stats: Stats,
+    tests: Vec<Test>,
+    #[serde(default)]
+    pending: Vec<Test>,
+    #[serde(default)]
+    failures: Vec<Test>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Stats {
+    tests: Option<u64>,
+    passes: Option<u64>,
+    pending: Option<u64>,
+    failures: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Test {
+    full_title: String,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    err: serde_json::Value,
+}
+
+/// Parses mocha's JSON report.
+pub(crate) fn parse_report(
+    bytes: &[u8],
+    root: &std::path::Path,
+) -> Result<ParsedReport, ReportError> {
+    let report: Report =
+        serde_json::from_slice(bytes).map_err(|e| ReportError::new("mocha JSON", e))?;
+    let id = |test: &Test| {
+        let file = test
+            .file
+            .as_deref()
+            .map(|f| relative_path(f, root))
+            .unwrap_or_default();
+        format!("{file} > {}", test.full_title)
+    };
+    let mut parsed = ParsedReport {
+        runner_counts: Some(crate::model::RunnerCounts {
+            tests: report.stats.tests,
+            passed: report.stats.passes,
+            failed: report.stats.failures,
+            skipped: report.stats.pending,
+            errors: None,
+        }),
+        ..ParsedReport::default()
+    };
+    let pending: Vec<String> = report.pending.iter().map(id).collect();
+    // `tests` lists failed tests too; they are read from `failures` below.
+    let failed: HashSet<String> = report.failures.iter().map(id).collect();
+    for test in &report.tests {
+        let test_id = id(test);
+        if failed.contains(&test_id) {
+            continue;
+        }
+        let outcome = if pending.contains(&test_id) {
+            Outcome::Skipped
+        } else {
+            Outcome::Passed
+        };
+        parsed.tests.push((
+            test_id,
+            TestResult {
+                outcome,
+                failure: None,
+            },
+        ));
+    }
+    // Hook failures appear only under `failures`, as '"before all" hook ...'.
+    for test in &report.failures {
+        let failure = Failure {
+            kind: classify(&test.err),
+            message: clip(&error_text(&test.err), MESSAGE_KEEP),
+        };
+        let result = TestResult {
+            outcome: Outcome::Failed,
+            failure: Some(failure),
+        };
+        parsed.tests.push((id(test), result));
+    }
+    Ok(parsed)
+}
+
+fn error_text(err: &serde_json::Value) -> String {
+    let field = |name: &str| err.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    if field("stack").is_empty() {
+        field("message").to_string()
+    } else {
+        field("stack").to_string()
+    }
+}
+
+fn classify(err: &serde_json::Value) -> FailureKind {
+    let field = |name: &str| err.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    if field("code") == "ERR_MOCHA_TIMEOUT" || field("message").starts_with("Timeout of") {
+        FailureKind::Timeout
+    } else if field("name") == "AssertionError" || field("code") == "ERR_ASSERTION" {
+        FailureKind::Assertion
+    } else {
+        FailureKind::Exception
+    }
+}
+
+impl Mocha {
+    /// One mocha invocation over `files` (mocha's spec when empty). Returns
+    /// whether a report was read, and the invocation's stderr.
+    fn invoke(
+        &self,
+        project: &Project,
+        scratch: &Scratch,
+        label: &str,
+        files: &[String],
+        extra: &[String],
+        builder: &mut Builder,
+    ) -> (bool, Vec<u8>) {
+        let report = scratch.path(&format!("{label}.json"));
+        let report_flags = vec![
+            "--reporter".to_string(),
+            "json".to_string(),
+            "--reporter-option".to_string(),
+            format!("output={}", report.display()),
+        ];
+        let mut target: Vec<String> = extra.to_vec();
+        target.extend(files.iter().cloned());
+        let argv = match &project.config.test_command {
+            Some(template) => user_command(
+                template,
+                &Substitutions {
+                    target: &target,
+                    report_flags: &report_flags,
+                    report: &report,
+                },
+            ),
+            None => {
+                let mut argv = vec![super::node_bin(&project.root, "mocha")];
+                argv.extend(report_flags);
+                argv.extend(target);
+                argv
+            }
+        };
+        let job = Job {
+            label,
+            argv,
+            cwd: None,
+            report: ReportAt::File(report),
+            env: Vec::new(),
+        };
+        let ran = execute(project, scratch, job);
+        let parsed = ran
+            .report
+            .as_deref()
+            .filter(|b| !b.is_empty())
+            .and_then(|b| parse_report(b, &project.root).ok());
+        let observed = parsed.is_some();
+        if let Some(parsed) = parsed {
+            builder.merge(parsed);
+        }
+        builder.invocation(ran.invocation);
+        (observed, ran.stderr)
+    }
+
+    /// Runs `files` together; if mocha aborts without a report, runs each
+    /// file alone so a file that fails to load cannot hide the others.
+    fn observe(
+        &self,
+        project: &Project,
+        files: Vec<String>,
+        extra: &[String],
+    ) -> Result<Builder, ObserveError> {
+        let scratch = Scratch::new()?;
+        let mut builder = Builder::new(project, self.kind());
+        let (observed, stderr) = self.invoke(project, &scratch, "run", &files, extra, &mut builder);
+        if observed {
+            return Ok(builder);
+        }
+        let single = files.len() == 1;
+        let files = if files.is_empty() {
+            discover(&project.root, &test_globs(project, DEFAULT_GLOBS))
+        } else {
+            files
+        };
+        if files.is_empty() {
+            builder.fail(format!(
+                "mocha wrote no report and no test file matches test_paths{}",
+                super::last_line_suffix(&stderr)
+            ));
+        }
+        for (index, file) in files.iter().enumerate() {
+            let (observed, stderr) = if single {
+                (false, stderr.clone())
+            } else {
+                let label = format!("file-{index}");
+                let file = std::slice::from_ref(file);
+                self.invoke(project, &scratch, &label, file, extra, &mut builder)
+            };
+            // A file that does not exist is no collection error: its tests
+            // are simply not found.
+            if !observed && project.root.join(file).is_file() {
+                builder.merge(ParsedReport {
+                    collection_errors: vec![CollectionError {
+                        scope: file.clone(),
+                        kind: FailureKind::Collection,
+                        message: clip_bytes(&stderr, MESSAGE_KEEP),
+                    }],
+                    ..ParsedReport::default()
+                });
+            }
+        }
+        Ok(builder)
+    }
+}
+
+impl Adapter for Mocha {
+    fn kind(&self) -> AdapterKind {
+        AdapterKind::Mocha
+    }
+
+    fn collect(&self, project: &Project) -> Result<Collection, ObserveError> {
+        let observation = self
+            .observe(project, Vec::new(), &["--dry-run".to_string()])?
+            .finish(&Selection::All);
+        Ok(Collection {
+            ids: observation.tests.keys().cloned().collect(),
+            errors: observation.collection_errors,
+            runner_error: observation
+                .runner_error
+                .filter(|e| !e.starts_with("no tests ran")),
+            invocations: observation.invocations,
+        })
+    }
+
+    fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
+        let (files, extra) = match selection {
+            Selection::All => (Vec::new(), Vec::new()),
+            Selection::Tests(ids) => {
+                let mut files: Vec<String> = ids.iter().map(|id| file_of(id)).collect();
+                files.sort();
+                files.dedup();
+                (files, self.grep(ids))
+            }
+        };
+        Ok(self.observe(project, files, &extra)?.finish(selection))
+    }
+
+    fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
+        let mut args = self.grep(&[native_id.to_string()]);
+        args.push(file_of(native_id));
+        args
+    }
+
+    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
+        super::js::target_key(project, native_id)
+    }
+
+    fn stub_hint(&self) -> &'static str {
+        super::js::STUB_HINT
+    }
+}
+
+impl Mocha {
+    fn grep(&self, ids: &[String]) -> Vec<String> {
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| regex_escape(&titles_of(id).join(" > ")))
+            .collect();
+        vec!["--grep".to_string(), format!("^(?:{})$", names.join("|"))]
+    }
+}
+
+#[cfg(test)]
+mod tests;

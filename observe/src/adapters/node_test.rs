@@ -1,0 +1,258 @@
+//! node:test, observed through `node --test --test-reporter=junit
+//! --test-reporter-destination=FILE`.
+//!
+//! Node's JUnit output does not say which file a test came from, so each
+//! test file runs as its own invocation with its own report. Ids are
+//! `file > suite > ... > name`. A file that throws while loading is reported
+//! by node as one failing test named after the file; it becomes a
+//! collection error of that file. Tests that a name pattern filtered out are
+//! reported as skipped "test name does not match pattern" and are dropped.
+
+use std::path::Path;
+
+use super::discover;
+use super::file_of;
+use super::regex_escape;
+use super::test_globs;
+use super::titles_of;
+use crate::Adapter;
+use crate::Project;
+use crate::Selection;
+use crate::build::Builder;
+use crate::build::ParsedReport;
+use crate::clip::MESSAGE_KEEP;
+use crate::clip::clip;
+use crate::command::Substitutions;
+use crate::command::user_command;
+use crate::config::AdapterKind;
+use crate::error::ObserveError;
+use crate::error::ReportError;
+use crate::exec::Job;
+use crate::exec::ReportAt;
+use crate::exec::Scratch;
+use crate::exec::execute;
+use crate::junit;
+use crate::junit::JunitCase;
+use crate::model::Collection;
+use crate::model::CollectionError;
+use crate::model::Failure;
+use crate::model::FailureKind;
+use crate::model::Observation;
+use crate::model::Outcome;
+use crate::model::TestResult;
+use crate::target::TargetKey;
+
+/// The node:test adapter.
+#[derive(Debug)]
+pub(crate) struct NodeTest;
+
+/// node's own default test file patterns.
+const DEFAULT_GLOBS: &[&str] = &[
+    "**/*.test.{js,mjs,cjs}",
+    "**/*-test.{js,mjs,cjs}",
+    "**/*_test.{js,mjs,cjs}",
+    "**/test-*.{js,mjs,cjs}",
+    "**/test.{js,mjs,cjs}",
+    "**/test/**/*.{js,mjs,cjs}",
+];
+
+/// A JavaScript regular expression that matches no test name.
+const MATCH_NOTHING: &str = "(?!)";
+
+/// Parses one file's JUnit report; `file` is relative to `root`.
+pub(crate) fn parse_report(
+    bytes: &[u8],
+    file: &str,
+    root: &Path,
+) -> Result<ParsedReport, ReportError> {
+    let report = junit::parse(bytes)?;
+    let absolute = root.join(file).to_string_lossy().into_owned();
+    let mut parsed = ParsedReport {
+        runner_counts: report.counts,
+        ..ParsedReport::default()
+    };
+    for case in report.cases {
+        if case.suites.is_empty()
+            && case.outcome == Outcome::Failed
+            && (case.name == absolute || case.name == file)
+        {
+            parsed.collection_errors.push(CollectionError {
+                scope: file.to_string(),
+                kind: FailureKind::Collection,
+                message: clip(&case.text, MESSAGE_KEEP),
+            });
+            continue;
+        }
+        let mut id = file.to_string();
+        for part in case.suites.iter().chain([&case.name]) {
+            id.push_str(" > ");
+            id.push_str(part);
+        }
+        parsed.tests.push((id, result_of(&case)));
+    }
+    Ok(parsed)
+}
+
+fn result_of(case: &JunitCase) -> TestResult {
+    let failure = matches!(case.outcome, Outcome::Failed | Outcome::Error).then(|| {
+        let kind = if case.failure_type.as_deref() == Some("testTimeoutFailure") {
+            FailureKind::Timeout
+        } else if case.text.contains("cause: AssertionError")
+            || case.text.contains("code: 'ERR_ASSERTION'")
+        {
+            FailureKind::Assertion
+        } else {
+            FailureKind::Exception
+        };
+        Failure {
+            kind,
+            message: clip(
+                &format!("{}\n{}", case.message, case.text.trim()),
+                MESSAGE_KEEP,
+            ),
+        }
+    });
+    TestResult {
+        outcome: case.outcome,
+        failure,
+    }
+}
+
+impl NodeTest {
+    /// Runs each of `files` alone, with an optional name pattern.
+    fn observe(
+        &self,
+        project: &Project,
+        files: &[String],
+        pattern: Option<&str>,
+        builder: &mut Builder,
+    ) -> Result<(), ObserveError> {
+        let scratch = Scratch::new()?;
+        if files.is_empty() {
+            builder.fail("no node:test files match test_paths");
+        }
+        for (index, file) in files.iter().enumerate() {
+            let report = scratch.path(&format!("report-{index}.xml"));
+            let report_flags = vec![
+                "--test-reporter=junit".to_string(),
+                format!("--test-reporter-destination={}", report.display()),
+            ];
+            let mut target: Vec<String> = pattern
+                .iter()
+                .map(|p| format!("--test-name-pattern={p}"))
+                .collect();
+            target.push(file.clone());
+            let argv = match &project.config.test_command {
+                Some(template) => user_command(
+                    template,
+                    &Substitutions {
+                        target: &target,
+                        report_flags: &report_flags,
+                        report: &report,
+                    },
+                ),
+                None => {
+                    let mut argv = vec!["node".to_string(), "--test".to_string()];
+                    argv.extend(report_flags);
+                    argv.extend(target);
+                    argv
+                }
+            };
+            let label = format!("file-{index}");
+            let ran = execute(
+                project,
+                &scratch,
+                Job {
+                    label: &label,
+                    argv,
+                    cwd: None,
+                    report: ReportAt::File(report),
+                    env: Vec::new(),
+                },
+            );
+            match ran.report.as_deref().filter(|b| !b.is_empty()) {
+                Some(bytes) => match parse_report(bytes, file, &project.root) {
+                    Ok(parsed) => builder.merge(parsed),
+                    Err(err) => builder.fail(format!("{file}: {}", err.0)),
+                },
+                None => super::record_missing_report(builder, &ran, "node --test"),
+            }
+            builder.invocation(ran.invocation);
+        }
+        Ok(())
+    }
+}
+
+impl Adapter for NodeTest {
+    fn kind(&self) -> AdapterKind {
+        AdapterKind::NodeTest
+    }
+
+    fn collect(&self, project: &Project) -> Result<Collection, ObserveError> {
+        let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
+        let mut builder = Builder::new(project, self.kind());
+        self.observe(project, &files, Some(MATCH_NOTHING), &mut builder)?;
+        let observation = builder.finish(&Selection::All);
+        Ok(Collection {
+            ids: observation.tests.keys().cloned().collect(),
+            errors: observation.collection_errors,
+            runner_error: observation
+                .runner_error
+                .filter(|e| !e.starts_with("no tests ran")),
+            invocations: observation.invocations,
+        })
+    }
+
+    fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
+        let mut builder = Builder::new(project, self.kind());
+        match selection {
+            Selection::All => {
+                let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
+                self.observe(project, &files, None, &mut builder)?;
+            }
+            Selection::Tests(ids) => {
+                let mut files: Vec<String> = ids
+                    .iter()
+                    .map(|id| file_of(id))
+                    .filter(|f| project.root.join(f).is_file())
+                    .collect();
+                files.sort();
+                files.dedup();
+                if !files.is_empty() {
+                    self.observe(project, &files, Some(&name_pattern(ids)), &mut builder)?;
+                }
+            }
+        }
+        // Tests the name pattern filtered out come back as skipped; finishing
+        // with the selection drops them.
+        Ok(builder.finish(selection))
+    }
+
+    fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
+        vec![
+            format!(
+                "--test-name-pattern={}",
+                name_pattern(&[native_id.to_string()])
+            ),
+            file_of(native_id),
+        ]
+    }
+
+    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
+        super::js::target_key(project, native_id)
+    }
+
+    fn stub_hint(&self) -> &'static str {
+        super::js::STUB_HINT
+    }
+}
+
+/// Node 20 matches a pattern against a test's own name, so the pattern
+/// names the last title; siblings of the same name in the file also run.
+fn name_pattern(ids: &[String]) -> String {
+    let names: Vec<String> = ids
+        .iter()
+        .map(|id| regex_escape(titles_of(id).last().copied().unwrap_or("")))
+        .collect();
+    format!("^(?:{})$", names.join("|"))
+}

@@ -1,0 +1,191 @@
+//! Observation of test suites (`tdd-observe`): a project's runner is run here,
+//! its machine-readable report is read from a file this crate owns, and the result is
+//! an [`Observation`]. The engine computes every phase decision from observations, so
+//! this crate guarantees:
+//!
+//! - a compile error is never read as a failing test, and an import error is
+//!   never read as an assertion failure;
+//! - zero tests is never green and never a valid red;
+//! - a missing, crashed, misused or timed-out runner is a `runner_error`,
+//!   never red;
+//! - console text is never scraped where the runner has a structured
+//!   format (the one exception, Go before 1.24 printing build errors on
+//!   stderr, is documented in the go adapter).
+//!
+//! Use [`adapter_for`] to get the [`Adapter`] of a project, then
+//! [`Adapter::run`], [`Adapter::collect`] or [`observe_target`]. A project's
+//! `[project.NAME]` table is [`config::ProjectConfig`].
+//!
+//! The crate depends on no other crate of the workspace: it knows nothing of runs,
+//! phases, the ledger or git.
+
+mod adapters;
+mod build;
+mod cargo_messages;
+mod clip;
+mod command;
+pub mod config;
+mod error;
+mod exec;
+mod gostream;
+pub mod hermetic;
+mod jsonreport;
+mod junit;
+mod model;
+#[doc(hidden)]
+pub mod parsers;
+mod process;
+mod target;
+
+use std::path::Path;
+use std::path::PathBuf;
+
+pub use adapters::adapter_for;
+pub use error::ObserveError;
+pub use error::ReportError;
+pub use model::Collection;
+pub use model::CollectionError;
+pub use model::Exit;
+pub use model::Failure;
+pub use model::FailureKind;
+pub use model::Invocation;
+pub use model::Observation;
+pub use model::Outcome;
+pub use model::RunnerCounts;
+pub use model::TargetStatus;
+pub use model::TargetVerdict;
+pub use model::TestResult;
+pub use model::Totals;
+pub use target::TargetKey;
+pub use target::lookup;
+
+use crate::config::AdapterKind;
+use crate::config::ProjectConfig;
+
+/// A project as the observation layer sees it: its name, its absolute root
+/// and its `[project.NAME]` table.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The name in `tdd.toml`; the prefix of every test id.
+    pub name: String,
+    /// The canonical absolute project root; runners start here.
+    pub root: PathBuf,
+    /// The project's configuration.
+    pub config: ProjectConfig,
+    /// When set, runs see only these pinned variables (plus the project's `env`) instead of
+    /// the caller's environment: see [`hermetic`].
+    pub hermetic: Option<std::sync::Arc<hermetic::PinnedEnv>>,
+}
+
+impl Project {
+    /// Resolves `config.root` against the work-tree root.
+    pub fn new(
+        worktree: &Path,
+        name: &str,
+        config: ProjectConfig,
+    ) -> Result<Project, ObserveError> {
+        let path = worktree.join(&config.root);
+        let root = path
+            .canonicalize()
+            .map_err(|source| ObserveError::BadRoot { path, source })?;
+        Ok(Project {
+            name: name.to_string(),
+            root,
+            config,
+            hermetic: None,
+        })
+    }
+
+    /// The same project, whose runs see only `env` instead of the caller's environment.
+    pub fn hermetic(mut self, env: std::sync::Arc<hermetic::PinnedEnv>) -> Project {
+        self.hermetic = Some(env);
+        self
+    }
+
+    /// A variable of the environment the project's runs inherit: the caller's, or the
+    /// pinned one for a hermetic project.
+    pub(crate) fn inherited(&self, key: &str) -> Option<String> {
+        match &self.hermetic {
+            Some(env) => env.vars.get(key).cloned(),
+            None => std::env::var(key).ok(),
+        }
+    }
+
+    /// The runner-native id of `target`, which may be project-qualified.
+    pub fn native_id<'a>(&self, target: &'a str) -> Result<&'a str, ObserveError> {
+        let native = target
+            .strip_prefix(self.name.as_str())
+            .and_then(|rest| rest.strip_prefix("::"))
+            .unwrap_or(target);
+        if native.trim().is_empty() {
+            return Err(ObserveError::BadTarget {
+                target: target.to_string(),
+                project: self.name.clone(),
+            });
+        }
+        Ok(native)
+    }
+}
+
+/// Which tests a run executes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// The whole suite.
+    All,
+    /// These runner-native test ids only.
+    Tests(Vec<String>),
+}
+
+/// One test runner behind a uniform contract.
+pub trait Adapter: Send + Sync {
+    /// The adapter's name in `tdd.toml`.
+    fn kind(&self) -> AdapterKind;
+
+    /// Lists the project's tests without running them. Where the runner
+    /// allows, files are collected so that one file failing to import is a
+    /// collection error of that file and does not hide the others.
+    fn collect(&self, project: &Project) -> Result<Collection, ObserveError>;
+
+    /// Runs the selected tests and observes what they did.
+    fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError>;
+
+    /// The runner-native command-line arguments that select exactly the
+    /// test `native_id` (plus, for some runners, same-named siblings, which
+    /// the observation then also reports).
+    fn select(&self, project: &Project, native_id: &str) -> Vec<String>;
+
+    /// How `native_id` relates to collected ids and collection scopes.
+    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey;
+
+    /// The language's idiom for a stub body that fails loudly when called.
+    fn stub_hint(&self) -> &'static str;
+}
+
+/// Runs `target` alone and answers its single status.
+///
+/// Collection runs only when the run alone cannot tell: when the target is
+/// absent from the results (unknown id, deselected, or the runner failed).
+pub fn observe_target(
+    adapter: &dyn Adapter,
+    project: &Project,
+    target: &str,
+) -> Result<(Observation, TargetVerdict), ObserveError> {
+    let native = project.native_id(target)?.to_string();
+    let observation = adapter.run(project, &Selection::Tests(vec![native.clone()]))?;
+    let key = adapter.target_key(project, &native);
+    let first = lookup(&observation, None, &key);
+    let needs_collection = match first.status {
+        TargetStatus::NotFound => true,
+        // A runner that chokes on an unknown id (pytest exit 4) must read as
+        // not_found, so an absent target is checked against the collection.
+        TargetStatus::RunnerError => !observation.tests.contains_key(&key.id),
+        _ => false,
+    };
+    let verdict = if needs_collection {
+        let collection = adapter.collect(project)?;
+        lookup(&observation, Some(&collection), &key)
+    } else {
+        first
+    };
+    Ok((observation, verdict))
+}

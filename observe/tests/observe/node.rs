@@ -1,0 +1,201 @@
+use tdd_observe::FailureKind;
+use tdd_observe::TargetStatus::*;
+use tdd_observe::config::AdapterKind;
+
+use crate::common::Fixture;
+use crate::common::TestResult;
+use crate::common::require;
+
+const MOCHA_CALC: &str = r#"
+const assert = require('assert');
+describe('math', () => {
+  it('adds', () => { assert.strictEqual(1 + 1, 2); });
+  it('fails', () => { assert.strictEqual(1 + 1, 3); });
+  it('throws', () => { throw new TypeError('boom'); });
+  it.skip('skipped', () => {});
+});
+"#;
+
+#[test]
+fn mocha_outcomes() -> TestResult {
+    require(&["node", "--version"], "install Node.js 20");
+    let fx = Fixture::new(
+        AdapterKind::Mocha,
+        &[
+            ("package.json", "{}"),
+            ("test/calc.spec.js", MOCHA_CALC),
+            (
+                "test/broken.spec.js",
+                "const x = require('./missing');\nit('x', () => {});\n",
+            ),
+        ],
+    )?;
+    fx.link_node_modules()?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.runner_error, None, "{observation:?}");
+    assert_eq!(observation.collection_errors.len(), 1, "{observation:?}");
+    assert_eq!(
+        observation.collection_errors[0].scope,
+        "test/broken.spec.js"
+    );
+    assert_eq!(
+        observation.collection_errors[0].kind,
+        FailureKind::Collection
+    );
+    assert!(
+        collection
+            .ids
+            .contains("app::test/calc.spec.js > math adds"),
+        "{collection:?}"
+    );
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("test/calc.spec.js > math adds", Passed),
+            ("test/calc.spec.js > math fails", FailedAssertion),
+            ("test/calc.spec.js > math throws", FailedError),
+            ("test/calc.spec.js > math skipped", NotRun),
+            ("test/broken.spec.js > x", FailedError),
+            ("test/calc.spec.js > math nope", NotFound),
+        ],
+    );
+    fx.expect_alone("test/calc.spec.js > math adds", Passed)?;
+    fx.expect_alone("test/calc.spec.js > math fails", FailedAssertion)?;
+    fx.expect_alone("test/broken.spec.js > x", FailedError)?;
+    fx.expect_alone("test/calc.spec.js > math nope", NotFound)?;
+    fx.expect_alone("test/gone.spec.js > x", NotFound)?;
+    Ok(())
+}
+
+const NODE_CALC: &str = r#"
+const assert = require('node:assert');
+const { describe, it, test } = require('node:test');
+describe('math', () => {
+  it('adds', () => { assert.strictEqual(1 + 1, 2); });
+  it('fails', () => { assert.strictEqual(1 + 1, 3); });
+  it('throws', () => { throw new TypeError('boom'); });
+  it.skip('skipped', () => {});
+});
+test('top level', () => {});
+"#;
+
+#[test]
+fn node_test_outcomes() -> TestResult {
+    require(&["node", "--version"], "install Node.js 20");
+    let fx = Fixture::new(
+        AdapterKind::NodeTest,
+        &[
+            ("package.json", "{}"),
+            ("test/calc.test.js", NODE_CALC),
+            (
+                "test/broken.test.js",
+                "const x = require('./missing');\nrequire('node:test').test('x', () => {});\n",
+            ),
+        ],
+    )?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.runner_error, None, "{observation:?}");
+    assert_eq!(observation.collection_errors.len(), 1, "{observation:?}");
+    assert_eq!(
+        observation.collection_errors[0].scope,
+        "test/broken.test.js"
+    );
+    assert!(
+        collection
+            .ids
+            .contains("app::test/calc.test.js > math > adds"),
+        "{collection:?}"
+    );
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("test/calc.test.js > math > adds", Passed),
+            ("test/calc.test.js > top level", Passed),
+            ("test/calc.test.js > math > fails", FailedAssertion),
+            ("test/calc.test.js > math > throws", FailedError),
+            ("test/calc.test.js > math > skipped", NotRun),
+            ("test/broken.test.js > x", FailedError),
+            ("test/calc.test.js > math > nope", NotFound),
+        ],
+    );
+    fx.expect_alone("test/calc.test.js > math > adds", Passed)?;
+    fx.expect_alone("test/calc.test.js > math > fails", FailedAssertion)?;
+    fx.expect_alone("test/calc.test.js > math > nope", NotFound)?;
+    Ok(())
+}
+
+const PYTEST_CALC: &str = r#"
+import pytest
+
+def test_pass():
+    assert True
+
+def test_assertion():
+    assert 1 == 2
+
+def test_exception():
+    raise TypeError("boom")
+
+@pytest.mark.skip(reason="later")
+def test_skipped():
+    pass
+"#;
+
+/// The generic adapter, with pytest as the JUnit-writing runner and a
+/// `{target}` that the command turns into `-k NAME`.
+#[test]
+fn junit_command_outcomes() -> TestResult {
+    require(
+        &["python3", "-m", "pytest", "--version"],
+        "pip install pytest",
+    );
+    let command = "t={target}; python3 -m pytest -q -p no:cacheprovider \
+        --continue-on-collection-errors -o junit_family=xunit2 --junitxml={report} \
+        ${t:+-k \"${t##*.}\"}";
+    let fx = Fixture::with_config(
+        AdapterKind::Junit,
+        &[
+            ("tests/test_calc.py", PYTEST_CALC),
+            (
+                "tests/test_broken.py",
+                "from calc import missing\n\ndef test_x():\n    pass\n",
+            ),
+        ],
+        |config| config.test_command = Some(command.to_string()),
+    )?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.runner_error, None, "{observation:?}");
+    assert_eq!(observation.collection_errors.len(), 1, "{observation:?}");
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("tests.test_calc.test_pass", Passed),
+            ("tests.test_calc.test_assertion", FailedAssertion),
+            ("tests.test_calc.test_exception", FailedError),
+            ("tests.test_calc.test_skipped", NotRun),
+            ("tests.test_broken.test_x", FailedError),
+            ("tests.test_calc.test_nope", NotFound),
+        ],
+    );
+    fx.expect_alone("tests.test_calc.test_pass", Passed)?;
+    fx.expect_alone("tests.test_calc.test_nope", NotFound)?;
+    Ok(())
+}
+
+#[test]
+fn junit_without_command_is_a_runner_error() -> TestResult {
+    let fx = Fixture::new(AdapterKind::Junit, &[])?;
+    let observation = fx.run_all()?;
+    assert!(
+        observation
+            .runner_error
+            .is_some_and(|e| e.contains("test_command"))
+    );
+    Ok(())
+}

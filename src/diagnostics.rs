@@ -22,9 +22,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// The variable that overrides `-v` with a filter (`tdd_engine=debug`, `info`, ...).
 pub const LOG_VAR: &str = "TDD_LOG";
 
-/// The crates whose spans are written to a trace file.
-const TRACED: &str =
-    "tdd=debug,tdd_engine=debug,tdd_conductor=debug,tdd_leaves=debug,tdd_supervisor=debug";
+/// The crates whose spans are written to a trace file: a directive's target matches every
+/// target it begins, so `tdd` covers `tdd_engine`, `tdd_observe`, `tdd_conductor`, ...
+const TRACED: &str = "tdd=debug";
 
 /// A file the JSON layer writes to once a command has named one; until then, and after a
 /// failed write, what it is given is dropped.

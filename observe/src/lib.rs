@@ -34,6 +34,7 @@ mod junit;
 mod model;
 #[doc(hidden)]
 pub mod parsers;
+mod probe;
 mod process;
 mod target;
 
@@ -56,6 +57,8 @@ pub use model::TargetStatus;
 pub use model::TargetVerdict;
 pub use model::TestResult;
 pub use model::Totals;
+pub use probe::PROBE_TIMEOUT;
+pub use probe::Probe;
 pub use target::TargetKey;
 pub use target::lookup;
 
@@ -159,6 +162,16 @@ pub trait Adapter: Send + Sync {
 
     /// The language's idiom for a stub body that fails loudly when called.
     fn stub_hint(&self) -> &'static str;
+
+    /// The command that asks this project's runner for its version, starting it the way
+    /// [`Adapter::run`] does.
+    fn version_command(&self, project: &Project) -> Vec<String>;
+
+    /// Asks the runner for its version as [`Adapter::run`] would start it (what `tdd
+    /// doctor` reports), under [`PROBE_TIMEOUT`].
+    fn probe(&self, project: &Project) -> Probe {
+        probe::run_version(project, self.version_command(project))
+    }
 }
 
 /// Runs `target` alone and answers its single status.

@@ -1,9 +1,6 @@
 //! `tdd doctor`: is this machine and work tree ready for `tdd`?
 
 use std::path::Path;
-use std::process::Command;
-use std::process::Stdio;
-use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
@@ -13,6 +10,9 @@ use tdd_engine::git::Git;
 use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerLocation;
+use tdd_engine::observe::Probe;
+use tdd_engine::observe::Project;
+use tdd_engine::observe::adapter_for;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -20,9 +20,6 @@ use crate::error::error_chain;
 use crate::output::NextAction;
 use crate::output::Outcome;
 use crate::output::Verb;
-
-/// How long one version probe may take before it counts as not found.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Check git, the work tree, tdd.toml, each project's test runner, the ledger,
 /// agent CLIs and the forge token. Exit 0 when healthy, 1 otherwise.
@@ -162,7 +159,6 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
         }
     };
     for (name, project) in &config.project {
-        let dir = root.join(&project.root);
         let check = format!("runner.{name}");
         ctx.out.progress(
             "probe_runner",
@@ -172,17 +168,26 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
                 project.adapter
             ),
         );
-        checks.push(
-            match runner_version(project.adapter, &dir, project.test_command.as_deref()) {
-                Ok(version) => Check::pass(check, format!("{}: {version}", project.adapter)),
-                Err(why) => Check::fail(
-                    check,
-                    Severity::Error,
-                    format!("{}: {why}", project.adapter),
-                    install_hint(project.adapter),
-                ),
+        let probe = match Project::new(root, name, project.clone()) {
+            Ok(observed) => adapter_for(project.adapter).probe(&observed),
+            Err(e) => Probe {
+                argv: Vec::new(),
+                version: None,
+                error: Some(error_chain(&e)),
             },
-        );
+        };
+        let asked = probe.argv.join(" ");
+        checks.push(match (probe.version, probe.error) {
+            (Some(version), _) => {
+                Check::pass(check, format!("{}: {version} (`{asked}`)", project.adapter))
+            }
+            (None, why) => Check::fail(
+                check,
+                Severity::Error,
+                format!("{}: {}", project.adapter, why.unwrap_or_default()),
+                install_hint(project.adapter),
+            ),
+        });
     }
 }
 
@@ -192,99 +197,14 @@ fn install_hint(adapter: AdapterKind) -> String {
             "install pytest (`pip install pytest`) in the project's environment".into()
         }
         AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha => {
-            format!("run `npm install` in the project so node_modules/.bin/{adapter} exists")
+            format!(
+                "run `npm install` in the project (or a directory above it) so node_modules/.bin/{adapter} exists"
+            )
         }
         AdapterKind::Go => "install Go and make sure `go` is on PATH".into(),
         AdapterKind::Cargo => "install Rust (cargo) and make sure it is on PATH".into(),
         AdapterKind::NodeTest => "install Node.js 20 or newer".into(),
         AdapterKind::Junit => "make the first word of test_command an executable on PATH".into(),
-    }
-}
-
-/// The runner's version, or why it could not be found.
-fn runner_version(
-    adapter: AdapterKind,
-    dir: &Path,
-    test_command: Option<&str>,
-) -> Result<String, String> {
-    let local_bin = |name: &str| dir.join("node_modules/.bin").join(name);
-    let argv: Vec<String> = match adapter {
-        AdapterKind::Pytest => vec![
-            "python3".into(),
-            "-m".into(),
-            "pytest".into(),
-            "--version".into(),
-        ],
-        AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha => {
-            let bin = local_bin(adapter.as_str());
-            if !bin.exists() {
-                return Err(format!("{} not found", bin.display()));
-            }
-            vec![bin.display().to_string(), "--version".into()]
-        }
-        AdapterKind::Go => vec!["go".into(), "version".into()],
-        AdapterKind::Cargo => vec!["cargo".into(), "--version".into()],
-        AdapterKind::NodeTest => vec!["node".into(), "--version".into()],
-        AdapterKind::Junit => {
-            let first = test_command
-                .and_then(|c| c.split_whitespace().next())
-                .ok_or("no test_command")?;
-            return which(first).ok_or_else(|| format!("{first} is not on PATH"));
-        }
-    };
-    probe(&argv, dir)
-}
-
-/// Runs a version command with a deadline; the first non-empty output line is the version.
-fn probe(argv: &[String], dir: &Path) -> Result<String, String> {
-    let (program, rest) = argv.split_first().ok_or("empty command")?;
-    let mut child = Command::new(program)
-        .args(rest)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        for mut stream in [
-            stdout.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            stderr.map(|s| Box::new(s) as _),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let _ = stream.read_to_string(&mut text);
-        }
-        let _ = tx.send(text);
-    });
-    let text = match rx.recv_timeout(PROBE_TIMEOUT) {
-        Ok(text) => text,
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "`{}` did not answer within {}s",
-                argv.join(" "),
-                PROBE_TIMEOUT.as_secs()
-            ));
-        }
-    };
-    let status = child.wait().map_err(|e| e.to_string())?;
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string();
-    if status.success() {
-        Ok(first)
-    } else {
-        Err(format!("`{}` failed: {first}", argv.join(" ")))
     }
 }
 

@@ -71,3 +71,53 @@ fn doctor_on_a_terminal_is_a_readable_table() {
     assert!(text.contains("ok    git"), "{text}");
     assert!(!text.contains("envelope_version"), "{text}");
 }
+
+/// Writes an executable script at `path` that prints `line`.
+fn fake_program(path: &std::path::Path, line: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("dir");
+    }
+    std::fs::write(path, format!("#!/bin/sh\necho '{line}'\n")).expect("script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn the_runner_is_probed_the_way_the_engine_starts_it() {
+    // A uv project: the engine runs `uv run python -m pytest`, so doctor asks uv.
+    let bin = tempfile::tempdir().expect("bin");
+    fake_program(&bin.path().join("uv"), "pytest 9.9.9 through uv");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = Env::new().with_env("PATH", &path);
+    env.write("uv.lock", "version = 1\n");
+    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\n");
+    let (exit, value) = env.json(&["doctor"]);
+    let runner = check(&value, "runner.py");
+    assert_eq!(runner["ok"], true, "{value} ({exit})");
+    assert_eq!(
+        runner["detail"],
+        "pytest: pytest 9.9.9 through uv (`uv run python -m pytest --version`)"
+    );
+
+    // A node runner installed above the project root, where the engine finds it.
+    let env = Env::new();
+    fake_program(&env.root().join("node_modules/.bin/vitest"), "vitest/9.9.9");
+    env.write(
+        "tdd.toml",
+        "[project.web]\nadapter = \"vitest\"\nroot = \"web\"\n",
+    );
+    env.write("web/package.json", "{}\n");
+    let (_, value) = env.json(&["doctor"]);
+    let runner = check(&value, "runner.web");
+    assert_eq!(runner["ok"], true, "{value}");
+    assert!(
+        runner["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("vitest: vitest/9.9.9")),
+        "{runner}"
+    );
+}

@@ -142,7 +142,7 @@ fn diagnostics_show_the_suite_run_with_v_or_tdd_log_and_nothing_without() {
         !verbose.contains("runner started"),
         "debug is -vv: {verbose}"
     );
-    let filtered = stderr_of(&env, &[("TDD_LOG", "tdd_engine=debug")], &target);
+    let filtered = stderr_of(&env, &[("TDD_LOG", "tdd_observe=debug")], &target);
     assert!(filtered.contains("runner started"), "{filtered}");
     let bad = stderr_of(&env, &[("TDD_LOG", "tdd_engine=[")], &target);
     assert!(bad.contains("ignoring TDD_LOG"), "{bad}");

@@ -318,6 +318,10 @@ impl Adapter for Cargo {
     fn stub_hint(&self) -> &'static str {
         "pub fn name(/* args */) -> Output {\n    unimplemented!(\"name is not implemented yet\")\n}"
     }
+
+    fn version_command(&self, _project: &Project) -> Vec<String> {
+        vec!["cargo".into(), "--version".into()]
+    }
 }
 
 #[cfg(test)]

@@ -176,4 +176,8 @@ impl Adapter for Go {
     fn stub_hint(&self) -> &'static str {
         "func Name(args ...any) any {\n\tpanic(\"Name is not implemented yet\")\n}"
     }
+
+    fn version_command(&self, _project: &Project) -> Vec<String> {
+        vec!["go".into(), "version".into()]
+    }
 }

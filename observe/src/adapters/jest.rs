@@ -65,4 +65,8 @@ impl Adapter for Jest {
     fn stub_hint(&self) -> &'static str {
         STUB_HINT
     }
+
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        vec![super::node_bin(&project.root, "jest"), "--version".into()]
+    }
 }

@@ -214,4 +214,26 @@ impl Adapter for JunitCommand {
     fn stub_hint(&self) -> &'static str {
         "a body that throws an explicit \"not implemented yet\" error, e.g. throw new UnsupportedOperationException(\"not implemented yet\");"
     }
+
+    /// The first word of `test_command`, looked up as the shell would run it.
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        let first = project
+            .config
+            .test_command
+            .as_deref()
+            .and_then(|c| c.split_whitespace().next())
+            .unwrap_or_default();
+        let script = if first.is_empty() {
+            "echo 'the junit adapter needs a test_command' >&2; exit 1"
+        } else {
+            "command -v \"$1\" || { echo \"$1 is not on PATH\" >&2; exit 1; }"
+        };
+        vec![
+            "sh".into(),
+            "-c".into(),
+            script.into(),
+            "sh".into(),
+            first.into(),
+        ]
+    }
 }

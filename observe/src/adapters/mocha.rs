@@ -313,6 +313,10 @@ impl Adapter for Mocha {
     fn stub_hint(&self) -> &'static str {
         super::js::STUB_HINT
     }
+
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        vec![super::node_bin(&project.root, "mocha"), "--version".into()]
+    }
 }
 
 impl Mocha {

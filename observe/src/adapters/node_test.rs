@@ -245,6 +245,10 @@ impl Adapter for NodeTest {
     fn stub_hint(&self) -> &'static str {
         super::js::STUB_HINT
     }
+
+    fn version_command(&self, _project: &Project) -> Vec<String> {
+        vec!["node".into(), "--version".into()]
+    }
 }
 
 /// Node 20 matches a pattern against a test's own name, so the pattern

@@ -233,6 +233,12 @@ impl Adapter for Pytest {
     fn stub_hint(&self) -> &'static str {
         "def name(*args, **kwargs):\n    raise NotImplementedError(\"name is not implemented yet\")"
     }
+
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        let mut argv = launcher(&project.root);
+        argv.push("--version".into());
+        argv
+    }
 }
 
 /// Parses pytest's JUnit report into node ids, outcomes and collection errors.

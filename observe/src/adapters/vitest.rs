@@ -58,4 +58,8 @@ impl Adapter for Vitest {
     fn stub_hint(&self) -> &'static str {
         STUB_HINT
     }
+
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        vec![super::node_bin(&project.root, "vitest"), "--version".into()]
+    }
 }

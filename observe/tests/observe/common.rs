@@ -26,7 +26,7 @@ pub fn require(program: &[&str], install: &str) {
         .is_ok_and(|o| o.status.success());
     assert!(
         ok,
-        "`{}` is not available: {install} (.ci/run installs it)",
+        "`{}` is not available: {install} (`cargo xtask test` installs it)",
         program.join(" ")
     );
 }
@@ -36,7 +36,7 @@ pub fn node_modules() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-fixture/node_modules");
     assert!(
         dir.join(".bin").is_dir(),
-        "{} is missing: run `npm ci` in observe/tests/node-fixture (.ci/run does)",
+        "{} is missing: run `npm ci` in observe/tests/node-fixture (`cargo xtask test` does)",
         dir.display()
     );
     dir

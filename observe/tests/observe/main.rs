@@ -3,7 +3,7 @@
 //! Every adapter gets a passing test, an assertion failure, an exception, a
 //! skipped test, a file that fails to import or compile, and a target id
 //! that does not exist. A runner that is not installed makes its tests fail
-//! with what to install; `.ci/run` installs them all.
+//! with what to install; `cargo xtask test` installs them all.
 
 mod cargo;
 mod common;

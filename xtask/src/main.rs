@@ -1,0 +1,172 @@
+//! `cargo xtask test`: every test of the workspace, on a machine that has only Rust.
+//!
+//! Part of the suite runs real test runners (pytest, Go, vitest, jest and mocha from an
+//! npm fixture, cargo-nextest) and drives the binary on a terminal through `script`.
+//! Those tests fail, never skip, when a runner is missing, so this task first installs
+//! what is missing (see `setup`: nothing is installed that is already there), then runs
+//! the tests and ends with one line for the whole workspace:
+//! `workspace: N passed, M failed`.
+//!
+//! The compile-fail suite of `tdd-leaves` (`leaves/tests/blind.rs`, about two minutes)
+//! is `#[ignore]`d so that a plain `cargo test` stays fast; it runs here with `--all`,
+//! and always under CI (`CI` set to anything but `false` or `0`).
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a developer tool: its progress goes to stderr, its closing line to stdout"
+)]
+
+mod results;
+mod setup;
+
+use std::io::BufRead;
+use std::io::BufReader;
+use std::io::Write;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::ExitCode;
+use std::process::Stdio;
+use std::time::Duration;
+use std::time::Instant;
+
+use results::Totals;
+
+const USAGE: &str = "usage: cargo xtask test [--all]
+
+  test    install the missing test runners, then run every test of the workspace
+  --all   also run the compile-fail suite (leaves/tests/blind.rs); on by default under CI";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["test"] => test(in_ci()),
+        ["test", "--all"] => test(true),
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Installs the runners, runs the tests, prints the closing line.
+fn test(all: bool) -> ExitCode {
+    let root = workspace_root();
+    if let Err(missing) = setup::install(&root) {
+        eprintln!(
+            "\nerror: cannot run the tests: {} missing and could not be installed",
+            plural(
+                missing.len(),
+                "tool the tests need is",
+                "tools the tests need are"
+            )
+        );
+        for item in &missing {
+            eprintln!("  {}: {}", item.name, item.how);
+        }
+        eprintln!("\nhint: install them, then run `cargo xtask test` again");
+        return ExitCode::FAILURE;
+    }
+
+    let mut totals = Totals::default();
+    let mut cargo_ok = run_tests(
+        &root,
+        "workspace tests",
+        &["test", "--workspace", "--no-fail-fast"],
+        &mut totals,
+    );
+    if all {
+        cargo_ok &= run_tests(
+            &root,
+            "compile-fail suite",
+            // `--workspace`, not `-p tdd-leaves`: the same features as the run above, so
+            // nothing is rebuilt. Built alone, tdd-leaves unifies its dependencies'
+            // features differently and cargo rebuilds minutes of them first.
+            &["test", "--workspace", "--test", "blind", "--", "--ignored"],
+            &mut totals,
+        );
+    } else {
+        eprintln!(
+            "xtask: not run: the compile-fail suite (leaves/tests/blind.rs, ignored by \
+             cargo test); `cargo xtask test --all` runs it, and CI always does"
+        );
+    }
+
+    let ok = cargo_ok && totals.failed == 0 && totals.binaries > 0;
+    if !cargo_ok && totals.failed == 0 {
+        eprintln!("xtask: cargo test failed before any test failed (see its output above)");
+    }
+    println!(
+        "workspace: {} passed, {} failed",
+        totals.passed, totals.failed
+    );
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs `cargo ARGS` in `root`, copying its stdout through and adding its `test result:`
+/// lines to `totals`. True when cargo exits successfully.
+fn run_tests(root: &Path, label: &str, args: &[&str], totals: &mut Totals) -> bool {
+    eprintln!("\nxtask: {label}: cargo {}", args.join(" "));
+    let started = Instant::now();
+    let mut child = match Command::new(cargo())
+        .args(args)
+        .current_dir(root)
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("xtask: cannot start cargo: {error}");
+            return false;
+        }
+    };
+    if let Some(stdout) = child.stdout.take() {
+        let mut reader = BufReader::new(stdout);
+        let mut out = std::io::stdout().lock();
+        let mut line = Vec::new();
+        // Bytes, not `String`: a test may print output that is not UTF-8.
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            totals.add_line(&String::from_utf8_lossy(&line));
+            // A closed stdout (`| head`) must not stop the tests half-way.
+            let _ = out.write_all(&line).and_then(|()| out.flush());
+            line.clear();
+        }
+    }
+    let status = child.wait();
+    eprintln!("xtask: {label} took {}", minutes_seconds(started.elapsed()));
+    status.is_ok_and(|s| s.success())
+}
+
+/// The cargo that runs us (`cargo xtask` sets `CARGO`), else the one on `PATH`.
+pub(crate) fn cargo() -> PathBuf {
+    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
+}
+
+/// The workspace root: the parent of this package's directory.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// True under CI: `CI` is set, as every CI service does, to anything but `false` or `0`.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+fn minutes_seconds(elapsed: Duration) -> String {
+    let secs = elapsed.as_secs();
+    format!("{}m{:02}s", secs / 60, secs % 60)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}

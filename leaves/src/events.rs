@@ -1,17 +1,15 @@
 //! What the leaves runtime, verdicts and stop requests record: one enum, one payload
 //! type per kind (see `tdd_engine::ledger::TypedEvent`).
 
-use std::path::PathBuf;
-
 use serde::Deserialize;
 use serde::Serialize;
-use tdd_prompts::Role;
 use tdd_supervisor::ExitClass;
 use tdd_supervisor::StopMode;
 
 use crate::envelope::AbortOutcome;
 use crate::envelope::Completion;
 use crate::envelope::Usage;
+use crate::identity::LeafRecord;
 use crate::verdict::Decision;
 use crate::verdict::VerifierVerdict;
 
@@ -19,7 +17,7 @@ tdd_engine::ledger::typed_events! {
     /// Everything the leaves runtime records.
     pub enum LeavesEvent in Leaves {
         /// A leaf's identity, prompt and launch spec, before it starts.
-        "leaf_prepared" => LeafPrepared(Box<LeafPrepared>),
+        "leaf_prepared" => LeafPrepared(Box<LeafRecord>),
         /// The supervisor launched the leaf.
         "leaf_started" => LeafStarted(LeafStarted),
         /// The leaf was aborted (or found over).
@@ -35,56 +33,6 @@ tdd_engine::ledger::typed_events! {
         /// The pending stop request was cleared.
         "stop_cleared" => StopCleared(StopCleared),
     }
-}
-
-/// The exact prompt a leaf was given.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PromptRecord {
-    /// The template's name.
-    pub template: String,
-    /// The rendered text.
-    pub text: String,
-    /// SHA-256 of the text.
-    pub sha256: String,
-    /// Its length in bytes.
-    pub bytes: usize,
-    /// Bytes that come from the template.
-    pub fixed_bytes: usize,
-    /// Bytes that come from the inputs.
-    pub variable_bytes: usize,
-}
-
-/// The payload of `leaf_prepared`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LeafPrepared {
-    /// The leaf.
-    pub leaf_id: String,
-    /// Planner, developer or verifier.
-    pub role: Role,
-    /// The provider that runs it.
-    pub provider: String,
-    /// The issue.
-    pub issue: u64,
-    /// The step.
-    pub step: u32,
-    /// The phase's name.
-    pub phase: String,
-    /// The attempt, from 1.
-    pub attempt: u32,
-    /// Where it works.
-    pub workdir: PathBuf,
-    /// Its prompt.
-    pub prompt: PromptRecord,
-    /// The prompt's typed inputs.
-    pub assignment: serde_json::Value,
-    /// SHA-256 of its one-time token.
-    pub token_sha256: String,
-    /// The command line.
-    pub argv: Vec<String>,
-    /// The names of the variables it receives.
-    pub env: Vec<String>,
-    /// Its files' directory.
-    pub files: PathBuf,
 }
 
 /// The payload of `leaf_started`.

@@ -4,6 +4,8 @@
 //! The ledger keeps only the token's SHA-256, so reading the ledger does not give
 //! a token away; the token itself exists only in the leaf's environment.
 
+use std::path::PathBuf;
+
 use serde::Deserialize;
 use serde::Serialize;
 use tdd_engine::ledger::Event;
@@ -53,14 +55,15 @@ pub struct PromptRecord {
     pub variable_bytes: u64,
 }
 
-/// A leaf as its `leaf_prepared` event records it.
+/// A leaf as its `leaf_prepared` event records it: the event's payload, plus (when read
+/// back) the event's id and run, which the payload itself never carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LeafRecord {
-    /// The ledger event that records the leaf.
-    #[serde(default)]
+    /// The ledger event that records the leaf (0 before it is recorded).
+    #[serde(default, skip_serializing_if = "is_unrecorded")]
     pub event_id: i64,
     /// The run it worked for.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The leaf id.
     pub leaf_id: String,
@@ -88,6 +91,16 @@ pub struct LeafRecord {
     /// Names of the variables the leaf received from the caller.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Where it works.
+    #[serde(default)]
+    pub workdir: PathBuf,
+    /// Its files' directory.
+    #[serde(default)]
+    pub files: PathBuf,
+}
+
+fn is_unrecorded(event_id: &i64) -> bool {
+    *event_id == 0
 }
 
 /// Why a claim was not accepted.

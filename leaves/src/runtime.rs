@@ -37,10 +37,10 @@ use crate::envelope::Request;
 use crate::envelope::Response;
 use crate::events::LeafAborted;
 use crate::events::LeafFinished;
-use crate::events::LeafPrepared;
 use crate::events::LeafStarted;
 use crate::events::LeavesEvent;
-use crate::events::PromptRecord;
+use crate::identity::LeafRecord;
+use crate::identity::PromptRecord;
 use crate::provider::Invocation;
 use crate::provider::LeafFiles;
 use crate::provider::LeafOutput;
@@ -286,7 +286,9 @@ impl Leaves {
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
         env_names.sort();
-        let event = LeavesEvent::LeafPrepared(Box::new(LeafPrepared {
+        let event = LeavesEvent::LeafPrepared(Box::new(LeafRecord {
+            event_id: 0,
+            run_id: None,
             leaf_id: id.clone(),
             role: request.role(),
             provider: provider.name().to_string(),
@@ -299,9 +301,9 @@ impl Leaves {
                 template: prompt.template().to_string(),
                 text: prompt.text().to_string(),
                 sha256: prompt.sha256().to_string(),
-                bytes: prompt.text().len(),
-                fixed_bytes: prompt.fixed_bytes(),
-                variable_bytes: prompt.variable_bytes(),
+                bytes: prompt.text().len() as u64,
+                fixed_bytes: prompt.fixed_bytes() as u64,
+                variable_bytes: prompt.variable_bytes() as u64,
             },
             assignment: prompt.assignment().clone(),
             token_sha256: token_sha256(&token),

@@ -154,8 +154,7 @@ impl Engine {
         };
         let project = self.project(&project_name)?;
         let adapter = crate::observe::adapter_for(project.config.adapter);
-        let candidates =
-            super::advance::new_tests(adapter.as_ref(), &project, &cycle.known_at_open)?;
+        let candidates = super::red::new_tests(adapter.as_ref(), &project, &cycle.known_at_open)?;
         if !candidates.contains(&qualified) {
             return Err(RunError::TargetNotNew {
                 id: qualified,

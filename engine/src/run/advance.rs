@@ -1,15 +1,12 @@
 //! `advance`: observe, decide through the gates, record, and commit by phase.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::events::AdvanceRefused;
 use super::events::CycleRef;
 use super::events::PhaseChanged;
 use super::events::RecordedRefusal;
-use super::events::RedFirstViolation;
 use super::events::RunEvent;
-use super::events::TargetAdopted;
 use super::events::UndeclaredFileTouched;
 
 use super::Engine;
@@ -20,7 +17,6 @@ use super::candidate::Candidate;
 use super::commit::anchor_trailers;
 use super::gates::RedDecision;
 use super::gates::Refused;
-use super::gates::red_gate;
 use super::locks::LockRules;
 use super::phase::Phase;
 use super::phase::Verb;
@@ -28,9 +24,6 @@ use super::snapshot::Snapshot;
 use super::state::RunState;
 use crate::ledger::Ledger;
 use crate::observe::Observation;
-use crate::observe::Project;
-use crate::observe::adapter_for;
-use crate::observe::observe_target;
 use crate::plan::PlannedCycle;
 
 /// What one `advance` did.
@@ -239,131 +232,6 @@ impl Engine {
         Ok(())
     }
 
-    fn red(
-        &self,
-        ledger: &mut Ledger,
-        ctx: &Ctx<'_>,
-        outcome: &mut AdvanceOutcome,
-        progress: &dyn Progress,
-    ) -> Result<(), RunError> {
-        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
-        let git = crate::git::Git::new(&self.work_tree);
-        let (head, head_tree) = candidate::head_and_tree(&git)?;
-        let red_commit = candidate::build(&git, &head_tree, &ctx.now.tree, |p| {
-            ctx.is_test(p) && !ctx.is_harness(p)
-        })?;
-        if let Some(refusal) = self.baseline_tests_changed(ctx, &head_tree, &red_commit)? {
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        let mut passed_all = true;
-        let mut decision = None;
-        for test in &ctx.targets {
-            let name = ctx.project_of(test);
-            let project = self.project(&name)?;
-            let adapter = adapter_for(project.config.adapter);
-            progress.event(
-                "target_run",
-                json!({ "target": test, "phase": ctx.phase }),
-                &format!("running target {test}..."),
-            );
-            let (mut observation, mut verdict) = observe_target(adapter.as_ref(), &project, test)?;
-            if verdict.status == crate::observe::TargetStatus::NotFound && ctx.targets.len() == 1 {
-                let known = &ctx
-                    .state
-                    .cycles
-                    .iter()
-                    .find(|c| c.n == ctx.planned.n)
-                    .map(|c| c.known_at_open.clone())
-                    .unwrap_or_default();
-                let candidates = new_tests(adapter.as_ref(), &project, known)?;
-                match candidates.as_slice() {
-                    [only] => {
-                        let event = RunEvent::TargetAdopted(TargetAdopted {
-                            n: ctx.planned.n,
-                            planned: test.clone(),
-                            test: only.clone(),
-                        });
-                        ledger.record(Some(&ctx.state.run_id), &event)?;
-                        progress.event(
-                            "target_adopted",
-                            json!({ "planned": test, "test": only }),
-                            &format!("{test} not found; adopting the one new test {only}"),
-                        );
-                        (observation, verdict) = observe_target(adapter.as_ref(), &project, only)?;
-                    }
-                    [] => {}
-                    many => {
-                        outcome.observations.push(observation);
-                        let detail = format!(
-                            "{test} is not collected and several tests are new in this cycle: {}; name one with `tdd target <id>`",
-                            many.join(", ")
-                        );
-                        return self.refuse(
-                            ledger,
-                            ctx,
-                            outcome,
-                            Refused {
-                                reason: "ambiguous_target",
-                                verb: Verb::NameTargetTest,
-                                detail,
-                            },
-                        );
-                    }
-                }
-            }
-            let kind = observation
-                .tests
-                .get(&verdict.id)
-                .and_then(|r| r.failure.as_ref())
-                .map(|f| f.kind);
-            let this = red_gate(project.config.adapter, &verdict, kind);
-            outcome.observations.push(observation);
-            match this {
-                RedDecision::Refuse(refusal) => {
-                    outcome.red = Some(RedDecision::Refuse(refusal.clone()));
-                    return self.refuse(ledger, ctx, outcome, refusal);
-                }
-                RedDecision::PassedOnArrival => {}
-                RedDecision::Red { .. } => passed_all = false,
-            }
-            decision = Some(this);
-        }
-        let pin = ctx.phase == Phase::AwaitingPin;
-        if passed_all && !pin {
-            let event = RunEvent::RedFirstViolation(RedFirstViolation {
-                n: ctx.planned.n,
-                tests: ctx.targets.clone(),
-            });
-            ledger.record(Some(&ctx.state.run_id), &event)?;
-        }
-        if pin && !passed_all {
-            let refusal = Refused {
-                reason: "pin_failed",
-                verb: Verb::WriteTest,
-                detail: "a pin test must pass on arrival: it pins behaviour that already exists"
-                    .into(),
-            };
-            return self.refuse(ledger, ctx, outcome, refusal);
-        }
-        outcome.red = decision;
-        let to = if passed_all {
-            Phase::SensitivityRequired
-        } else {
-            Phase::AwaitingImpl
-        };
-        let message = ctx
-            .planned
-            .commit_red
-            .clone()
-            .or(if pin {
-                ctx.planned.commit_pin.clone()
-            } else {
-                None
-            })
-            .unwrap_or_else(|| format!("test: {}", ctx.planned.title));
-        self.commit_candidate(ledger, ctx, outcome, &head, &red_commit, &message, to)
-    }
-
     /// Commits the changes of the phase's scan that `select` picks, exactly as scanned,
     /// records the move and opens what follows.
     pub(super) fn commit_and_move(
@@ -490,18 +358,4 @@ impl Engine {
         }
         Ok(())
     }
-}
-
-/// Collected tests of `project` that were not known when the cycle opened.
-pub(crate) fn new_tests(
-    adapter: &dyn crate::observe::Adapter,
-    project: &Project,
-    known: &std::collections::BTreeSet<String>,
-) -> Result<Vec<String>, RunError> {
-    let collection = adapter.collect(project)?;
-    Ok(collection
-        .ids
-        .into_iter()
-        .filter(|id| !known.contains(id))
-        .collect())
 }

@@ -18,6 +18,7 @@ mod green;
 mod links;
 mod locks;
 mod phase;
+mod red;
 mod register;
 mod rollback;
 mod safe_fs;

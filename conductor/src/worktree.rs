@@ -198,19 +198,8 @@ mod tests {
     use super::*;
 
     fn commit(dir: &Path) {
-        let git = Git::new(dir);
         std::fs::write(dir.join("f"), "x").expect("write");
-        git.output(["add", "f"]).expect("add");
-        git.output([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "c",
-        ])
-        .expect("commit");
+        tdd_testutil::commit_all(dir, "c");
     }
 
     #[test]

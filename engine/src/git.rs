@@ -325,12 +325,7 @@ mod tests {
 
     use super::*;
 
-    fn init_repo() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let git = Git::new(dir.path());
-        git.output(["init", "-q"]).expect("git init");
-        dir
-    }
+    use tdd_testutil::repo as init_repo;
 
     #[test]
     fn toplevel_and_common_dir_resolve_inside_a_repo() {
@@ -399,17 +394,7 @@ mod tests {
         let repo = init_repo();
         let git = Git::new(repo.path());
         std::fs::write(repo.path().join("f"), "x").expect("write");
-        git.output(["add", "f"]).expect("add");
-        git.output([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "c",
-        ])
-        .expect("commit");
+        tdd_testutil::commit_all(repo.path(), "c");
         let other = tempfile::tempdir().expect("tempdir");
         let wt = other.path().join("wt");
         git.output([
@@ -462,17 +447,7 @@ mod tests {
         let dir = init_repo();
         let git = Git::new(dir.path());
         std::fs::write(dir.path().join("old.txt"), "x").expect("write");
-        git.output(["add", "old.txt"]).expect("add");
-        git.output([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "c",
-        ])
-        .expect("commit");
+        tdd_testutil::commit_all(dir.path(), "c");
         git.output(["mv", "old.txt", "new.txt"]).expect("mv");
         let odd = std::ffi::OsStr::from_bytes(b"odd-\xff.txt");
         std::fs::write(dir.path().join(odd), "y").expect("write");

@@ -2,15 +2,13 @@
 
 use std::path::PathBuf;
 use std::process::Child;
-use std::time::Duration;
-use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::support::Env;
 
 /// Generous bound for anything a test waits for; never the expected duration.
-pub const BOUND: Duration = Duration::from_secs(60);
+pub use tdd_testutil::BOUND;
 
 /// `tdd --json ARGS...` (the flag first: after `--`, it would belong to the command),
 /// returning the exit code and the validated envelope.
@@ -47,27 +45,8 @@ pub fn record(env: &Env, id: &str, name: &str) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
-/// Polls `condition` until it holds; panics with `what` after the bound.
-pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + BOUND;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// True when the process `pid` with start time `start` exists and is not a zombie.
-pub fn alive(pid: i64, start: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let Some(close) = text.rfind(')') else {
-        return false;
-    };
-    let fields: Vec<&str> = text[close + 1..].split_whitespace().collect();
-    let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
-    !zombie && fields.get(19).and_then(|f| f.parse::<u64>().ok()) == Some(start)
-}
+pub use tdd_testutil::alive;
+pub use tdd_testutil::wait_until;
 
 /// The leaf process of a launch record: `(pid, start_time)`.
 pub fn leaf_process(launch: &Value) -> (i64, u64) {

@@ -25,22 +25,14 @@ impl Repo {
     }
 
     fn commit(&self, body: &str) -> String {
-        let git = Git::new(self.dir.path());
-        git.output([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "phase",
-            "-m",
-            body,
-        ])
-        .expect("commit");
-        git.text(["rev-parse", "HEAD"]).expect("HEAD")
+        let dir = self.dir.path();
+        tdd_testutil::git(
+            dir,
+            &["commit", "-q", "--allow-empty", "-m", "phase", "-m", body],
+        );
+        tdd_testutil::git(dir, &["rev-parse", "HEAD"])
+            .trim()
+            .to_string()
     }
 
     /// A phase commit anchored at the ledger's head, recorded like the engine does.

@@ -164,28 +164,16 @@ mod tests {
 
     #[test]
     fn the_walk_reads_trailers_from_git_and_stops_at_the_newest_anchor() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let git = Git::new(dir.path());
-        git.output(["init", "-q"]).expect("init");
+        let dir = tdd_testutil::repo();
         assert_eq!(
             run_commits(dir.path(), Scope::Full).expect("unborn"),
             vec![]
         );
         let commit = |body: &str| {
-            git.output([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                "subject",
-                "-m",
-                body,
-            ])
-            .expect("commit");
+            tdd_testutil::git(
+                dir.path(),
+                &["commit", "-q", "--allow-empty", "-m", "subject", "-m", body],
+            );
         };
         commit("TDD-Run: old\nTDD-Cycle: 1");
         commit("TDD-Run: r\nTDD-Ledger: 1:aa");

@@ -4,8 +4,6 @@
 use std::fs;
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::Duration;
-use std::time::Instant;
 
 use tdd_supervisor::ExitRecord;
 use tdd_supervisor::LeafHandle;
@@ -15,7 +13,7 @@ use tdd_supervisor::Supervisor;
 use tdd_supervisor::WaitOutcome;
 
 /// Generous bound for anything a test waits for; it is never the expected duration.
-pub const BOUND: Duration = Duration::from_secs(60);
+pub use tdd_testutil::BOUND;
 
 /// The `PATH` every leaf gets, so tests do not depend on the caller's.
 pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -65,14 +63,7 @@ pub fn finish(handle: &mut LeafHandle) -> ExitRecord {
     }
 }
 
-/// Polls `condition` until it holds; panics with `what` after the bound.
-pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + BOUND;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+pub use tdd_testutil::wait_until;
 
 /// Waits for a file holding a pid and returns that process's identity.
 pub fn pid_from_file(path: &Path) -> ProcessId {

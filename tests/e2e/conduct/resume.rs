@@ -416,38 +416,48 @@ fn finish_two(env: &Env, issue: &str, revises: usize) {
     assert!(pr.contains("- REFACTOR REJECT"), "{pr}");
 }
 
-#[test]
-fn a_conductor_killed_after_a_refactor_reject_before_the_next_step_resumes_to_the_same_commits() {
-    let env = Env::new();
-    let issue = project_two(&env, "");
-    // Killed with step 1's REFACTOR REJECT recorded and step 2 not started, then before
-    // the revise leaf, after the revised REFACTOR closed step 1 again (unjudged), after
-    // its ACCEPT, and at step 2's first leaf.
-    let points = [
+/// Two-step kill-point cases: each kills the conductor at every point in turn (each
+/// point is where the next invocation dies), then finishes the issue and checks step
+/// `n`'s commits are the ones an uninterrupted run makes.
+macro_rules! two_step_kill_points {
+    ($($(#[doc = $doc:literal])* $name:ident: [$($point:literal),* $(,)?] => $n:literal;)*) => {$(
+        $(#[doc = $doc])*
+        #[test]
+        fn $name() {
+            let env = Env::new();
+            let issue = project_two(&env, "");
+            kill_at_each(&env, &issue, &[$($point),*]);
+            finish_two(&env, &issue, $n);
+        }
+    )*};
+}
+
+two_step_kill_points! {
+    /// Killed with step 1's REFACTOR REJECT recorded and step 2 not started, then before
+    /// the revise leaf, after the revised REFACTOR closed step 1 again (unjudged), after
+    /// its ACCEPT, and at step 2's first leaf.
+    a_conductor_killed_after_a_refactor_reject_before_the_next_step_resumes_to_the_same_commits: [
         "conduct_after_verdict_refactor",
         "conduct_before_leaf_refactor",
         "conduct_after_advance_refactor",
         "conduct_after_verdict_refactor",
         "conduct_before_leaf_red",
-    ];
-    kill_at_each(&env, &issue, &points);
-    finish_two(&env, &issue, 1);
-}
-
-#[test]
-fn a_conductor_killed_around_a_refactor_judged_on_resume_before_the_next_step_resumes_to_the_same_commits()
- {
-    let env = Env::new();
-    let issue = project_two(&env, "");
-    // Killed after step 1's REFACTOR closed it (unjudged), after the resume recorded
-    // the REJECT, and after the revised REFACTOR closed it again.
-    let points = [
+    ] => 1;
+    /// Killed after step 1's REFACTOR closed it (unjudged), after the resume recorded the
+    /// REJECT, and after the revised REFACTOR closed it again.
+    a_conductor_killed_around_a_refactor_judged_on_resume_before_the_next_step_resumes_to_the_same_commits: [
         "conduct_after_advance_refactor",
         "conduct_after_verdict_refactor",
         "conduct_after_advance_refactor",
-    ];
-    kill_at_each(&env, &issue, &points);
-    finish_two(&env, &issue, 1);
+    ] => 1;
+    /// Killed with step 1's REFACTOR REJECT recorded, then while its reopen had moved
+    /// HEAD back but not recorded it (step 2 open in the ledger), then between the
+    /// revised REFACTOR's commit and its record.
+    a_conductor_killed_inside_the_engine_around_a_refactor_revise_before_the_next_step_resumes_to_the_same_commits: [
+        "conduct_after_verdict_refactor",
+        "rollback_head_moved",
+        "advance_committed",
+    ] => 2;
 }
 
 #[test]
@@ -562,23 +572,6 @@ fn a_conductor_killed_inside_the_engine_around_a_refactor_revise_resumes_to_the_
         "advance_committed",
     ];
     crash_and_resume(&points, &refactor_revised(), 1, DOCUMENTED, TEST);
-}
-
-#[test]
-fn a_conductor_killed_inside_the_engine_around_a_refactor_revise_before_the_next_step_resumes_to_the_same_commits()
- {
-    let env = Env::new();
-    let issue = project_two(&env, "");
-    // Killed with step 1's REFACTOR REJECT recorded, then while its reopen had moved HEAD
-    // back but not recorded it (step 2 open in the ledger), then between the revised
-    // REFACTOR's commit and its record.
-    let points = [
-        "conduct_after_verdict_refactor",
-        "rollback_head_moved",
-        "advance_committed",
-    ];
-    kill_at_each(&env, &issue, &points);
-    finish_two(&env, &issue, 2);
 }
 
 #[test]

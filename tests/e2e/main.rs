@@ -19,6 +19,7 @@ mod leafsupport;
 mod leaves;
 mod ledger;
 mod plan;
+mod snapshots;
 mod stop;
 mod support;
 mod test_cmd;

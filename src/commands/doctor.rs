@@ -139,7 +139,10 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
         Ok(Some((path, config))) => {
             checks.push(Check::pass(
                 "config",
-                format!("{} ({} projects)", path.display(), config.project.len()),
+                match config.project.len() {
+                    1 => format!("{} (1 project)", path.display()),
+                    n => format!("{} ({n} projects)", path.display()),
+                },
             ));
             config
         }

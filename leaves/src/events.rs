@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde::Serialize;
 use tdd_supervisor::ExitClass;
-use tdd_supervisor::StopMode;
+use tdd_supervisor::StopRequest;
 
 use crate::envelope::AbortOutcome;
 use crate::envelope::Completion;
@@ -29,7 +29,7 @@ tdd_engine::ledger::typed_events! {
         /// A verdict that was refused.
         "verdict_refused" => VerdictRefused(VerdictRefused),
         /// A stop was requested.
-        "stop_requested" => StopRequested(StopRequested),
+        "stop_requested" => StopRequested(StopRequest),
         /// The pending stop request was cleared.
         "stop_cleared" => StopCleared(StopCleared),
     }
@@ -83,17 +83,6 @@ pub struct VerdictRefused {
     pub reason: String,
     /// The decision claimed.
     pub decision: Decision,
-}
-
-/// The payload of `stop_requested`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StopRequested {
-    /// The mode in force.
-    pub mode: StopMode,
-    /// When it was requested.
-    pub requested_at: Option<String>,
-    /// Whether the request file could not be read (then `at-ledger` is assumed).
-    pub unreadable: bool,
 }
 
 /// The payload of `stop_cleared`.

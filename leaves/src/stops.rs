@@ -10,7 +10,6 @@ use tdd_supervisor::StopRequest;
 
 use crate::events::LeavesEvent;
 use crate::events::StopCleared;
-use crate::events::StopRequested;
 use crate::runtime::Leaves;
 
 /// Why a stop could not be requested or cleared.
@@ -29,11 +28,7 @@ impl Leaves {
     /// wins.
     pub fn request_stop(&self, mode: StopMode) -> Result<StopRequest, StopFailed> {
         let request = self.supervisor().request_stop(mode)?;
-        let event = LeavesEvent::StopRequested(StopRequested {
-            mode: request.mode,
-            requested_at: request.requested_at.clone(),
-            unreadable: request.unreadable,
-        });
+        let event = LeavesEvent::StopRequested(request.clone());
         Ledger::open(self.database())?.record(None, &event)?;
         Ok(request)
     }

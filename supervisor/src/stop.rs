@@ -77,7 +77,7 @@ impl FromStr for StopMode {
 }
 
 /// A pending stop request, as read from the state directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopRequest {
     /// The mode in force.
     pub mode: StopMode,

@@ -13,7 +13,7 @@ use super::phase::Verb;
 use super::state::Baseline;
 use super::state::RunStarted;
 use crate::observe::Observation;
-use crate::observe::TargetStatus;
+use crate::observe::TargetVerdict;
 use crate::plan::Contract;
 
 tdd_ledger::typed_events! {
@@ -214,18 +214,6 @@ pub struct RolledBack {
     pub removed: Vec<String>,
 }
 
-/// One target of `test_observed`, as far as the projection reads it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ObservedTarget {
-    /// The qualified id.
-    pub id: String,
-    /// What it did.
-    pub status: TargetStatus,
-    /// The evidence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
 /// The payload of `test_observed`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TestObserved {
@@ -241,7 +229,7 @@ pub struct TestObserved {
     /// The runs.
     pub observations: Vec<Observation>,
     /// The targets' verdicts.
-    pub targets: Vec<ObservedTarget>,
+    pub targets: Vec<TargetVerdict>,
 }
 
 /// The payload of `cycle_skipped`.

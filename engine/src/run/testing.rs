@@ -9,7 +9,6 @@ use super::Engine;
 use super::Progress;
 use super::RunError;
 use super::RunEvent;
-use super::events::ObservedTarget;
 use super::events::TestObserved;
 use crate::config::Config;
 use crate::ledger::Ledger;
@@ -100,14 +99,7 @@ impl Engine {
             phase: None,
             leaf: leaf.map(str::to_string),
             observations: observations.clone(),
-            targets: targets
-                .iter()
-                .map(|t| ObservedTarget {
-                    id: t.id.clone(),
-                    status: t.status,
-                    detail: t.detail.clone(),
-                })
-                .collect(),
+            targets: targets.clone(),
         };
         let recorded_in_run = self.record_test(observed.clone())?;
         // A verifier judges in its own scratch worktree, where no run is active: its runs

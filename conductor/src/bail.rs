@@ -1,9 +1,10 @@
 //! Why a conductor run gave up, classified as a process or a system cause.
 
+use serde::Deserialize;
 use serde::Serialize;
 
 /// Who is to blame: the agents' process, or the system around them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BailClass {
     /// The agents could not do the work within the rules.
@@ -13,7 +14,7 @@ pub enum BailClass {
 }
 
 /// Every reason a run bails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BailCause {
     /// The verifier rejected a phase more often than the revise budget allows.
@@ -81,7 +82,7 @@ impl BailCause {
 }
 
 /// A bail record: what went wrong, where, and what a human should do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bail {
     /// The cause.
     pub cause: BailCause,

@@ -21,6 +21,13 @@ use crate::error::Cause;
 use crate::error::ConductError;
 use crate::error::Doing;
 use crate::error::Halt;
+use crate::events::BinaryAccepted;
+use crate::events::Completed;
+use crate::events::ConductStarted;
+use crate::events::ConductorEvent;
+use crate::events::OrphanLeafEnded;
+use crate::events::Resumed;
+use crate::events::Stopped;
 use crate::forge::LocalForge;
 use crate::journal::Journal;
 use crate::lock::WorktreeLock;
@@ -134,12 +141,10 @@ impl Conductor<'_> {
             return Ok(());
         }
         let mut recorded = None;
-        for (kind, payload) in self.journal.events()? {
-            match kind.as_str() {
-                "conduct_started" => {
-                    recorded = payload["binary_sha256"].as_str().map(str::to_string)
-                }
-                "conduct_binary_accepted" => recorded = payload["to"].as_str().map(str::to_string),
+        for event in self.journal.events()? {
+            match event {
+                ConductorEvent::ConductStarted(started) => recorded = Some(started.binary_sha256),
+                ConductorEvent::BinaryAccepted(accepted) => recorded = Some(accepted.to),
                 _ => {}
             }
         }
@@ -149,9 +154,12 @@ impl Conductor<'_> {
                 if !self.options.accept_new_binary {
                     return Err(Cause::BinaryChanged { recorded, now }.into());
                 }
-                let payload =
-                    json!({ "from": recorded, "to": now, "version": env!("CARGO_PKG_VERSION") });
-                self.journal.record("conduct_binary_accepted", payload)?;
+                self.journal
+                    .record(&ConductorEvent::BinaryAccepted(BinaryAccepted {
+                        from: recorded,
+                        to: now,
+                        version: env!("CARGO_PKG_VERSION").to_string(),
+                    }))?;
                 Ok(())
             }
             _ => Ok(()),
@@ -162,16 +170,23 @@ impl Conductor<'_> {
 /// The conduct run to resume in `work_tree` for issue `n`: the last one started there
 /// that did not complete.
 fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<String>, ConductError> {
-    let ledger = tdd_engine::ledger::Ledger::open(database)?;
-    let started = ledger.events_of_kind(None, "conduct_started")?;
-    let completed = ledger.events_of_kind(None, "conduct_completed")?;
-    let last = started.iter().rev().find(|e| {
-        e.payload["worktree"] == work_tree.display().to_string().as_str() && e.payload["issue"] == n
-    });
-    Ok(last
-        .and_then(|e| e.payload["conduct"].as_str())
-        .filter(|id| !completed.iter().any(|c| c.payload["conduct"] == *id))
-        .map(str::to_string))
+    let events = crate::journal::every_conduct(database)?;
+    let here = work_tree.display().to_string();
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|(conduct, event)| match event {
+            ConductorEvent::ConductStarted(s) if s.worktree == here && s.issue == n => {
+                Some(conduct)
+            }
+            _ => None,
+        });
+    let completed = |id: &String| {
+        events
+            .iter()
+            .any(|(c, e)| c == id && matches!(e, ConductorEvent::Completed(_)))
+    };
+    Ok(last.filter(|id| !completed(id)).cloned())
 }
 
 /// A provider chosen by name at run time.
@@ -362,8 +377,9 @@ impl<'p> Conductor<'p> {
                 if paused {
                     return Ok(Finish::Paused(summary));
                 }
-                self.journal
-                    .record("conduct_completed", json!({ "run_id": self.run_id }))?;
+                self.journal.record(&ConductorEvent::Completed(Completed {
+                    run_id: self.run_id.clone(),
+                }))?;
                 Ok(Finish::Completed(summary))
             }
             Err(Halt::Bail(bail)) => {
@@ -371,10 +387,10 @@ impl<'p> Conductor<'p> {
                 Ok(Finish::Bailed(self.summary(), bail))
             }
             Err(Halt::Stop(mode)) => {
-                self.journal.record(
-                    "conduct_stopped",
-                    json!({ "mode": mode, "run_id": self.run_id }),
-                )?;
+                self.journal.record(&ConductorEvent::Stopped(Stopped {
+                    mode: mode.clone(),
+                    run_id: self.run_id.clone(),
+                }))?;
                 self.publish_best_effort()?;
                 Ok(Finish::Stopped(self.summary(), mode))
             }
@@ -455,8 +471,9 @@ impl<'p> Conductor<'p> {
     fn prepare_branch(&mut self) -> Result<(), Halt> {
         let git = Git::new(&self.work_tree);
         if self.resumed {
-            self.journal
-                .record("conduct_resumed", json!({ "pid": std::process::id() }))?;
+            self.journal.record(&ConductorEvent::Resumed(Resumed {
+                pid: std::process::id(),
+            }))?;
             self.end_orphaned_leaves()?;
             // A kill inside the engine can leave HEAD one of its commits off the ledger.
             self.realign_head()?;
@@ -493,16 +510,17 @@ impl<'p> Conductor<'p> {
             }
         }
         if !self.resumed {
-            self.journal.record(
-                "conduct_started",
-                json!({
-                    "issue": self.issue.number(), "worktree": self.work_tree.display().to_string(),
-                    "branch": self.branch, "plan": self.plan_path,
-                    "issue_path": self.options.issue_path.display().to_string(),
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "binary_sha256": binary_sha256(&self.options.tdd_exe)?,
-                }),
-            )?;
+            let started = ConductStarted {
+                issue: self.issue.number(),
+                worktree: self.work_tree.display().to_string(),
+                branch: self.branch.clone(),
+                plan: self.plan_path.clone(),
+                issue_path: self.options.issue_path.display().to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                binary_sha256: binary_sha256(&self.options.tdd_exe)?,
+            };
+            self.journal
+                .record(&ConductorEvent::ConductStarted(started))?;
         }
         tdd_engine::failpoint::hit("conduct_branch");
         Ok(())
@@ -538,7 +556,9 @@ impl<'p> Conductor<'p> {
                         .while_doing("ending the leaves a killed conductor left running")
                 })?;
             self.journal
-                .record("orphan_leaf_ended", json!({ "supervisor_id": leaf.id }))?;
+                .record(&ConductorEvent::OrphanLeafEnded(OrphanLeafEnded {
+                    supervisor_id: leaf.id,
+                }))?;
         }
         Ok(())
     }

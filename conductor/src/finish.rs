@@ -8,6 +8,9 @@ use crate::conductor::Conductor;
 use crate::conductor::Summary;
 use crate::error::ConductError;
 use crate::error::Halt;
+use crate::events::Bailed;
+use crate::events::ConductorEvent;
+use crate::events::ForgeUnreachable;
 use crate::forge::Forge;
 
 impl Conductor<'_> {
@@ -59,14 +62,16 @@ impl Conductor<'_> {
         {
             return Err(err);
         }
-        self.journal.record(
-            "conduct_bailed",
-            json!({ "bail": bail, "run_id": self.run_id }),
-        )?;
+        self.journal.record(&ConductorEvent::Bailed(Bailed {
+            bail: bail.clone(),
+            run_id: self.run_id.clone(),
+        }))?;
         let body = crate::report::bail_comment(bail);
         if let Err(err) = self.forge.comment("bail", &body) {
             self.journal
-                .record("forge_unreachable", json!({ "error": err.to_string() }))?;
+                .record(&ConductorEvent::ForgeUnreachable(ForgeUnreachable {
+                    error: err.to_string(),
+                }))?;
         }
         // The PR is best effort here: the bail itself is recorded above.
         self.publish_best_effort()
@@ -90,9 +95,13 @@ impl Conductor<'_> {
         match self.publish() {
             Ok(()) => Ok(()),
             Err(Halt::Error(err)) => Err(err),
-            Err(Halt::Bail(bail)) => Ok(self
-                .journal
-                .record("forge_unreachable", json!({ "error": bail.detail }))?),
+            Err(Halt::Bail(bail)) => {
+                Ok(self
+                    .journal
+                    .record(&ConductorEvent::ForgeUnreachable(ForgeUnreachable {
+                        error: bail.detail,
+                    }))?)
+            }
             Err(Halt::Stop(_)) => Ok(()),
         }
     }

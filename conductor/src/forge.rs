@@ -4,9 +4,11 @@
 use std::path::Path;
 use std::path::PathBuf;
 
-use serde_json::json;
 use tdd_prompts::Issue;
 
+use crate::events::CommentPosted;
+use crate::events::ConductorEvent;
+use crate::events::PrOpened;
 use crate::issue::IssueError;
 use crate::journal::Journal;
 
@@ -98,8 +100,8 @@ impl LocalForge {
             issue.title(),
             issue.body()
         );
-        for posted in self.journal.of_kind("forge_comment_posted")? {
-            let id = posted["id"].as_str().unwrap_or_default();
+        for posted in self.journal.comments_posted()? {
+            let id = posted.id;
             let body = std::fs::read_to_string(self.dir.join("comments").join(format!("{id}.md")))
                 .unwrap_or_default();
             text.push_str(&format!("\n---\n<!-- comment {id} -->\n{body}\n"));
@@ -114,18 +116,18 @@ impl Forge for LocalForge {
     }
 
     fn comment(&self, key: &str, body: &str) -> Result<String, ForgeError> {
-        let posted = self.journal.of_kind("forge_comment_posted")?;
-        let known = posted.iter().find(|p| p["key"] == key);
-        let id = known.map_or_else(
-            || format!("c{}", posted.len() + 1),
-            |p| p["id"].as_str().unwrap_or_default().to_string(),
-        );
+        let posted = self.journal.comments_posted()?;
+        let known = posted.iter().find(|p| p.key == key);
+        let id = known.map_or_else(|| format!("c{}", posted.len() + 1), |p| p.id.clone());
         // Recorded once written: a comment that never reached the forge is not in the
         // thread, and a crash in between writes the same id again.
         self.write(&self.dir.join("comments").join(format!("{id}.md")), body)?;
         if known.is_none() {
             self.journal
-                .record("forge_comment_posted", json!({ "key": key, "id": id }))?;
+                .record(&ConductorEvent::CommentPosted(CommentPosted {
+                    key: key.to_string(),
+                    id: id.clone(),
+                }))?;
         }
         self.render_thread()?;
         Ok(id)
@@ -140,11 +142,11 @@ impl Forge for LocalForge {
         let text = format!("<!-- draft PR: {branch} -->\n# {title}\n\n{body}");
         self.write(&self.pr_path(), &text)?;
         // Recorded once written, like a comment.
-        if self.journal.of_kind("forge_pr_opened")?.is_empty() {
-            self.journal.record(
-                "forge_pr_opened",
-                json!({ "branch": branch, "path": self.pr_path() }),
-            )?;
+        if !self.journal.pr_opened()? {
+            self.journal.record(&ConductorEvent::PrOpened(PrOpened {
+                branch: branch.to_string(),
+                path: self.pr_path(),
+            }))?;
         }
         Ok(self.pr_path().display().to_string())
     }

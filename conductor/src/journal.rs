@@ -7,13 +7,36 @@
 use std::path::Path;
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde_json::Value;
+use tdd_engine::ledger::Event;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
+use tdd_engine::ledger::TypedEvent;
+use tdd_engine::run::RunEvent;
+
+use crate::events::CommentPosted;
+use crate::events::ConductorEvent;
+use crate::events::PhaseVerdict;
 
 /// Where a payload names its conduct run; events recorded before the journal filed
 /// them under the conduct id are found by it.
 const TAG: &str = "$.conduct";
+
+/// The conduct id every journal payload carries beside its own fields.
+#[derive(Debug, Deserialize)]
+struct Filed {
+    conduct: String,
+}
+
+/// `event` as a conductor event: `None` for another domain's, an error naming the event
+/// for an unknown kind or a payload that does not parse.
+fn decode(event: &Event) -> Result<Option<ConductorEvent>, LedgerError> {
+    Ok(tdd_engine::ledger::decode::<ConductorEvent>(
+        event,
+        RunEvent::KINDS,
+    )?)
+}
 
 /// Appends and reads one conduct run's events.
 #[derive(Debug, Clone)]
@@ -41,41 +64,105 @@ impl Journal {
         &self.database
     }
 
-    /// Appends `kind` with `payload` (an object) plus the conduct id.
-    pub fn record(&self, kind: &str, payload: Value) -> Result<(), LedgerError> {
-        let mut payload = match payload {
-            Value::Object(map) => Value::Object(map),
-            other => serde_json::json!({ "value": other }),
-        };
-        payload["conduct"] = Value::String(self.conduct.clone());
-        Ledger::open(&self.database)?.append(Some(&self.conduct), kind, &payload)?;
+    /// Appends `event`, filed under the conduct id, its payload carrying the id as
+    /// `conduct`.
+    pub fn record(&self, event: &ConductorEvent) -> Result<(), LedgerError> {
+        let mut payload = tdd_engine::ledger::encode(event)?;
+        if let Value::Object(map) = &mut payload {
+            map.insert("conduct".into(), Value::String(self.conduct.clone()));
+        }
+        Ledger::open(&self.database)?.append(Some(&self.conduct), event.kind(), &payload)?;
         Ok(())
     }
 
-    /// This run's events as `(kind, payload)`, oldest first.
-    pub fn events(&self) -> Result<Vec<(String, Value)>, LedgerError> {
+    /// This run's events, oldest first. An event of an unknown kind, or one whose
+    /// payload does not parse, is an error naming it: nothing is skipped.
+    pub fn events(&self) -> Result<Vec<ConductorEvent>, LedgerError> {
         let ledger = Ledger::open(&self.database)?;
-        Ok(ledger
-            .events_filed(&self.conduct, TAG, None)?
+        let mut events = Vec::new();
+        for event in ledger.events_filed(&self.conduct, TAG, None)? {
+            events.extend(decode(&event)?);
+        }
+        Ok(events)
+    }
+
+    /// The comments first written to the forge, oldest first.
+    pub fn comments_posted(&self) -> Result<Vec<CommentPosted>, LedgerError> {
+        Ok(self
+            .events()?
             .into_iter()
-            .map(|e| (e.kind, e.payload))
+            .filter_map(|e| match e {
+                ConductorEvent::CommentPosted(p) => Some(p),
+                _ => None,
+            })
             .collect())
     }
 
-    /// The payloads of this run's events of `kind`, oldest first.
-    pub fn of_kind(&self, kind: &str) -> Result<Vec<Value>, LedgerError> {
-        let ledger = Ledger::open(&self.database)?;
-        Ok(ledger
-            .events_filed(&self.conduct, TAG, Some(kind))?
+    /// Whether the draft PR was written to the forge.
+    pub fn pr_opened(&self) -> Result<bool, LedgerError> {
+        Ok(self
+            .events()?
+            .iter()
+            .any(|e| matches!(e, ConductorEvent::PrOpened(_))))
+    }
+
+    /// The engine run this conduct run started last, if any.
+    pub fn engine_run(&self) -> Result<Option<String>, LedgerError> {
+        Ok(self
+            .events()?
             .into_iter()
-            .map(|e| e.payload)
+            .filter_map(|e| match e {
+                ConductorEvent::RunStarted(p) => Some(p.run_id),
+                _ => None,
+            })
+            .next_back())
+    }
+
+    /// The blind verifiers' verdicts, oldest first.
+    pub fn verdicts(&self) -> Result<Vec<PhaseVerdict>, LedgerError> {
+        Ok(self
+            .events()?
+            .into_iter()
+            .filter_map(|e| match e {
+                ConductorEvent::PhaseVerdict(p) => Some(p),
+                _ => None,
+            })
             .collect())
     }
+}
+
+/// Every conductor event in the ledger at `database`, of every conduct run, oldest
+/// first, each with its conduct id; read as strictly as [`Journal::events`].
+pub fn every_conduct(database: &Path) -> Result<Vec<(String, ConductorEvent)>, LedgerError> {
+    let ledger = Ledger::open(database)?;
+    let mut events = Vec::new();
+    for event in ledger.events_of_kinds(None, ConductorEvent::KINDS)? {
+        let Some(typed) = decode(&event)? else {
+            continue;
+        };
+        let filed = Filed::deserialize(&event.payload).map_err(|source| {
+            tdd_engine::ledger::EventError::Payload {
+                id: event.id,
+                kind: event.kind.clone(),
+                source,
+            }
+        })?;
+        events.push((filed.conduct, typed));
+    }
+    Ok(events)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::StepReset;
+
+    fn posted(key: &str, id: &str) -> ConductorEvent {
+        ConductorEvent::CommentPosted(CommentPosted {
+            key: key.into(),
+            id: id.into(),
+        })
+    }
 
     #[test]
     fn events_recorded_before_filing_are_read_with_the_filed_ones_in_order() {
@@ -84,28 +171,130 @@ mod tests {
         let journal = Journal::new(&database, "conduct-a");
         {
             let mut ledger = Ledger::open(&database).expect("ledger");
-            let legacy = serde_json::json!({ "conduct": "conduct-a", "step": 1 });
+            let legacy = serde_json::json!({ "conduct": "conduct-a", "key": "step-1", "id": "c1" });
             ledger
-                .append(None, "conduct_started", &legacy)
+                .append(None, "forge_comment_posted", &legacy)
                 .expect("append");
-            let other = serde_json::json!({ "conduct": "conduct-b" });
+            let other = serde_json::json!({ "conduct": "conduct-b", "key": "bail", "id": "c1" });
             ledger
-                .append(None, "conduct_started", &other)
+                .append(None, "forge_comment_posted", &other)
                 .expect("append");
         }
-        journal
-            .record("conduct_phase", serde_json::json!({ "step": 1 }))
-            .expect("record");
-        let kinds: Vec<String> = journal
-            .events()
-            .expect("events")
+        journal.record(&posted("step-2", "c2")).expect("record");
+        let events = journal.events().expect("events");
+        let kinds: Vec<&str> = events.iter().map(TypedEvent::kind).collect();
+        assert_eq!(kinds, ["forge_comment_posted", "forge_comment_posted"]);
+        let ids: Vec<String> = journal
+            .comments_posted()
+            .expect("comments")
             .into_iter()
-            .map(|(k, _)| k)
+            .map(|c| c.id)
             .collect();
-        assert_eq!(kinds, ["conduct_started", "conduct_phase"]);
+        assert_eq!(ids, ["c1", "c2"]);
+        let every: Vec<String> = every_conduct(&database)
+            .expect("every conduct")
+            .into_iter()
+            .map(|(conduct, _)| conduct)
+            .collect();
+        assert_eq!(every, ["conduct-a", "conduct-b", "conduct-a"]);
+    }
+
+    /// The payload on disk is the payload type's fields plus the conduct id, filed
+    /// under the conduct id: what the previous release wrote.
+    #[test]
+    fn a_recorded_event_is_stored_as_its_fields_and_the_conduct_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("ledger.db");
+        let journal = Journal::new(&database, "conduct-a");
+        journal
+            .record(&ConductorEvent::StepReset(StepReset { step: 3 }))
+            .expect("record");
+        let stored = Ledger::open(&database)
+            .expect("ledger")
+            .events(None)
+            .expect("events");
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].kind, "step_reset");
+        assert_eq!(stored[0].run_id.as_deref(), Some("conduct-a"));
         assert_eq!(
-            journal.of_kind("conduct_started").expect("of kind").len(),
-            1
+            stored[0].payload,
+            serde_json::json!({ "conduct": "conduct-a", "step": 3 })
         );
+    }
+
+    /// An unknown kind or an unreadable payload filed under the conduct run is an
+    /// error naming the event, never skipped.
+    #[test]
+    fn an_unknown_kind_or_a_bad_payload_is_an_error_naming_the_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("ledger.db");
+        let journal = Journal::new(&database, "conduct-a");
+        journal.record(&posted("step-1", "c1")).expect("record");
+        let bad = serde_json::json!({ "conduct": "conduct-a", "step": "three" });
+        Ledger::open(&database)
+            .expect("ledger")
+            .append(Some("conduct-a"), "step_reset", &bad)
+            .expect("append");
+        let err = journal.events().expect_err("a bad payload");
+        assert!(err.to_string().contains("event 2 (`step_reset`)"), "{err}");
+        assert!(every_conduct(&database).is_err());
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("ledger.db");
+        let journal = Journal::new(&database, "conduct-a");
+        let odd = serde_json::json!({ "conduct": "conduct-a" });
+        Ledger::open(&database)
+            .expect("ledger")
+            .append(Some("conduct-a"), "conduct_paused", &odd)
+            .expect("append");
+        let err = journal.events().expect_err("an unknown kind");
+        assert!(
+            err.to_string()
+                .contains("event 1 has the unknown kind `conduct_paused`"),
+            "{err}"
+        );
+    }
+
+    /// A ledger the last release wrote (the demo, conducted to the end): every
+    /// conductor event reads as its type, the run's story reads back from them, and
+    /// each is written again exactly as it was stored.
+    #[test]
+    fn a_ledger_written_by_the_last_release_reads_as_conductor_events() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("ledger.sqlite3");
+        std::fs::copy(&fixture, &database).expect("copy the fixture");
+        let every = every_conduct(&database).expect("reads");
+        assert_eq!(every.len(), 30);
+        let conduct = every[0].0.clone();
+        assert!(every.iter().all(|(c, _)| *c == conduct));
+        let journal = Journal::new(&database, &conduct);
+        let events = journal.events().expect("reads as its type");
+        assert_eq!(events.len(), 30);
+        let count = |kind: &str| events.iter().filter(|e| e.kind() == kind).count();
+        assert_eq!(count("conduct_phase"), 9);
+        assert_eq!(count("phase_verdict"), 10);
+        assert_eq!(count("conduct_step_done"), 3);
+        let ConductorEvent::ConductStarted(started) = &events[0] else {
+            panic!("the run starts with conduct_started: {:?}", events[0]);
+        };
+        assert_eq!(started.issue, 1);
+        assert_eq!(started.version, "0.1.0");
+        assert_eq!(journal.verdicts().expect("verdicts")[0].round, 0);
+        assert!(journal.pr_opened().expect("pr"));
+        assert_eq!(
+            journal.engine_run().expect("run").as_deref(),
+            Some("run-20261130T165616-43f7e6")
+        );
+        let stored = Ledger::open(&database)
+            .expect("ledger")
+            .events_filed(&conduct, TAG, None)
+            .expect("events");
+        for (event, typed) in stored.iter().zip(&events) {
+            let mut payload = tdd_engine::ledger::encode(typed).expect("encodes");
+            payload["conduct"] = Value::String(conduct.clone());
+            assert_eq!(payload, event.payload, "event {}", event.id);
+        }
     }
 }

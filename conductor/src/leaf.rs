@@ -14,6 +14,8 @@ use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::Doing;
 use crate::error::Halt;
+use crate::events::ConductorEvent;
+use crate::events::LeafRetried;
 use crate::lock::Position;
 
 /// Which provider runs the leaf.
@@ -108,10 +110,13 @@ impl Conductor<'_> {
                 ExitClass::Stopped => return Err(Halt::Stop("now".into())),
                 ExitClass::KillStuck { .. } if stuck < self.config.conductor.stuck_retries => {
                     stuck += 1;
-                    self.journal.record(
-                        "leaf_retried",
-                        json!({ "leaf": response.leaf_id, "step": step, "phase": phase, "retry": stuck }),
-                    )?;
+                    self.journal
+                        .record(&ConductorEvent::LeafRetried(LeafRetried {
+                            leaf: response.leaf_id.clone(),
+                            step,
+                            phase: phase.to_string(),
+                            retry: stuck,
+                        }))?;
                 }
                 class => return Err(self.leaf_bail(class, &response, step, phase).into()),
             }

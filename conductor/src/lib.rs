@@ -5,6 +5,7 @@
 pub mod bail;
 pub mod conductor;
 pub mod error;
+pub mod events;
 mod finish;
 pub mod forge;
 pub mod issue;
@@ -27,6 +28,7 @@ pub use conductor::Options;
 pub use conductor::Summary;
 pub use error::Cause;
 pub use error::ConductError;
+pub use events::ConductorEvent;
 pub use forge::Forge;
 pub use forge::LocalForge;
 pub use lock::Position;

@@ -16,6 +16,12 @@ use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::Halt;
+use crate::events::ConductorEvent;
+use crate::events::EngineRun;
+use crate::events::HeadRealigned;
+use crate::events::PhaseReset;
+use crate::events::PlanInvalid;
+use crate::events::StepReset;
 
 /// The steps of a plan file's checklist and whether each is ticked, in order.
 pub fn ticks(text: &str) -> Vec<(u32, bool)> {
@@ -101,7 +107,10 @@ impl Conductor<'_> {
                 Ok((plan, text)) => return self.commit_plan(&plan, &text),
                 Err(why) => {
                     self.journal
-                        .record("plan_invalid", json!({ "attempt": attempt, "errors": why }))?;
+                        .record(&ConductorEvent::PlanInvalid(PlanInvalid {
+                            attempt,
+                            errors: why.clone(),
+                        }))?;
                     self.progress.event(
                         "plan_invalid",
                         json!({ "attempt": attempt, "errors": why }),
@@ -222,18 +231,17 @@ impl Conductor<'_> {
             self.run_id = Some(state.run_id);
             return Ok(());
         }
-        let started = self.journal.of_kind("conduct_run_started")?;
-        if let Some(done) = started.last().and_then(|s| s["run_id"].as_str()) {
+        if let Some(done) = self.journal.engine_run()? {
             // The engine run of this conduct run is over: every step closed, or it was
             // abandoned at a red baseline (the engine's record says which, even when
             // the conductor was killed before noting it), and then a new one starts.
             let events =
-                tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(done))?;
+                tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&done))?;
             let abandoned = tdd_engine::run::RunState::project(&events)
                 .map_err(tdd_engine::ledger::LedgerError::from)?
                 .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
             if !abandoned {
-                self.run_id = Some(done.to_string());
+                self.run_id = Some(done);
                 return Ok(());
             }
         }
@@ -241,8 +249,9 @@ impl Conductor<'_> {
             .engine
             .start(Path::new(&self.plan_path), self.progress)?;
         self.run_id = Some(started.run_id.clone());
-        self.journal
-            .record("conduct_run_started", json!({ "run_id": started.run_id }))?;
+        self.journal.record(&ConductorEvent::RunStarted(EngineRun {
+            run_id: started.run_id.clone(),
+        }))?;
         tdd_engine::failpoint::hit("conduct_run_started");
         let red: Vec<String> = started
             .baselines
@@ -252,7 +261,9 @@ impl Conductor<'_> {
         if !red.is_empty() {
             self.engine.abandon("baseline_red")?;
             self.journal
-                .record("conduct_run_abandoned", json!({ "run_id": started.run_id }))?;
+                .record(&ConductorEvent::RunAbandoned(EngineRun {
+                    run_id: started.run_id.clone(),
+                }))?;
             return Err(Bail::new(
                 BailCause::BaselineRed,
                 format!(
@@ -304,12 +315,11 @@ impl Conductor<'_> {
     pub(crate) fn realign_head(&mut self) -> Result<(), Halt> {
         // The engine run of this conduct run, active or completed (a killed undo of the
         // last REFACTOR finds the run completed in the ledger).
-        let started = self.journal.of_kind("conduct_run_started")?;
-        let Some(run_id) = started.last().and_then(|s| s["run_id"].as_str()) else {
+        let Some(run_id) = self.journal.engine_run()? else {
             return Ok(());
         };
         let events =
-            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(run_id))?;
+            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
         let Some(state) = tdd_engine::run::RunState::project(&events)
             .map_err(tdd_engine::ledger::LedgerError::from)?
             .filter(|s| s.status != tdd_engine::run::RunStatus::Abandoned)
@@ -351,10 +361,12 @@ impl Conductor<'_> {
             return Ok(());
         }
         git.output(["reset", "-q", &expected])?;
-        self.journal.record(
-            "head_realigned",
-            json!({ "from": head, "to": expected, "ahead": ahead }),
-        )?;
+        self.journal
+            .record(&ConductorEvent::HeadRealigned(HeadRealigned {
+                from: head,
+                to: expected,
+                ahead,
+            }))?;
         Ok(())
     }
 
@@ -371,10 +383,11 @@ impl Conductor<'_> {
         if !cycle.history.is_empty() {
             self.engine.rollback(false)?;
         }
-        self.journal.record(
-            "phase_reset",
-            json!({ "step": cycle.n, "phase": cycle.phase.trailer() }),
-        )?;
+        self.journal
+            .record(&ConductorEvent::PhaseReset(PhaseReset {
+                step: cycle.n,
+                phase: cycle.phase.trailer().to_string(),
+            }))?;
         Ok(())
     }
 
@@ -399,8 +412,9 @@ impl Conductor<'_> {
         if depth == 1 {
             self.engine.rollback(false)?;
         }
-        self.journal
-            .record("step_reset", json!({ "step": state.cycles[index].n }))?;
+        self.journal.record(&ConductorEvent::StepReset(StepReset {
+            step: state.cycles[index].n,
+        }))?;
         Ok(())
     }
 }

@@ -3,56 +3,55 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
+use tdd_engine::ledger::TypedEvent;
+use tdd_engine::run::RunEvent;
 
 use crate::bail::Bail;
 use crate::conductor::Conductor;
+use crate::events::ConductorEvent;
+use crate::events::PhaseRecord;
+use crate::events::PhaseVerdict;
+use crate::events::StepDone;
 
 /// One step's record, as the ledger tells it (entries of a reset attempt dropped).
 #[derive(Debug, Default)]
 struct StepRecord {
-    phases: Vec<Value>,
-    verdicts: Vec<Value>,
-    done: Option<Value>,
+    phases: Vec<PhaseRecord>,
+    verdicts: Vec<PhaseVerdict>,
+    done: Option<StepDone>,
 }
 
-fn steps(events: &[(String, Value)]) -> BTreeMap<u64, StepRecord> {
+fn steps(events: &[ConductorEvent]) -> BTreeMap<u64, StepRecord> {
     let mut steps: BTreeMap<u64, StepRecord> = BTreeMap::new();
-    for (kind, p) in events {
-        let Some(n) = p["step"].as_u64() else {
+    for event in events {
+        let Some(n) = event.step() else {
             continue;
         };
-        let entry = steps.entry(n).or_default();
-        match kind.as_str() {
-            "step_reset" => *entry = StepRecord::default(),
-            "conduct_phase" => entry.phases.push(p.clone()),
-            "phase_verdict" => entry.verdicts.push(p.clone()),
-            "conduct_step_done" => entry.done = Some(p.clone()),
+        let entry = steps.entry(u64::from(n)).or_default();
+        match event {
+            ConductorEvent::StepReset(_) => *entry = StepRecord::default(),
+            ConductorEvent::PhaseAccepted(p) => entry.phases.push(p.clone()),
+            ConductorEvent::PhaseVerdict(v) => entry.verdicts.push(v.clone()),
+            ConductorEvent::StepDone(d) => entry.done = Some(d.clone()),
             _ => {}
         }
     }
     steps
 }
 
-fn short(sha: &Value) -> String {
-    sha.as_str().unwrap_or("-").chars().take(10).collect()
+fn short(sha: &str) -> String {
+    sha.chars().take(10).collect()
 }
 
-fn secs(ms: &Value) -> String {
-    format!("{:.1} s", ms.as_f64().unwrap_or(0.0) / 1000.0)
-}
-
-fn list(v: &Value) -> String {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
+fn secs(ms: u64) -> String {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a duration in ms fits an f64's mantissa"
+    )]
+    let ms = ms as f64;
+    format!("{:.1} s", ms / 1000.0)
 }
 
 fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
@@ -61,23 +60,23 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
     for p in &record.phases {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | ${:.4} |\n",
-            p["phase"].as_str().unwrap_or("?").to_uppercase(),
-            short(&p["commit"]),
-            p["revisions"],
-            secs(&p["leaf_ms"]),
-            secs(&p["engine_ms"]),
-            p["cost_usd"].as_f64().unwrap_or(0.0)
+            p.phase.to_uppercase(),
+            short(&p.commit),
+            p.revisions,
+            secs(p.leaf_ms),
+            secs(p.engine_ms),
+            p.cost_usd
         ));
     }
     out.push_str("\nVerifier verdicts:\n\n");
     for v in &record.verdicts {
-        let findings = list(&v["findings"]);
+        let findings = v.findings.join(", ");
         out.push_str(&format!(
             "- {} {} (commit {}): {}{}\n",
-            v["phase"].as_str().unwrap_or("?").to_uppercase(),
-            v["decision"].as_str().unwrap_or("?").to_uppercase(),
-            short(&v["commit"]),
-            v["reason"].as_str().unwrap_or_default(),
+            v.phase.to_uppercase(),
+            decision_word(v),
+            short(&v.commit),
+            v.reason,
             if findings.is_empty() {
                 String::new()
             } else {
@@ -85,10 +84,32 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
             }
         ));
     }
+    render_integrity(out, &record.phases);
+    if let Some(done) = &record.done {
+        out.push_str(&format!(
+            "\nStep time {}: leaves {}, engine {}, conductor {}.\n",
+            secs(done.total_ms),
+            secs(done.leaf_ms),
+            secs(done.engine_ms),
+            secs(done.overhead_ms)
+        ));
+    }
+}
+
+/// `ACCEPT` or `REJECT`.
+fn decision_word(verdict: &PhaseVerdict) -> &'static str {
+    match verdict.decision {
+        tdd_leaves::Decision::Accept => "ACCEPT",
+        tdd_leaves::Decision::Reject => "REJECT",
+    }
+}
+
+/// The "Integrity events" of a step's accepted phases, when there are any.
+fn render_integrity(out: &mut String, phases: &[PhaseRecord]) {
     let mut integrity = Vec::new();
-    for p in &record.phases {
-        let phase = p["phase"].as_str().unwrap_or("?").to_uppercase();
-        let reverted = list(&p["reverted"]);
+    for p in phases {
+        let phase = p.phase.to_uppercase();
+        let reverted = p.reverted.join(", ");
         if !reverted.is_empty() {
             let what = if phase == "RED" {
                 "implementation during RED"
@@ -97,13 +118,13 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
             };
             integrity.push(format!("- {phase}: {what}: the engine reverted {reverted}"));
         }
-        let undeclared = list(&p["undeclared"]);
+        let undeclared = p.undeclared.join(", ");
         if !undeclared.is_empty() {
             integrity.push(format!(
                 "- {phase}: undeclared files left uncommitted: {undeclared}"
             ));
         }
-        if p["red_first_violation"] == true {
+        if p.red_first_violation {
             integrity.push(format!("- {phase}: the target passed on arrival"));
         }
     }
@@ -112,50 +133,43 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
         out.push_str(&integrity.join("\n"));
         out.push('\n');
     }
-    if let Some(done) = &record.done {
-        out.push_str(&format!(
-            "\nStep time {}: leaves {}, engine {}, conductor {}.\n",
-            secs(&done["total_ms"]),
-            secs(&done["leaf_ms"]),
-            secs(&done["engine_ms"]),
-            secs(&done["overhead_ms"])
-        ));
+}
+
+/// The engine run's own events, read as the engine's type.
+fn run_events(c: &Conductor<'_>) -> Result<Vec<RunEvent>, LedgerError> {
+    let Some(run_id) = c.run_id.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let mut events = Vec::new();
+    for event in Ledger::open(c.journal.database())?.events(Some(run_id))? {
+        events.extend(tdd_engine::ledger::decode::<RunEvent>(
+            &event,
+            RunEvent::KINDS,
+        )?);
     }
+    Ok(events)
 }
 
 /// The "Baseline" line of the PR body: the failures the engine run accepted at baseline
 /// because `known_failures` declares them, and the entries that matched no failure.
 /// `None` when the baseline was plain green with nothing declared.
-fn baseline_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
-    let Some(run_id) = c.run_id.as_deref() else {
-        return Ok(None);
-    };
-    let captured =
-        Ledger::open(c.journal.database())?.events_of_kind(Some(run_id), "baseline_captured")?;
+fn baseline_line(run: &[RunEvent]) -> Option<String> {
     let mut declared = Vec::new();
     let mut unmatched = Vec::new();
-    for event in &captured {
-        let project = event.payload["project"].as_str().unwrap_or("?");
-        let ids = |key: &str| -> Vec<String> {
-            event.payload[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
+    for event in run {
+        let RunEvent::BaselineCaptured(captured) = event else {
+            continue;
         };
-        declared.extend(ids("declared").into_iter().map(|id| format!("`{id}`")));
+        declared.extend(captured.declared.iter().map(|id| format!("`{id}`")));
         unmatched.extend(
-            ids("unmatched_known_failures")
-                .into_iter()
-                .map(|entry| format!("`{entry}` ({project})")),
+            captured
+                .unmatched_known_failures
+                .iter()
+                .map(|entry| format!("`{entry}` ({})", captured.project)),
         );
     }
     if declared.is_empty() && unmatched.is_empty() {
-        return Ok(None);
+        return None;
     }
     let mut line = match declared.len() {
         0 => "**Baseline:** green.".to_string(),
@@ -171,23 +185,17 @@ fn baseline_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
             unmatched.join(", ")
         ));
     }
-    Ok(Some(line))
+    Some(line)
 }
 
 /// The steps skipped by hand in the engine run (`tdd cycle skip`), with their reasons.
-fn skipped_steps(c: &Conductor<'_>) -> Result<BTreeMap<u64, String>, LedgerError> {
-    let Some(run_id) = c.run_id.as_deref() else {
-        return Ok(BTreeMap::new());
-    };
-    let ledger = tdd_engine::ledger::Ledger::open(&c.location.database)?;
-    Ok(ledger
-        .events_of_kind(Some(run_id), "cycle_skipped")?
-        .into_iter()
-        .filter_map(|e| {
-            let n = e.payload["n"].as_u64()?;
-            Some((n, e.payload["reason"].as_str().unwrap_or("-").to_string()))
+fn skipped_steps(run: &[RunEvent]) -> BTreeMap<u64, String> {
+    run.iter()
+        .filter_map(|e| match e {
+            RunEvent::CycleSkipped(skipped) => Some((u64::from(skipped.n), skipped.reason.clone())),
+            _ => None,
         })
-        .collect())
+        .collect()
 }
 
 /// The draft PR body.
@@ -203,11 +211,12 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
         c.issue.body(),
         checklist.join("\n")
     );
-    if let Some(line) = baseline_line(c)? {
+    let run = run_events(c)?;
+    if let Some(line) = baseline_line(&run) {
         out.push_str(&format!("\n{line}\n"));
     }
     let records = steps(&events);
-    let skipped = skipped_steps(c)?;
+    let skipped = skipped_steps(&run);
     for line in &checklist {
         let Some((n, title)) = line
             .get(6..)
@@ -234,13 +243,13 @@ pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
 
 /// Bails and stops that a resume got past, one line each; the run's bail in full
 /// while no resume has followed it.
-fn render_interruptions(out: &mut String, events: &[(String, Value)]) {
+fn render_interruptions(out: &mut String, events: &[ConductorEvent]) {
     let mut earlier = Vec::new();
-    let mut open: Option<&(String, Value)> = None;
+    let mut open: Option<&ConductorEvent> = None;
     for event in events {
-        match event.0.as_str() {
-            "conduct_bailed" | "conduct_stopped" => open = Some(event),
-            "conduct_resumed" => earlier.extend(open.take().map(interruption)),
+        match event {
+            ConductorEvent::Bailed(_) | ConductorEvent::Stopped(_) => open = Some(event),
+            ConductorEvent::Resumed(_) => earlier.extend(open.take().and_then(interruption)),
             _ => {}
         }
     }
@@ -249,30 +258,33 @@ fn render_interruptions(out: &mut String, events: &[(String, Value)]) {
         out.push_str(&earlier.join("\n"));
         out.push('\n');
     }
-    if let Some((_, bail)) = open.filter(|(k, _)| k == "conduct_bailed") {
-        out.push_str(&format!(
-            "\n## Bailed\n\n```json\n{}\n```\n",
-            serde_json::to_string_pretty(&bail["bail"]).unwrap_or_default()
-        ));
+    if let Some(ConductorEvent::Bailed(bailed)) = open {
+        // Through a JSON value, so the keys come out sorted as the ledger stores them.
+        let bail = serde_json::to_value(&bailed.bail)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .unwrap_or_default();
+        out.push_str(&format!("\n## Bailed\n\n```json\n{bail}\n```\n"));
     }
 }
 
 /// One line for a bail or a stop.
-fn interruption((kind, p): &(String, Value)) -> String {
-    if kind == "conduct_bailed" {
-        let at = match (p["bail"]["step"].as_u64(), p["bail"]["phase"].as_str()) {
-            (Some(step), Some(phase)) => format!(" at step {step} {phase}"),
-            (Some(step), None) => format!(" at step {step}"),
-            _ => String::new(),
-        };
-        let detail = p["bail"]["detail"].as_str().unwrap_or_default();
-        format!(
-            "- bailed `{}`{at}: {}",
-            p["bail"]["cause"].as_str().unwrap_or("?"),
-            detail.lines().collect::<Vec<_>>().join(" ")
-        )
-    } else {
-        format!("- stopped ({})", p["mode"].as_str().unwrap_or("?"))
+fn interruption(event: &ConductorEvent) -> Option<String> {
+    match event {
+        ConductorEvent::Bailed(bailed) => {
+            let bail = &bailed.bail;
+            let at = match (bail.step, bail.phase.as_deref()) {
+                (Some(step), Some(phase)) => format!(" at step {step} {phase}"),
+                (Some(step), None) => format!(" at step {step}"),
+                _ => String::new(),
+            };
+            Some(format!(
+                "- bailed `{}`{at}: {}",
+                bail.cause.as_str(),
+                bail.detail.lines().collect::<Vec<_>>().join(" ")
+            ))
+        }
+        ConductorEvent::Stopped(stopped) => Some(format!("- stopped ({})", stopped.mode)),
+        _ => None,
     }
 }
 

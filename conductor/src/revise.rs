@@ -2,7 +2,6 @@
 //! to the next developer leaf; where a phase stands is read back from the journal, so
 //! a resumed conductor continues exactly there.
 
-use serde_json::json;
 use tdd_engine::git::Git;
 use tdd_engine::plan::PlannedCycle;
 use tdd_engine::run::Phase;
@@ -13,7 +12,10 @@ use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::error::Halt;
-use crate::step::PhaseRecord;
+use crate::events::ConductorEvent;
+use crate::events::PhaseRecord;
+use crate::events::PhaseUndone;
+use crate::events::PhaseVerdict;
 use crate::step::Timing;
 use crate::step::ms;
 
@@ -31,16 +33,10 @@ pub(crate) struct Resume {
     pub(crate) refusals: u32,
 }
 
-/// The findings a REJECT verdict payload hands to the revise leaf: its findings, else
-/// its reason.
-fn findings_of(verdict: &serde_json::Value) -> Vec<String> {
-    let findings: Vec<String> = verdict["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.as_str().map(str::to_string))
-        .collect();
-    answerable(verdict["reason"].as_str().unwrap_or_default(), &findings)
+/// The findings a recorded REJECT hands to the revise leaf: its findings, else its
+/// reason.
+fn findings_of(verdict: &PhaseVerdict) -> Vec<String> {
+    answerable(&verdict.reason, &verdict.findings)
 }
 
 /// The phase whose commits carry `name` (`red`, `green`, `refactor`).
@@ -103,10 +99,10 @@ impl Conductor<'_> {
         let Some((index, name, commit)) = last_phase_commit(&state) else {
             return Ok(());
         };
-        let n = u64::from(state.cycles[index].n);
+        let n = state.cycles[index].n;
         let (mut accepted, mut verdict) = (false, None);
-        for (kind, p) in self.journal.events()? {
-            if p["step"] != n {
+        for event in self.journal.events()? {
+            if event.step() != Some(n) {
                 continue;
             }
             // A commit's sha does not make it the one judged before: a revise (or a
@@ -114,17 +110,14 @@ impl Conductor<'_> {
             // same second makes the same sha again. A verdict or acceptance counts only
             // until that commit was undone or its step reset; after that, the commit at
             // HEAD is new work and is judged afresh.
-            if kind == "step_reset" {
-                (accepted, verdict) = (false, None);
-                continue;
-            }
-            if p["phase"] != name || p["commit"] != commit.as_str() {
-                continue;
-            }
-            match kind.as_str() {
-                "conduct_phase" => accepted = true,
-                "phase_verdict" => verdict = Some(p),
-                "phase_undone" => (accepted, verdict) = (false, None),
+            let this = |phase: &str, judged: &str| phase == name && judged == commit;
+            match event {
+                ConductorEvent::StepReset(_) => (accepted, verdict) = (false, None),
+                ConductorEvent::PhaseAccepted(p) if this(&p.phase, &p.commit) => accepted = true,
+                ConductorEvent::PhaseVerdict(p) if this(&p.phase, &p.commit) => verdict = Some(p),
+                ConductorEvent::PhaseUndone(p) if this(&p.phase, &p.commit) => {
+                    (accepted, verdict) = (false, None)
+                }
                 _ => {}
             }
         }
@@ -142,17 +135,16 @@ impl Conductor<'_> {
         planned: &PlannedCycle,
         phase: Phase,
         commit: &str,
-        recorded: Option<serde_json::Value>,
+        recorded: Option<PhaseVerdict>,
     ) -> Result<(), Halt> {
         let name = phase.trailer();
         let mut timing = Timing::default();
         let revisions = self.resume_point(planned.n, name)?.revisions;
         let decision = match recorded {
-            Some(p) => (
-                p["decision"] == "accept",
-                p["reason"].as_str().unwrap_or_default().to_string(),
-                findings_of(&p),
-            ),
+            Some(p) => {
+                let findings = findings_of(&p);
+                (p.decision == Decision::Accept, p.reason, findings)
+            }
             None => {
                 let base = Git::new(&self.work_tree).text(["rev-parse", &format!("{commit}^")])?;
                 let v = self.judge(planned, phase, commit, &base, revisions, &mut timing)?;
@@ -166,16 +158,16 @@ impl Conductor<'_> {
             self.reject(planned, phase, &reason, &findings, rounds)?;
             return Ok(());
         }
-        self.record_phase(&PhaseRecord {
+        self.record_phase(PhaseRecord {
             step: planned.n,
-            phase: name,
-            commit,
+            phase: name.to_string(),
+            commit: commit.to_string(),
             revisions,
             leaf_ms: ms(timing.leaf),
             engine_ms: 0,
             cost_usd: 0.0,
-            reverted: &[],
-            undeclared: &[],
+            reverted: Vec::new(),
+            undeclared: Vec::new(),
             red_first_violation: false,
         })?;
         if phase == Phase::AwaitingRefactor {
@@ -203,9 +195,9 @@ impl Conductor<'_> {
         // those of earlier invocations: a resume does not refill the budget.
         let rejects = self
             .journal
-            .of_kind("phase_verdict")?
+            .verdicts()?
             .iter()
-            .filter(|v| v["step"] == n && v["phase"] == name && v["decision"] == "reject")
+            .filter(|v| v.step == n && v.phase == name && v.decision == Decision::Reject)
             .count();
         let budget = self.config.conductor.revise_budget;
         if rejects > usize::try_from(budget).unwrap_or(usize::MAX) {
@@ -230,10 +222,12 @@ impl Conductor<'_> {
         } else {
             self.engine.rollback(true)?;
         }
-        self.journal.record(
-            "phase_undone",
-            json!({ "step": n, "phase": phase.trailer(), "commit": commit }),
-        )?;
+        self.journal
+            .record(&ConductorEvent::PhaseUndone(PhaseUndone {
+                step: n,
+                phase: phase.trailer().to_string(),
+                commit: commit.to_string(),
+            }))?;
         Ok(())
     }
 
@@ -248,12 +242,12 @@ impl Conductor<'_> {
             findings: Vec::new(),
             refusals: 0,
         };
-        for (kind, p) in self.journal.events()? {
-            if p["step"] != n {
+        for event in self.journal.events()? {
+            if event.step() != Some(n) {
                 continue;
             }
-            match kind.as_str() {
-                "step_reset" => {
+            match event {
+                ConductorEvent::StepReset(_) => {
                     point = Resume {
                         attempt: 1,
                         revisions: 0,
@@ -261,16 +255,19 @@ impl Conductor<'_> {
                         refusals: 0,
                     }
                 }
-                "gate_refused" if p["phase"] == name => {
+                ConductorEvent::GateRefused(p) if p.phase == name => {
                     point.attempt += 1;
                     point.refusals += 1;
                 }
-                "phase_verdict" if p["phase"] == name && p["decision"] == "reject" => {
+                ConductorEvent::PhaseVerdict(p)
+                    if p.phase == name && p.decision == Decision::Reject =>
+                {
                     point.attempt += 1;
                     point.revisions += 1;
                     point.findings = findings_of(&p);
                 }
-                "phase_verdict" | "conduct_phase" if p["phase"] == name => point.findings.clear(),
+                ConductorEvent::PhaseVerdict(p) if p.phase == name => point.findings.clear(),
+                ConductorEvent::PhaseAccepted(p) if p.phase == name => point.findings.clear(),
                 _ => {}
             }
         }

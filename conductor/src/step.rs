@@ -24,36 +24,15 @@ use crate::conductor::Conductor;
 use crate::error::ConductError;
 use crate::error::Doing;
 use crate::error::Halt;
+use crate::events::ConductorEvent;
+use crate::events::GateRefused;
+use crate::events::PhaseRecord;
+use crate::events::StepDone;
 use crate::leaf::Who;
 use crate::revise::Resume;
 
 /// Refused advances of one phase tolerated before `gate_refused_repeatedly`.
 const MAX_REFUSALS: u32 = 2;
-
-/// The `conduct_phase` record of an accepted phase, the one schema the reports read.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct PhaseRecord<'a> {
-    /// The step.
-    pub(crate) step: u32,
-    /// `red`, `green` or `refactor`.
-    pub(crate) phase: &'a str,
-    /// The accepted commit.
-    pub(crate) commit: &'a str,
-    /// Revise rounds it took.
-    pub(crate) revisions: u32,
-    /// Time in leaves.
-    pub(crate) leaf_ms: u64,
-    /// Time in the engine.
-    pub(crate) engine_ms: u64,
-    /// What the leaves reported spending.
-    pub(crate) cost_usd: f64,
-    /// Locked files the engine reverted.
-    pub(crate) reverted: &'a [String],
-    /// Files changed outside the cycle's declaration, left uncommitted.
-    pub(crate) undeclared: &'a [String],
-    /// The target passed on arrival.
-    pub(crate) red_first_violation: bool,
-}
 
 /// Where a step's time went.
 #[derive(Debug, Default, Clone, Copy)]
@@ -93,11 +72,13 @@ impl Conductor<'_> {
         }
         let total = began.elapsed();
         let overhead = total.saturating_sub(timing.leaf + timing.engine);
-        self.journal.record(
-            "conduct_step_done",
-            json!({ "step": n, "total_ms": ms(total), "leaf_ms": ms(timing.leaf),
-                    "engine_ms": ms(timing.engine), "overhead_ms": ms(overhead) }),
-        )?;
+        self.journal.record(&ConductorEvent::StepDone(StepDone {
+            step: n,
+            total_ms: ms(total),
+            leaf_ms: ms(timing.leaf),
+            engine_ms: ms(timing.engine),
+            overhead_ms: ms(overhead),
+        }))?;
         tdd_engine::failpoint::hit("conduct_step_done");
         let forge = Instant::now();
         self.write_step_comment(n)?;
@@ -190,16 +171,16 @@ impl Conductor<'_> {
                     leaf: timing.leaf - start.leaf,
                     engine: timing.engine - start.engine,
                 };
-                self.record_phase(&PhaseRecord {
+                self.record_phase(PhaseRecord {
                     step: n,
-                    phase: name,
-                    commit: &commit,
+                    phase: name.to_string(),
+                    commit: commit.clone(),
                     revisions,
                     leaf_ms: ms(spent.leaf),
                     engine_ms: ms(spent.engine),
                     cost_usd: cost,
-                    reverted: &outcome.reverted,
-                    undeclared: &outcome.undeclared,
+                    reverted: outcome.reverted.clone(),
+                    undeclared: outcome.undeclared.clone(),
                     red_first_violation: outcome.red.is_some()
                         && outcome.to == Phase::SensitivityRequired,
                 })?;
@@ -245,10 +226,9 @@ impl Conductor<'_> {
     }
 
     /// Records an accepted phase: what the PR's phase table and integrity events read.
-    pub(crate) fn record_phase(&self, record: &PhaseRecord<'_>) -> Result<(), Halt> {
-        let payload = serde_json::to_value(record)
-            .map_err(|e| ConductError::config(format!("a phase record: {e}")))?;
-        self.journal.record("conduct_phase", payload)?;
+    pub(crate) fn record_phase(&self, record: PhaseRecord) -> Result<(), Halt> {
+        self.journal
+            .record(&ConductorEvent::PhaseAccepted(record))?;
         Ok(())
     }
 
@@ -262,10 +242,13 @@ impl Conductor<'_> {
         refusals: u32,
         output: &str,
     ) -> Result<Vec<String>, Halt> {
-        self.journal.record(
-            "gate_refused",
-            json!({ "step": n, "phase": name, "reason": refused.reason, "detail": refused.detail }),
-        )?;
+        self.journal
+            .record(&ConductorEvent::GateRefused(GateRefused {
+                step: n,
+                phase: name.to_string(),
+                reason: refused.reason.to_string(),
+                detail: refused.detail.clone(),
+            }))?;
         self.progress.event(
             "gate_refused",
             json!({ "step": n, "phase": name, "reason": refused.reason }),

@@ -19,6 +19,8 @@ use crate::conductor::Conductor;
 use crate::error::ConductError;
 use crate::error::Doing;
 use crate::error::Halt;
+use crate::events::ConductorEvent;
+use crate::events::PhaseVerdict;
 use crate::leaf::Who;
 use crate::step::Timing;
 
@@ -59,14 +61,17 @@ impl Conductor<'_> {
         let verdict = self
             .verify(planned, phase, commit, base, revisions + 1, timing)
             .doing(|| format!("verifying {} of step {n}", name.to_uppercase()))?;
-        self.journal.record(
-            "phase_verdict",
-            json!({
-                "step": n, "phase": name, "commit": commit, "round": revisions,
-                "decision": verdict.decision, "reason": verdict.reason, "findings": verdict.findings,
-                "verifier": verdict.leaf_id,
-            }),
-        )?;
+        self.journal
+            .record(&ConductorEvent::PhaseVerdict(PhaseVerdict {
+                step: n,
+                phase: name.to_string(),
+                commit: commit.to_string(),
+                round: revisions,
+                decision: verdict.decision,
+                reason: verdict.reason.clone(),
+                findings: verdict.findings.clone(),
+                verifier: verdict.leaf_id.clone(),
+            }))?;
         tdd_engine::failpoint::hit(&format!("conduct_after_verdict_{name}"));
         self.progress.event(
             "verdict",

@@ -101,6 +101,21 @@ pub(crate) fn read_events(
     query(conn, sql, &[&run_id, &kind], path)
 }
 
+/// Reads events of any of `kinds` oldest first, optionally only one run's.
+pub(crate) fn read_kinds(
+    conn: &Connection,
+    run_id: Option<&str>,
+    kinds: &[&str],
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    // The kinds go in as one JSON array parameter, however many there are.
+    let kinds = serde_json::json!(kinds).to_string();
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE (?1 IS NULL OR run_id = ?1) \
+               AND kind IN (SELECT value FROM json_each(?2)) ORDER BY id";
+    query(conn, sql, &[&run_id, &kinds], path)
+}
+
 /// Reads, oldest first, the events filed under `id` and the unfiled ones (no run id)
 /// whose payload holds `id` at the JSON path `tag` (e.g. `$.conduct`).
 pub(crate) fn read_filed(

@@ -50,6 +50,7 @@ pub use typed::TypedEvent;
 pub use typed::decode;
 pub use typed::domain_of;
 pub use typed::encode;
+pub use typed::lists_exactly;
 
 /// How long a writer waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -260,6 +261,16 @@ impl Ledger {
         kind: &str,
     ) -> Result<Vec<Event>, LedgerError> {
         chain::read_events(&self.conn, run_id, Some(kind), &self.path)
+    }
+
+    /// Events of any of `kinds`, oldest first, optionally only those of one run: a
+    /// domain's events, read with its enum's `KINDS`.
+    pub fn events_of_kinds(
+        &self,
+        run_id: Option<&str>,
+        kinds: &[&str],
+    ) -> Result<Vec<Event>, LedgerError> {
+        chain::read_kinds(&self.conn, run_id, kinds, &self.path)
     }
 
     /// Events filed under `id` (as their run id), oldest first, together with the

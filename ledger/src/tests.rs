@@ -215,3 +215,43 @@ fn a_database_whose_schema_was_never_created_reads_as_no_ledger() {
     drop(Ledger::open(&db).expect("create"));
     assert!(Ledger::open_read_only(&db).expect("open").is_some());
 }
+
+#[test]
+fn events_of_kinds_reads_only_those_kinds_in_order() {
+    let (_dir, mut ledger) = fresh();
+    let json = serde_json::json!({});
+    for (run, kind) in [(None, "a"), (Some("r"), "b"), (Some("s"), "a"), (None, "c")] {
+        ledger.append(run, kind, &json).expect("append");
+    }
+    let ids = |events: Vec<crate::Event>| events.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    let all = ledger.events_of_kinds(None, &["a", "b"]).expect("read");
+    assert_eq!(ids(all), [1, 2, 3]);
+    let one_run = ledger
+        .events_of_kinds(Some("s"), &["a", "b"])
+        .expect("read");
+    assert_eq!(ids(one_run), [3]);
+    assert!(ledger.events_of_kinds(None, &[]).expect("read").is_empty());
+}
+
+#[test]
+fn the_kinds_of_an_enum_must_be_exactly_those_listed_for_its_domain() {
+    use crate::Domain;
+    use crate::lists_exactly;
+    let mut leaves = crate::LEAVES_KINDS.to_vec();
+    assert!(lists_exactly(&leaves, Domain::Leaves));
+    leaves.reverse();
+    assert!(
+        lists_exactly(&leaves, Domain::Leaves),
+        "order does not matter"
+    );
+    leaves.pop();
+    assert!(!lists_exactly(&leaves, Domain::Leaves), "one missing");
+    leaves.push("leaf_renamed");
+    assert!(!lists_exactly(&leaves, Domain::Leaves), "one unknown");
+    let doubled = ["leaf_launched", "leaf_launched", "leaf_exited"];
+    assert!(!lists_exactly(&doubled, Domain::Supervisor), "one twice");
+    assert!(
+        lists_exactly(&["anything"], Domain::Run),
+        "the engine's are its own"
+    );
+}

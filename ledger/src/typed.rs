@@ -66,6 +66,67 @@ pub const CONDUCTOR_KINDS: &[&str] = &[
     "step_reset",
 ];
 
+impl Domain {
+    /// The kinds this crate lists for the domain, which [`domain_of`] tells apart;
+    /// `None` for the engine's runs, whose kinds the engine passes in.
+    pub const fn listed_kinds(self) -> Option<&'static [&'static str]> {
+        match self {
+            Domain::Run => None,
+            Domain::Supervisor => Some(SUPERVISOR_KINDS),
+            Domain::Leaves => Some(LEAVES_KINDS),
+            Domain::Conductor => Some(CONDUCTOR_KINDS),
+        }
+    }
+}
+
+/// Whether `kinds` (a domain enum's) are exactly the kinds listed for `domain`, in any
+/// order and each once; always true for the engine's runs. [`typed_events!`] checks it
+/// at compile time, so an enum and the list [`domain_of`] reads cannot drift apart.
+pub const fn lists_exactly(kinds: &[&str], domain: Domain) -> bool {
+    let Some(listed) = domain.listed_kinds() else {
+        return true;
+    };
+    if kinds.len() != listed.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < kinds.len() {
+        if count(listed, kinds[i]) != 1 || count(kinds, kinds[i]) != 1 {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// How many times `kind` is in `kinds` (a `const` loop: `==` on `str` is not `const`).
+const fn count(kinds: &[&str], kind: &str) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < kinds.len() {
+        if same(kinds[i].as_bytes(), kind.as_bytes()) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Byte equality, usable in `const`.
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// A domain's events as one enum: its kinds, and how one event becomes a kind and a
 /// payload and back.
 pub trait TypedEvent: Serialize + DeserializeOwned + Sized {
@@ -173,7 +234,8 @@ impl Ledger {
 }
 
 /// Declares a domain's event enum: each variant with its kind and payload type, the
-/// [`TypedEvent`] implementation, and the list of kinds.
+/// [`TypedEvent`] implementation, and the list of kinds. The build fails when the kinds
+/// differ from those this crate lists for the domain ([`lists_exactly`]).
 #[macro_export]
 macro_rules! typed_events {
     (
@@ -199,5 +261,10 @@ macro_rules! typed_events {
                 }
             }
         }
+
+        const _: () = assert!(
+            $crate::lists_exactly(<$name as $crate::TypedEvent>::KINDS, $crate::Domain::$domain),
+            "the enum's kinds differ from those tdd-ledger lists for its domain",
+        );
     };
 }

@@ -1,4 +1,6 @@
-//! The provider contract suite: every check runs against every registered provider.
+//! The provider contract suite: every check of [`checks::CHECKS`] runs against every
+//! registered provider, each built for the check's scenario; the provider-specific
+//! promises about a CLI's argv are the cases of [`argv::ARGV_CASES`].
 //!
 //! Adding a provider adds one line to [`PROVIDERS`] and no test edits. Real-CLI
 //! providers run against fake executables put first on `PATH` that replay the
@@ -10,32 +12,26 @@
 //! `__scripted-leaf ...` (a scripted leaf, as `tdd __scripted-leaf`) and
 //! `__fake-cli ...` (a fake agent CLI). Tests wait for events, never for time.
 
+mod argv;
+mod checks;
 mod fake;
 mod support;
 
-use std::time::Duration;
-
 use libtest_mimic::Trial;
 use tdd_engine::config::ProviderConfig;
-use tdd_engine::ledger::Ledger;
-use tdd_leaves::AbortOutcome;
-use tdd_leaves::Completion;
-use tdd_leaves::LeafError;
 use tdd_leaves::Provider;
 use tdd_leaves::Scripted;
 use tdd_leaves::providers::aider::Aider;
 use tdd_leaves::providers::claude::Claude;
 use tdd_leaves::providers::codex::Codex;
 use tdd_leaves::providers::command::CommandProvider;
-use tdd_supervisor::ExitClass;
 
 use crate::support::Sandbox;
 use crate::support::Scenario;
-use crate::support::fail;
 
 /// A registered provider: its name and how to build it in a sandbox, with its fake
 /// CLI (or fixture) set up for a scenario.
-struct Case {
+pub struct Case {
     name: &'static str,
     make: Make,
 }
@@ -121,367 +117,6 @@ fn command(sandbox: &Sandbox, scenario: Scenario) -> Result<Box<dyn Provider>, S
     Ok(Box::new(CommandProvider::new("my-agent", config)))
 }
 
-type Check = fn(&Case) -> Result<(), String>;
-
-const CHECKS: &[(&str, Check)] = &[
-    ("capabilities_have_the_contract_shape", capabilities_shape),
-    ("a_run_completes_with_text", runs_to_completion),
-    ("usage_is_reported_as_capabilities_say", usage_reported),
-    ("the_environment_is_allow_listed", environment_allow_listed),
-    ("abort_of_a_running_leaf_kills_it_once", abort_running),
-    (
-        "abort_of_a_not_started_leaf_prevents_its_start",
-        abort_not_started,
-    ),
-    ("abort_of_a_finished_leaf_does_nothing", abort_finished),
-    ("a_crash_is_classified_as_crashed", crash_classified),
-    ("abort_by_id_works_from_another_runtime", abort_by_id),
-];
-
-fn capabilities_shape(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let value = serde_json::to_value(provider.capabilities()).map_err(|e| e.to_string())?;
-    let keys: Vec<&String> = value
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    let expected = [
-        "cost_reporting",
-        "read_only_mode",
-        "session_resume",
-        "streaming",
-        "tool_restriction",
-        "usage_reporting",
-    ];
-    if keys != expected
-        || !value
-            .as_object()
-            .is_some_and(|o| o.values().all(|v| v.is_boolean()))
-    {
-        return fail("capabilities", value);
-    }
-    if provider.name().is_empty() {
-        return fail("name", provider.name());
-    }
-    Ok(())
-}
-
-/// Runs a developer request to its end.
-fn run_once(
-    sandbox: &Sandbox,
-    provider: &dyn Provider,
-) -> Result<(tdd_leaves::LeafRun, tdd_leaves::Response), String> {
-    let leaves = sandbox.leaves()?;
-    let request = sandbox.developer_request()?;
-    let mut run = provider
-        .run(&leaves, request)
-        .map_err(|e| format!("run: {e}"))?;
-    let response = provider
-        .response(&leaves, &mut run, Some(Duration::from_secs(120)))
-        .map_err(|e| format!("response: {e}"))?
-        .ok_or("the leaf did not end within 120 s")?;
-    Ok((run, response))
-}
-
-fn runs_to_completion(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let (run, response) = run_once(&sandbox, provider.as_ref())?;
-    if response.completion != Completion::Completed
-        || response.exit != (ExitClass::Exited { code: 0 })
-    {
-        return fail("completion", &response);
-    }
-    if response.text.trim().is_empty() || response.leaf_id != run.id() {
-        return fail("text and id", &response);
-    }
-    if response.meta.get("provider").and_then(|p| p.as_str()) != Some(provider.name()) {
-        return fail("meta.provider", &response.meta);
-    }
-    if provider.capabilities().session_resume && response.session_id.is_none() {
-        return fail("session id", &response);
-    }
-    let ledger = Ledger::open(&sandbox.state.join("ledger.sqlite3")).map_err(|e| e.to_string())?;
-    let kinds: Vec<String> = ledger
-        .events(None)
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|e| e.payload["leaf_id"] == run.id())
-        .map(|e| e.kind)
-        .collect();
-    if kinds != ["leaf_prepared", "leaf_started", "leaf_finished"] {
-        return fail("ledger events", kinds);
-    }
-    Ok(())
-}
-
-fn usage_reported(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let capabilities = provider.capabilities();
-    let (_, response) = run_once(&sandbox, provider.as_ref())?;
-    if response.usage.is_some() != capabilities.usage_reporting
-        || response.cost_usd.is_some() != capabilities.cost_reporting
-    {
-        return fail(
-            "usage and cost against capabilities",
-            (&response, capabilities),
-        );
-    }
-    if let Some(usage) = response.usage
-        && usage.input_tokens + usage.output_tokens == 0
-    {
-        return fail("usage is empty", usage);
-    }
-    Ok(())
-}
-
-fn environment_allow_listed(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let (run, _) = run_once(&sandbox, provider.as_ref())?;
-    let env = sandbox.leaf_env()?;
-    let get = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
-    for forbidden in ["GITHUB_TOKEN", "GH_TOKEN", "UNLISTED_SECRET"] {
-        if get(forbidden).is_some() {
-            return fail("leaked into the leaf", forbidden);
-        }
-    }
-    let token = get("TDD_LEAF_TOKEN").unwrap_or_default();
-    if get("TDD_LEAF_ID") != Some(run.id())
-        || get("TDD_ROLE") != Some("developer")
-        || get("TDD_ISSUE") != Some("12")
-        || get("TDD_STEP") != Some("2")
-        || get("TDD_PHASE") != Some("red")
-        || token.len() != 64
-    {
-        return fail("identity variables", env);
-    }
-    let ledger = Ledger::open(&sandbox.state.join("ledger.sqlite3")).map_err(|e| e.to_string())?;
-    let text = serde_json::to_string(&ledger.events(None).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    if text.contains(token) {
-        return fail("the ledger holds the token itself", ());
-    }
-    Ok(())
-}
-
-fn abort_running(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Hang)?;
-    let leaves = sandbox.leaves()?;
-    let mut run = provider
-        .run(&leaves, sandbox.developer_request()?)
-        .map_err(|e| format!("run: {e}"))?;
-    let first = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    let second = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if first != AbortOutcome::Killed || second != AbortOutcome::AlreadyOver {
-        return fail("abort outcomes", (first, second));
-    }
-    let response = provider
-        .response(&leaves, &mut run, Some(Duration::from_secs(120)))
-        .map_err(|e| e.to_string())?
-        .ok_or("the aborted leaf did not end")?;
-    if response.completion != Completion::Aborted {
-        return fail("completion", response);
-    }
-    let third = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if third != AbortOutcome::AlreadyOver {
-        return fail("abort after the end", third);
-    }
-    Ok(())
-}
-
-fn abort_not_started(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let leaves = sandbox.leaves()?;
-    let mut run = leaves
-        .prepare(provider.as_ref(), sandbox.developer_request()?)
-        .map_err(|e| e.to_string())?;
-    let first = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    let second = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if first != AbortOutcome::NotStarted || second != AbortOutcome::AlreadyOver {
-        return fail("abort outcomes", (first, second));
-    }
-    match leaves.start(&mut run) {
-        Err(LeafError::Aborted { .. }) => {}
-        other => return fail("start after abort", other.map(|()| "started")),
-    }
-    if sandbox.dir.join("env.txt").exists() || run.handle().is_some() {
-        return fail("the aborted leaf ran", ());
-    }
-    Ok(())
-}
-
-fn abort_finished(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Ok)?;
-    let leaves = sandbox.leaves()?;
-    let mut run = provider
-        .run(&leaves, sandbox.developer_request()?)
-        .map_err(|e| e.to_string())?;
-    run.wait(Some(Duration::from_secs(120)))
-        .map_err(|e| e.to_string())?
-        .ok_or("the leaf did not end")?;
-    for _ in 0..2 {
-        let outcome = provider
-            .abort(&leaves, &mut run)
-            .map_err(|e| e.to_string())?;
-        if outcome != AbortOutcome::AlreadyOver {
-            return fail("abort of a finished leaf", outcome);
-        }
-    }
-    let response = provider
-        .response(&leaves, &mut run, Some(Duration::ZERO))
-        .map_err(|e| e.to_string())?
-        .ok_or("no response")?;
-    if response.completion != Completion::Completed {
-        return fail("completion", response);
-    }
-    Ok(())
-}
-
-/// A conductor that crashed aborts its leaves by id through a fresh runtime.
-fn abort_by_id(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Hang)?;
-    let leaves = sandbox.leaves()?;
-    let mut running = provider
-        .run(&leaves, sandbox.developer_request()?)
-        .map_err(|e| e.to_string())?;
-    let mut pending = leaves
-        .prepare(provider.as_ref(), sandbox.developer_request()?)
-        .map_err(|e| e.to_string())?;
-    let resumed = sandbox.leaves()?;
-    let outcomes = [
-        resumed.abort_recorded(running.id()),
-        resumed.abort_recorded(running.id()),
-        resumed.abort_recorded(pending.id()),
-    ]
-    .map(|o| o.map_err(|e| e.to_string()));
-    let expected = [
-        AbortOutcome::Killed,
-        AbortOutcome::AlreadyOver,
-        AbortOutcome::NotStarted,
-    ];
-    if outcomes
-        .iter()
-        .zip(expected)
-        .any(|(got, want)| got.as_ref() != Ok(&want))
-    {
-        return fail("abort outcomes", outcomes);
-    }
-    match leaves.start(&mut pending) {
-        Err(LeafError::Aborted { .. }) => {}
-        other => return fail("start after abort by id", other.map(|()| "started")),
-    }
-    let exit = running
-        .wait(Some(Duration::from_secs(120)))
-        .map_err(|e| e.to_string())?
-        .ok_or("the killed leaf did not end")?;
-    if exit.class != ExitClass::Stopped {
-        return fail("exit class", exit);
-    }
-    Ok(())
-}
-
-fn crash_classified(case: &Case) -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = (case.make)(&sandbox, Scenario::Crash)?;
-    let (_, response) = run_once(&sandbox, provider.as_ref())?;
-    if !matches!(response.completion, Completion::Crashed { .. }) {
-        return fail("completion", response);
-    }
-    Ok(())
-}
-
-/// Provider-specific promises about how a CLI is started.
-fn argv_of(provider: &dyn Provider, request: &tdd_leaves::Request) -> Result<Vec<String>, String> {
-    let files = tdd_leaves::LeafFiles {
-        dir: "/leaf".into(),
-        prompt: "/leaf/prompt.md".into(),
-        result: "/leaf/result.json".into(),
-    };
-    Ok(provider
-        .invocation(request, &files)
-        .map_err(|e| e.to_string())?
-        .argv)
-}
-
-fn claude_verifier_cannot_write() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let argv = argv_of(&Claude::new(None), &sandbox.verifier_request()?)?;
-    let denied_at = argv
-        .iter()
-        .position(|a| a == "--disallowedTools")
-        .ok_or("no deny list")?;
-    let allowed_at = argv
-        .iter()
-        .position(|a| a == "--allowedTools")
-        .ok_or("no allow list")?;
-    let denied = &argv[denied_at + 1..];
-    let allowed = &argv[allowed_at + 1..denied_at];
-    for tool in ["Write", "Edit", "NotebookEdit"] {
-        if !denied.iter().any(|t| t == tool) || allowed.iter().any(|t| t == tool) {
-            return fail("verifier tools", &argv);
-        }
-    }
-    let developer = argv_of(&Claude::new(None), &sandbox.developer_request()?)?;
-    for flag in [
-        "-p",
-        "--verbose",
-        "--session-id",
-        "--permission-mode",
-        "--append-system-prompt",
-    ] {
-        if !developer.iter().any(|a| a == flag) {
-            return fail("missing flag", flag);
-        }
-    }
-    Ok(())
-}
-
-fn codex_sandbox_follows_the_role() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let verifier = argv_of(&Codex::new(None), &sandbox.verifier_request()?)?.join(" ");
-    let developer = argv_of(&Codex::new(None), &sandbox.developer_request()?)?.join(" ");
-    if !verifier.contains("--sandbox read-only") || !developer.contains("--sandbox workspace-write")
-    {
-        return fail("sandbox modes", (verifier, developer));
-    }
-    Ok(())
-}
-
-fn aider_locked_files_are_read_only() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let argv = argv_of(&Aider::new(None), &sandbox.developer_request()?)?.join(" ");
-    for part in [
-        "--message-file /leaf/prompt.md",
-        "--yes-always",
-        "--no-auto-commits",
-        "--no-stream",
-        "--no-pretty",
-        "--read app/duration.py",
-    ] {
-        if !argv.contains(part) {
-            return fail("aider argv", (part, argv));
-        }
-    }
-    Ok(())
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
@@ -501,22 +136,17 @@ fn main() {
     let arguments = libtest_mimic::Arguments::from_args();
     let mut trials = Vec::new();
     for case in PROVIDERS {
-        for (check_name, check) in CHECKS {
-            let check = *check;
+        for check in checks::CHECKS {
             trials.push(Trial::test(
-                format!("{}::{check_name}", case.name),
-                move || check(case).map_err(Into::into),
+                format!("{}::{}", case.name, check.name),
+                move || checks::run(case, check).map_err(Into::into),
             ));
         }
     }
-    trials.push(Trial::test("claude::a_verifier_cannot_write", || {
-        claude_verifier_cannot_write().map_err(Into::into)
-    }));
-    trials.push(Trial::test("codex::the_sandbox_follows_the_role", || {
-        codex_sandbox_follows_the_role().map_err(Into::into)
-    }));
-    trials.push(Trial::test("aider::locked_files_are_read_only", || {
-        aider_locked_files_are_read_only().map_err(Into::into)
-    }));
+    for case in argv::ARGV_CASES {
+        trials.push(Trial::test(case.name, move || {
+            argv::check(case).map_err(Into::into)
+        }));
+    }
     libtest_mimic::run(&arguments, trials).exit();
 }

@@ -137,6 +137,11 @@ pub enum Selection {
     All,
     /// These runner-native test ids only.
     Tests(Vec<String>),
+    /// The whole suite except these runner-native ids, whose results the caller already
+    /// holds from a run of their own. An adapter whose runner cannot deselect by id runs
+    /// the whole suite; either way every other test runs, and zero tests left is not a
+    /// runner error (the caller adds its own results).
+    AllExcept(Vec<String>),
 }
 
 /// One test runner behind a uniform contract.

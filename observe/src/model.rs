@@ -188,6 +188,20 @@ impl Observation {
             && self.totals.errors == 0
     }
 
+    /// This run completed with the tests of `earlier` that it did not run itself (the
+    /// targets a [`crate::Selection::AllExcept`] run left out): the union a whole-suite run
+    /// would have reported. A test both ran keeps this run's result; totals are recounted.
+    /// Invocations and wall time stay this run's own.
+    pub fn with_results_of(mut self, earlier: &Observation) -> Observation {
+        for (id, result) in &earlier.tests {
+            self.tests
+                .entry(id.clone())
+                .or_insert_with(|| result.clone());
+        }
+        self.totals = crate::build::totals(&self.tests);
+        self
+    }
+
     /// The ids of tests that failed or errored, in id order.
     pub fn failing(&self) -> Vec<&str> {
         self.tests

@@ -6,6 +6,7 @@ mod config;
 mod doctor;
 mod engine_actions;
 mod engine_cargo;
+mod engine_green_runs;
 mod engine_machine;
 mod engine_pytest;
 mod exec;

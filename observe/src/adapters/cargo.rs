@@ -49,6 +49,12 @@ fn nextest_installed(project: &Project) -> bool {
     })
 }
 
+/// The nextest filterset that matches exactly the test `native_id`.
+fn filterset(native_id: &str) -> String {
+    let (binary, test) = split_id(native_id);
+    format!("(binary_id(={binary}) & test(={test}))")
+}
+
 /// `binary-id test::path` -> (`binary-id`, `test::path`).
 fn split_id(native_id: &str) -> (&str, &str) {
     native_id.split_once(' ').unwrap_or((native_id, ""))
@@ -107,6 +113,7 @@ impl Cargo {
         project: &Project,
         scratch: &Scratch,
         ids: Option<&[String]>,
+        except: &[String],
         builder: &mut Builder,
     ) -> Result<(), ObserveError> {
         let report = scratch.path("junit.xml");
@@ -117,14 +124,11 @@ impl Cargo {
         let config_path = scratch.write("nextest.toml", &config)?;
         let mut target = Vec::new();
         if let Some(ids) = ids {
-            let filters: Vec<String> = ids
-                .iter()
-                .map(|id| {
-                    let (binary, test) = split_id(id);
-                    format!("(binary_id(={binary}) & test(={test}))")
-                })
-                .collect();
+            let filters: Vec<String> = ids.iter().map(|id| filterset(id)).collect();
             target = vec!["-E".to_string(), filters.join(" | ")];
+        } else if !except.is_empty() {
+            let filters: Vec<String> = except.iter().map(|id| filterset(id)).collect();
+            target = vec!["-E".to_string(), format!("not ({})", filters.join(" | "))];
         }
         let argv = match &project.config.test_command {
             Some(template) => user_command(
@@ -277,9 +281,10 @@ impl Adapter for Cargo {
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let scratch = Scratch::new()?;
         let mut builder = Builder::new(project, self.kind());
-        let ids = match selection {
-            Selection::All => None,
-            Selection::Tests(ids) => Some(ids.as_slice()),
+        let (ids, except) = match selection {
+            Selection::All => (None, &[][..]),
+            Selection::Tests(ids) => (Some(ids.as_slice()), &[][..]),
+            Selection::AllExcept(ids) => (None, ids.as_slice()),
         };
         if let Some(build) = self.build(project, &scratch, &mut builder) {
             let clean = build.errors.is_empty();
@@ -288,7 +293,7 @@ impl Adapter for Cargo {
                 ..ParsedReport::default()
             });
             if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
-                self.run_nextest(project, &scratch, ids, &mut builder)?;
+                self.run_nextest(project, &scratch, ids, except, &mut builder)?;
             } else {
                 self.run_binaries(project, &scratch, &build.binaries, ids, &mut builder);
             }

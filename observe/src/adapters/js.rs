@@ -114,7 +114,9 @@ impl JsRunner {
         selection: &Selection,
     ) -> Result<Observation, ObserveError> {
         let args = match selection {
-            Selection::All => Vec::new(),
+            // The js runners deselect by name pattern only, which could drop same-named
+            // tests elsewhere: the rest of the suite runs whole.
+            Selection::All | Selection::AllExcept(_) => Vec::new(),
             Selection::Tests(ids) => self.selection_args(ids),
         };
         Ok(self.observe(project, args)?.finish(selection))

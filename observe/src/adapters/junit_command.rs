@@ -186,7 +186,7 @@ impl Adapter for JunitCommand {
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let target = match selection {
-            Selection::All => Vec::new(),
+            Selection::All | Selection::AllExcept(_) => Vec::new(),
             Selection::Tests(ids) => ids.clone(),
         };
         Ok(self

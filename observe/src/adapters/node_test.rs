@@ -206,7 +206,7 @@ impl Adapter for NodeTest {
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let mut builder = Builder::new(project, self.kind());
         match selection {
-            Selection::All => {
+            Selection::All | Selection::AllExcept(_) => {
                 let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
                 self.observe(project, &files, None, &mut builder)?;
             }

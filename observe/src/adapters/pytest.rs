@@ -144,72 +144,21 @@ impl Adapter for Pytest {
     }
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
-        let scratch = Scratch::new()?;
-        let report = scratch.path("report.xml");
-        let targets = match selection {
-            Selection::All => Vec::new(),
-            Selection::Tests(ids) => ids.clone(),
+        let Selection::AllExcept(ids) = selection else {
+            return self.run_once(project, selection);
         };
-        let report_flags = vec![
-            format!("--junitxml={}", report.display()),
-            "-o".to_string(),
-            "junit_family=xunit1".to_string(),
-        ];
-        let argv = match &project.config.test_command {
-            Some(template) => user_command(
-                template,
-                &Substitutions {
-                    target: &targets,
-                    report_flags: &report_flags,
-                    report: &report,
-                },
-            ),
-            None => {
-                let mut argv = launcher(&project.root);
-                argv.extend(report_flags);
-                argv.extend(
-                    [
-                        "-q",
-                        "-p",
-                        "no:cacheprovider",
-                        "--continue-on-collection-errors",
-                    ]
-                    .map(String::from),
-                );
-                argv.extend(targets);
-                argv
-            }
-        };
-        let ran = execute(
-            project,
-            &scratch,
-            Job {
-                label: "run",
-                argv,
-                cwd: None,
-                report: ReportAt::File(report),
-                env: vec![no_bytecode()],
-            },
-        );
-        let mut builder = Builder::new(project, self.kind());
-        match exit_code(&ran) {
-            Some(3) => builder.fail("pytest hit an internal error (exit 3)"),
-            Some(4) => builder.fail(format!(
-                "pytest reported a usage error (exit 4){}",
-                super::last_line_suffix(&ran.stderr)
-            )),
-            Some(5) => builder.fail("pytest collected no tests (exit 5)"),
-            _ => {}
+        // `--deselect` matches node id prefixes: `t::test_a` also drops `t::test_ab`. The
+        // run counts only when pytest left out exactly as many tests as it was given ids;
+        // otherwise the whole suite runs.
+        let rest = self.run_once(project, selection)?;
+        let summary = rest.invocations.last().map(|i| i.stdout.as_str());
+        if summary.and_then(deselected) == Some(ids.len()) {
+            return Ok(rest);
         }
-        record_missing_report(&mut builder, &ran, "pytest");
-        if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
-            match parse_report(bytes, &project.root) {
-                Ok(parsed) => builder.merge(parsed),
-                Err(err) => builder.fail(err.0),
-            }
-        }
-        builder.invocation(ran.invocation);
-        Ok(builder.finish(selection))
+        let mut whole = self.run_once(project, &Selection::All)?;
+        whole.wall_ms += rest.wall_ms;
+        whole.invocations.splice(0..0, rest.invocations);
+        Ok(whole)
     }
 
     fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
@@ -239,6 +188,102 @@ impl Adapter for Pytest {
         argv.push("--version".into());
         argv
     }
+}
+
+impl Pytest {
+    /// One pytest run of `selection`, observed.
+    fn run_once(
+        &self,
+        project: &Project,
+        selection: &Selection,
+    ) -> Result<Observation, ObserveError> {
+        let scratch = Scratch::new()?;
+        let report = scratch.path("report.xml");
+        let (targets, deselect) = match selection {
+            Selection::All => (Vec::new(), Vec::new()),
+            Selection::Tests(ids) => (ids.clone(), Vec::new()),
+            Selection::AllExcept(ids) => (
+                Vec::new(),
+                ids.iter().map(|id| format!("--deselect={id}")).collect(),
+            ),
+        };
+        let report_flags = vec![
+            format!("--junitxml={}", report.display()),
+            "-o".to_string(),
+            "junit_family=xunit1".to_string(),
+        ];
+        let argv = match &project.config.test_command {
+            Some(template) => user_command(
+                template,
+                &Substitutions {
+                    target: &targets,
+                    report_flags: &report_flags,
+                    report: &report,
+                },
+            ),
+            None => {
+                let mut argv = launcher(&project.root);
+                argv.extend(report_flags);
+                argv.extend(
+                    [
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "--continue-on-collection-errors",
+                    ]
+                    .map(String::from),
+                );
+                argv.extend(deselect);
+                argv.extend(targets);
+                argv
+            }
+        };
+        let ran = execute(
+            project,
+            &scratch,
+            Job {
+                label: "run",
+                argv,
+                cwd: None,
+                report: ReportAt::File(report),
+                env: vec![no_bytecode()],
+            },
+        );
+        let mut builder = Builder::new(project, self.kind());
+        match exit_code(&ran) {
+            Some(3) => builder.fail("pytest hit an internal error (exit 3)"),
+            Some(4) => builder.fail(format!(
+                "pytest reported a usage error (exit 4){}",
+                super::last_line_suffix(&ran.stderr)
+            )),
+            Some(5) if !matches!(selection, Selection::AllExcept(_)) => {
+                builder.fail("pytest collected no tests (exit 5)");
+            }
+            _ => {}
+        }
+        record_missing_report(&mut builder, &ran, "pytest");
+        if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
+            match parse_report(bytes, &project.root) {
+                Ok(parsed) => builder.merge(parsed),
+                Err(err) => builder.fail(err.0),
+            }
+        }
+        builder.invocation(ran.invocation);
+        Ok(builder.finish(selection))
+    }
+}
+
+/// How many tests pytest's summary line (`2 failed, 197 passed, 1 deselected in 0.52s`)
+/// says it deselected; `None` without such a line.
+fn deselected(stdout: &str) -> Option<usize> {
+    stdout.lines().rev().find_map(|line| {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let at = words.iter().position(|w| *w == "deselected")?;
+        words.get(at.checked_sub(1)?)?.parse().ok()
+    })
 }
 
 /// Parses pytest's JUnit report into node ids, outcomes and collection errors.
@@ -373,4 +418,26 @@ pub(crate) fn parse_collection(
 /// each run: about half a second per observation.)
 fn no_bytecode() -> (String, String) {
     ("PYTHONDONTWRITEBYTECODE".into(), "1".into())
+}
+
+#[cfg(test)]
+mod deselect_tests {
+    use super::deselected;
+
+    #[test]
+    fn the_summary_names_how_many_tests_were_deselected() {
+        for (stdout, count) in [
+            ("..\n2 passed, 1 deselected in 0.05s\n", Some(1)),
+            (
+                "F.\n1 failed, 197 passed, 12 deselected in 0.52s\n",
+                Some(12),
+            ),
+            ("== 3 deselected, 1 warning in 0.01s ==\n", Some(3)),
+            ("===== 199 passed, 2 deselected in 1.20s =====", Some(2)),
+            ("..\n2 passed in 0.05s\n", None),
+            ("", None),
+        ] {
+            assert_eq!(deselected(stdout), count, "{stdout}");
+        }
+    }
 }

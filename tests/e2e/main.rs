@@ -3,6 +3,7 @@
 mod cli;
 mod conduct;
 mod config;
+mod corpus;
 mod doctor;
 mod engine_actions;
 mod engine_cargo;

@@ -36,6 +36,7 @@ mod model;
 pub mod parsers;
 mod probe;
 mod process;
+pub mod progress;
 mod target;
 
 use std::path::Path;

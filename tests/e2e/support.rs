@@ -71,6 +71,9 @@ impl Env {
             .env("GIT_COMMITTER_NAME", "Test")
             .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
             .env("LANG", "C.UTF-8")
+            // No runner heartbeat unless a test asks for one: how loaded the machine is
+            // must not change what a test sees.
+            .env("TDD_HEARTBEAT_SECS", "86400")
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env() {
             cmd.env(k, v);
@@ -150,6 +153,7 @@ impl Env {
             .env("TDD_LEDGER_HOME", self.ledger_home.path())
             .env("NO_COLOR", "1")
             .env("TERM", "dumb")
+            .env("TDD_HEARTBEAT_SECS", "86400")
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env().into_iter().chain(self.extra.clone()) {
             cmd.env(k, v);

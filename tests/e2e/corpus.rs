@@ -121,6 +121,27 @@ fn observed(env: &Env) -> (Value, BTreeSet<String>) {
     (observation, ids)
 }
 
+/// Checks that `tdd` observed exactly the tests the runner lists itself, none failing.
+fn assert_same(observation: &Value, ids: &BTreeSet<String>, own: &BTreeSet<String>) {
+    assert_eq!(
+        ids.symmetric_difference(own).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "ids only one side reports"
+    );
+    let totals = &observation["totals"];
+    assert_eq!(totals["failed"], 0, "{totals}");
+}
+
+/// Adds the test file `path` whose test `name` fails, commits it, runs `tdd test --all`
+/// and gives the failure excerpt `tdd` reports for it.
+fn broken(env: &Env, path: &str, contents: &str, name: &str) -> String {
+    env.write(path, contents);
+    env.commit_all("a broken assertion");
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 0, "{}", value["error"]);
+    failure_of(&value["data"]["observations"][0], name)
+}
+
 /// The failure excerpt of the one test whose native id ends with `name`.
 fn failure_of(observation: &Value, name: &str) -> String {
     let tests = observation["tests"].as_object().expect("tests");
@@ -180,26 +201,15 @@ fn pytest_more_itertools_matches_pytests_own_collection() {
         .collect();
     assert!(own.len() > 600, "{own:?}");
     let (observation, ids) = observed(&env);
-    assert_eq!(
-        ids.symmetric_difference(&own).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "ids only one side reports"
-    );
-    assert_eq!(
-        observation["totals"]["failed"], 0,
-        "{}",
-        observation["totals"]
-    );
+    assert_same(&observation, &ids, &own);
     assert_eq!(observation["totals"]["total"], own.len());
 
-    env.write(
+    let excerpt = broken(
+        &env,
         "tests/test_broken.py",
         "import more_itertools\n\n\ndef test_first_is_broken():\n    assert more_itertools.first([1, 2]) == 2\n",
+        "test_first_is_broken",
     );
-    env.commit_all("a broken assertion");
-    let (exit, value) = env.json(&["test", "--all"]);
-    assert_eq!(exit, 0, "{}", value["error"]);
-    let excerpt = failure_of(&value["data"]["observations"][0], "test_first_is_broken");
     assert!(excerpt.contains("assert 1 == 2"), "{excerpt}");
 }
 
@@ -246,25 +256,14 @@ fn cargo_strsim_matches_nextests_own_listing() {
         .into_iter()
         .filter(|id| !id.contains("doctest"))
         .collect();
-    assert_eq!(
-        ids.symmetric_difference(&own).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "ids only one side reports"
-    );
-    assert_eq!(
-        observation["totals"]["failed"], 0,
-        "{}",
-        observation["totals"]
-    );
+    assert_same(&observation, &ids, &own);
 
-    env.write(
+    let excerpt = broken(
+        &env,
         "tests/broken.rs",
         "#[test]\nfn hamming_is_broken() {\n    assert_eq!(strsim::hamming(\"ab\", \"ac\"), Ok(0));\n}\n",
+        "hamming_is_broken",
     );
-    env.commit_all("a broken assertion");
-    let (exit, value) = env.json(&["test", "--all"]);
-    assert_eq!(exit, 0, "{}", value["error"]);
-    let excerpt = failure_of(&value["data"]["observations"][0], "hamming_is_broken");
     assert!(excerpt.contains("left: Ok(1)"), "{excerpt}");
     assert!(excerpt.contains("right: Ok(0)"), "{excerpt}");
 }
@@ -309,24 +308,13 @@ fn go_google_uuid_matches_go_tests_own_report() {
     }
     assert!(own.len() > 25, "{own:?}");
     let (observation, ids) = observed(&env);
-    assert_eq!(
-        ids.symmetric_difference(&own).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "ids only one side reports"
-    );
-    assert_eq!(
-        observation["totals"]["failed"], 0,
-        "{}",
-        observation["totals"]
-    );
+    assert_same(&observation, &ids, &own);
 
-    env.write(
+    let excerpt = broken(
+        &env,
         "broken_test.go",
         "package uuid\n\nimport \"testing\"\n\nfunc TestVersionIsBroken(t *testing.T) {\n\tif got, want := Must(NewRandom()).Version(), Version(3); got != want {\n\t\tt.Errorf(\"got version %d, want %d\", got, want)\n\t}\n}\n",
+        "TestVersionIsBroken",
     );
-    env.commit_all("a broken assertion");
-    let (exit, value) = env.json(&["test", "--all"]);
-    assert_eq!(exit, 0, "{}", value["error"]);
-    let excerpt = failure_of(&value["data"]["observations"][0], "TestVersionIsBroken");
     assert!(excerpt.contains("got version 4, want 3"), "{excerpt}");
 }

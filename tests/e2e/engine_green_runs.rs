@@ -6,6 +6,8 @@ use serde_json::Value;
 use crate::support::Env;
 
 const CALC: &str = "def add(a, b):\n    return a + b\n";
+/// One pytest project `py` locking `calc.py` and `tests/**`.
+pub(crate) const LOCKS: &str = "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n";
 const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n";
 const STUB: &str = "def sub(a, b):\n    raise NotImplementedError(\"sub\")\n";
 const SUB: &str = "def sub(a, b):\n    return a - b\n";
@@ -15,11 +17,7 @@ const TEST_SUB: &str = "\ndef test_sub():\n    from calc import sub\n    assert 
 /// `tests/test_add.py`; the run is started and RED committed for `test_sub`.
 fn at_green(existing: &str) -> Env {
     let env = Env::new();
-    env.write("calc.py", CALC);
-    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
-    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
-    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
-    env.write(".tdd/plan.md", PLAN);
+    env.pytest_calc(LOCKS, PLAN);
     env.write(
         "tests/test_add.py",
         "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",

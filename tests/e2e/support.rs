@@ -117,6 +117,16 @@ impl Env {
         full
     }
 
+    /// The calculator project most engine tests start from: `calc.py` with `add`, pytest
+    /// finding it from the root, bytecode ignored, `tdd_toml` and the plan `plan`.
+    pub fn pytest_calc(&self, tdd_toml: &str, plan: &str) {
+        self.write("calc.py", "def add(a, b):\n    return a + b\n");
+        self.write("pytest.ini", "[pytest]\npythonpath = .\n");
+        self.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+        self.write("tdd.toml", tdd_toml);
+        self.write(".tdd/plan.md", plan);
+    }
+
     /// Commits everything in the work tree.
     pub fn commit_all(&self, message: &str) {
         self.git(&["add", "-A"]);

@@ -292,7 +292,7 @@ fn a_stop_between_a_green_reject_and_its_revise_resumes_to_the_same_commits() {
     assert!(pr.contains("- GREEN ACCEPT"), "{pr}");
 }
 
-const ISSUE_TWO: &str = "# Subtraction and negation\n\nUsers need to subtract and negate.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n- [ ] `calc::neg(4)` returns -4\n";
+pub(super) const ISSUE_TWO: &str = "# Subtraction and negation\n\nUsers need to subtract and negate.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n- [ ] `calc::neg(4)` returns -4\n";
 const PLAN_TWO: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n  - n: 2\n    project: app\n    title: negation\n    test: app::calc::neg negates\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"2\"\n---\n";
 const NEG_TEST: &str = "#[test]\nfn negates() {\n    assert_eq!(calc::neg(4), -4);\n}\n";
 const NEG_STUB: &str = "\npub fn neg(_a: i32) -> i32 {\n    0\n}\n";
@@ -301,7 +301,7 @@ const NEG_IMPL: &str = "\npub fn neg(a: i32) -> i32 {\n    -a\n}\n";
 /// A two-step issue (subtraction, negation) whose step 1 REFACTOR is rejected once
 /// (its verifier doing `before_verdict` first) and revised into `DOCUMENTED`; the
 /// issue's path.
-fn project_two(env: &Env, before_verdict: &str) -> String {
+pub(super) fn project_two(env: &Env, before_verdict: &str) -> String {
     project_two_with(env, before_verdict, "")
 }
 

@@ -55,6 +55,8 @@ struct State {
     faults: VecDeque<(String, String, u16, Option<u64>)>,
     /// Answered to every request.
     deny: Option<u16>,
+    /// The `X-OAuth-Scopes` of the token, when it is a classic one.
+    scopes: Option<String>,
     seen: Vec<Seen>,
 }
 
@@ -112,10 +114,17 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> ResponseTempl
     let rest = bare.strip_prefix(REPO).unwrap_or("/unknown");
     let parts: Vec<&str> = rest.split('/').skip(1).collect();
     match (method, parts.as_slice()) {
-        ("GET", []) => reply(
-            200,
-            json!({ "default_branch": "main", "permissions": { "pull": true, "push": true } }),
-        ),
+        ("GET", []) => {
+            let answer = reply(
+                200,
+                json!({ "default_branch": "main", "private": true, "permissions": { "pull": true, "push": true } }),
+            );
+            match &s.scopes {
+                Some(scopes) => answer.insert_header("x-oauth-scopes", scopes.as_str()),
+                None => answer,
+            }
+        }
+        ("GET", ["issues"]) => reply(200, json!([])),
         ("GET", ["issues", "1"]) => {
             let mut issue = s.issue.clone();
             issue["labels"] = json!(
@@ -652,5 +661,42 @@ fn github_down_after_a_step_bails_and_the_next_run_publishes_the_kept_work() {
             .as_str()
             .unwrap_or_default()
             .starts_with("Closes #1.")
+    );
+}
+
+#[test]
+fn doctor_names_the_scopes_a_classic_token_lacks() {
+    let github = GitHub::start(ISSUE_ONE);
+    let env = Env::new()
+        .with_env("GITHUB_TOKEN", TOKEN)
+        .with_env("GITHUB_API_URL", &github.uri());
+    env.git(&["remote", "add", "origin", "git@github.com:acme/calc.git"]);
+    let check = |value: &Value| {
+        value["data"]["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["check"] == "forge.github acme/calc"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no forge.github check: {value}"))
+    };
+    github.state().scopes = Some("read:org, gist".into());
+    let (_, value) = env.json(&["doctor"]);
+    let lacking = check(&value);
+    assert_eq!(lacking["ok"], false, "{lacking}");
+    assert!(
+        lacking["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("missing: repo"),
+        "{lacking}"
+    );
+    github.state().scopes = Some("repo, read:org".into());
+    let (_, value) = env.json(&["doctor"]);
+    assert_eq!(check(&value)["ok"], true, "{value}");
+    assert!(!value.to_string().contains(TOKEN));
+    assert!(
+        github
+            .seen()
+            .iter()
+            .all(|s| s.authorized && s.method == "GET")
     );
 }

@@ -23,7 +23,6 @@ pub use api::Reply;
 pub use api::RetryPolicy;
 pub use push::PushError;
 pub use push::TOKEN_VAR;
-pub use push::can_push;
 pub use spec::Repo;
 pub use token::REDACTED;
 pub use token::Redactor;
@@ -61,6 +60,69 @@ impl GitHubSpec {
     pub fn describe(&self) -> String {
         format!("{}#{}", self.repo, self.number)
     }
+}
+
+/// What a token may do in a repository, as `tdd doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The repository's issues can be read.
+    pub read_issues: bool,
+    /// The token may push (and so write statuses and pull requests).
+    pub push: bool,
+    /// A classic token's scopes (`None` for a fine-grained token, which has none).
+    pub scopes: Option<Vec<String>>,
+    /// What the token lacks: scopes of a classic token, permissions of a
+    /// fine-grained one.
+    pub missing: Vec<String>,
+}
+
+/// Asks GitHub what `token` may do in `repo`: the repository (its `permissions` and
+/// the token's scopes), then its issues.
+pub fn access(api: &str, repo: &Repo, token: &Token) -> Result<Access, ApiError> {
+    let policy = RetryPolicy {
+        attempts: 2,
+        ..RetryPolicy::default()
+    };
+    let client = Api::new(api, token, policy)?;
+    let reply = client.get(&format!("/repos/{repo}"))?;
+    let push = reply.body["permissions"]["push"].as_bool().unwrap_or(false);
+    let private = reply.body["private"].as_bool().unwrap_or(true);
+    let read_issues = match client.get(&format!("/repos/{repo}/issues?per_page=1")) {
+        Ok(_) => true,
+        Err(ApiError::Denied { .. }) => false,
+        Err(err) => return Err(err),
+    };
+    let scopes: Option<Vec<String>> = reply.scopes.map(|s| {
+        s.split(',')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect()
+    });
+    let mut missing = Vec::new();
+    match &scopes {
+        Some(scopes) => {
+            let has = |name: &str| scopes.iter().any(|s| s == name);
+            if !has("repo") && (private || !has("public_repo")) {
+                missing.push(if private { "repo" } else { "public_repo" }.to_string());
+            }
+        }
+        None => {
+            if !read_issues {
+                missing.push("Issues: read and write".to_string());
+            }
+            if !push {
+                missing.push("Contents: read and write".to_string());
+                missing.push("Pull requests: read and write".to_string());
+                missing.push("Commit statuses: read and write".to_string());
+            }
+        }
+    }
+    Ok(Access {
+        read_issues,
+        push,
+        scopes,
+        missing,
+    })
 }
 
 /// The hidden marker that ends every comment posted under `key`.

@@ -30,40 +30,16 @@ pub struct PushError {
 
 /// `git push <remote> refs/heads/<branch>` from `work_tree`, fast-forward only.
 pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Result<(), PushError> {
-    run(work_tree, remote, branch, token, false)
-}
-
-/// Whether `token` may push `branch` (a ref that exists locally) to `remote`:
-/// `git push --dry-run`, with the same credential helper.
-pub fn can_push(
-    work_tree: &Path,
-    remote: &str,
-    branch: &str,
-    token: &Token,
-) -> Result<(), PushError> {
-    run(work_tree, remote, branch, token, true)
-}
-
-fn run(
-    work_tree: &Path,
-    remote: &str,
-    branch: &str,
-    token: &Token,
-    dry_run: bool,
-) -> Result<(), PushError> {
     let failed = |detail: String| PushError {
         remote: remote.to_string(),
         branch: branch.to_string(),
         detail,
     };
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    let mut git = Command::new("git");
-    git.arg("-C").arg(work_tree).args(["push", "--quiet"]);
-    if dry_run {
-        git.arg("--dry-run");
-    }
-    let out = git
-        .args([remote, &refspec])
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(work_tree)
+        .args(["push", "--quiet", remote, &refspec])
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_COUNT", "2")
         // An empty helper first: no helper configured elsewhere is asked or told.

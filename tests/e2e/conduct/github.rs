@@ -18,6 +18,7 @@ use super::resume::ISSUE_TWO;
 use super::resume::project_two;
 use super::*;
 use crate::support::Env;
+use crate::support::code;
 
 const TOKEN: &str = "ghp_FAKE0token0for0tests0Zq7xW";
 const REPO: &str = "/repos/acme/calc";
@@ -699,4 +700,75 @@ fn doctor_names_the_scopes_a_classic_token_lacks() {
             .iter()
             .all(|s| s.authorized && s.method == "GET")
     );
+}
+
+/// The `forge_ms` of each `step_done` progress event of a conduct's stderr.
+fn forge_ms(stderr: &[u8]) -> Vec<u64> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let found = |v: &Value| v["forge_ms"].as_u64();
+            found(&v).or_else(|| found(&v["data"]))
+        })
+        .collect()
+}
+
+/// Measures the forge's part of each step, GitHub (on the fake, answering at once)
+/// against local files, and the requests per step. Prints; run by hand with
+/// `cargo test --test e2e measure_forge -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+#[allow(clippy::print_stdout, reason = "a measurement prints what it measured")]
+fn measure_forge_time_and_requests_per_step() {
+    let local = Env::new();
+    let issue = project_two(&local, "");
+    let out = local
+        .tdd()
+        .args(["conduct", &issue, "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0);
+    let local_ms = forge_ms(&out.stderr);
+    let github = GitHub::start(ISSUE_TWO);
+    let (env, _origin) = github_env(&github);
+    project_two(&env, "");
+    let out = env
+        .tdd()
+        .args([
+            "conduct",
+            "1",
+            "--forge",
+            "github",
+            "--repo",
+            "acme/calc",
+            "--json",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0);
+    let github_ms = forge_ms(&out.stderr);
+    let envelope: Value = serde_json::from_slice(&out.stdout).expect("envelope");
+    let trace = std::fs::read_to_string(
+        PathBuf::from(envelope["data"]["dir"].as_str().expect("dir")).join("trace.jsonl"),
+    )
+    .expect("trace");
+    for line in trace
+        .lines()
+        .filter(|l| l.contains("\"http call\"") || l.contains("git push ended"))
+    {
+        let v: Value = serde_json::from_str(line).expect("json");
+        println!("{} {} {}", v["timestamp"], v["span"], v["fields"]);
+    }
+    let seen = github.seen();
+    let writes = seen.iter().filter(|s| s.method != "GET").count();
+    let reads = seen.len() - writes;
+    let per_step: Vec<String> = seen.iter().map(Seen::line).collect();
+    println!("local forge_ms per step: {local_ms:?}");
+    println!("github forge_ms per step: {github_ms:?}");
+    println!(
+        "requests in all: {} ({writes} writes, {reads} reads)",
+        seen.len()
+    );
+    println!("{per_step:#?}");
 }

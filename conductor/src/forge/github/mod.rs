@@ -394,7 +394,8 @@ impl Forge for GitHubForge {
             .comments
             .as_ref()
             .and_then(|c| c.get(key).cloned());
-        let id = match (self.recorded_comment(key)?, listed) {
+        let recorded = self.recorded_comment(key)?;
+        let id = match (recorded, listed) {
             (_, Some((id, current))) if current == body => id,
             (recorded, listed) => match recorded.or(listed.map(|(id, _)| id)) {
                 Some(id) => {
@@ -414,7 +415,7 @@ impl Forge for GitHubForge {
         if let Some(comments) = self.cache.borrow_mut().comments.as_mut() {
             comments.insert(key.to_string(), (id, body));
         }
-        if self.recorded_comment(key)? != Some(id) {
+        if recorded != Some(id) {
             self.journal.record(
                 "forge_comment_posted",
                 json!({ "key": key, "id": id.to_string() }),
@@ -475,9 +476,16 @@ impl Forge for GitHubForge {
         statuses: &[CommitStatus],
     ) -> Result<(), ForgeError> {
         push::push(work_tree, &self.spec.remote, branch, &self.spec.token)?;
-        let posted = self.journal.of_kind("forge_status_posted")?;
+        let posted: Vec<Value> = self
+            .journal
+            .of_kind("forge_statuses_posted")?
+            .into_iter()
+            .flat_map(|p| p["statuses"].as_array().cloned().unwrap_or_default())
+            .collect();
+        let mut now = Vec::new();
+        let mut failed = None;
         for status in statuses {
-            let done = posted.iter().any(|p| {
+            let done = posted.iter().chain(now.iter()).any(|p| {
                 p["sha"] == status.sha.as_str()
                     && p["context"] == status.context.as_str()
                     && p["state"] == status.state.as_str()
@@ -486,21 +494,24 @@ impl Forge for GitHubForge {
                 continue;
             }
             let path = format!("{}/statuses/{}", self.repo_path(), status.sha);
-            self.call(
-                Method::POST,
-                &path,
-                Some(&json!({
-                    "state": status.state.as_str(),
-                    "context": status.context,
-                    "description": self.api.redactor().redact(&status.description),
-                })),
-            )?;
-            self.journal.record(
-                "forge_status_posted",
-                json!({ "sha": status.sha, "context": status.context, "state": status.state.as_str() }),
-            )?;
+            let body = json!({
+                "state": status.state.as_str(),
+                "context": status.context,
+                "description": self.api.redactor().redact(&status.description),
+            });
+            if let Err(err) = self.call(Method::POST, &path, Some(&body)) {
+                failed = Some(err);
+                break;
+            }
+            now.push(json!({ "sha": status.sha, "context": status.context, "state": status.state.as_str() }));
         }
-        Ok(())
+        // One record for the statuses of this push (one ledger write, not one each);
+        // those posted before a failure are recorded too.
+        if !now.is_empty() {
+            self.journal
+                .record("forge_statuses_posted", json!({ "statuses": now }))?;
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     fn mark(&self, mark: RunMark) -> Result<(), ForgeError> {

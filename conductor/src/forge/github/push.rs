@@ -36,6 +36,8 @@ pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Resu
         detail,
     };
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let _span = tracing::info_span!("git_push", remote, branch).entered();
+    let began = std::time::Instant::now();
     let out = Command::new("git")
         .arg("-C")
         .arg(work_tree)
@@ -51,6 +53,8 @@ pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Resu
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| failed(e.to_string()))?;
+    let wall_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::info!(wall_ms, ok = out.status.success(), "git push ended");
     if out.status.success() {
         return Ok(());
     }

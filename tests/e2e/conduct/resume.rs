@@ -169,7 +169,8 @@ fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str, tes
     assert_eq!(committed, test, "{points:?}");
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
+    // The run comment and step 1's.
+    assert_eq!(thread.matches("<!-- comment ").count(), 2, "{thread}");
     let pr = read(&value["data"]["pr"]);
     assert!(pr.contains("- [x] Step 1:"), "{pr}");
     for phase in ["RED", "GREEN", "REFACTOR"] {
@@ -404,7 +405,13 @@ fn finish_two(env: &Env, issue: &str, revises: usize) {
     );
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 2, "{thread}");
+    // The run comment and one per step (and the stop's comment, after a stop).
+    let stops = thread.matches("**Stopped**").count();
+    assert_eq!(
+        thread.matches("<!-- comment ").count() - stops,
+        3,
+        "{thread}"
+    );
     // Step 1's REFACTOR: one REJECT, one revise round; step 2's RED: one verifier.
     assert_eq!(
         prompts(&value, "developer-i1-s1-refactor-a2").len(),

@@ -226,22 +226,7 @@ impl Api {
                 Attempt::Fail(status, message) => {
                     span.record("status", status);
                     tracing::info!(status, latency_ms = latency, "http call refused");
-                    let (method, path) = (method.to_string(), path_only(path).to_string());
-                    return Err(if matches!(status, 401 | 403 | 404) {
-                        ApiError::Denied {
-                            method,
-                            path,
-                            status,
-                            message,
-                        }
-                    } else {
-                        ApiError::Refused {
-                            method,
-                            path,
-                            status,
-                            message,
-                        }
-                    });
+                    return Err(refused(&method, path, status, message));
                 }
                 Attempt::Retry(failure, wait) => (failure, wait),
             };
@@ -322,6 +307,26 @@ impl Api {
             return Attempt::Retry(format!("HTTP {}: {message}", status.as_u16()), retry_after);
         }
         Attempt::Fail(status.as_u16(), message)
+    }
+}
+
+/// The error of a status no retry cures: 401, 403 and 404 are `Denied`.
+fn refused(method: &Method, path: &str, status: u16, message: String) -> ApiError {
+    let (method, path) = (method.to_string(), path_only(path).to_string());
+    if matches!(status, 401 | 403 | 404) {
+        ApiError::Denied {
+            method,
+            path,
+            status,
+            message,
+        }
+    } else {
+        ApiError::Refused {
+            method,
+            path,
+            status,
+            message,
+        }
     }
 }
 

@@ -38,6 +38,8 @@ pub enum BailCause {
     DirtyTree,
     /// The forge could not be written.
     ForgeUnreachable,
+    /// The forge refused the token (HTTP 401, 403 or 404).
+    ForgeDenied,
     /// A verifier changed the real work tree.
     VerifierModifiedTree,
     /// The ledger and git disagree about which steps are done.
@@ -55,7 +57,9 @@ impl BailCause {
             | VerdictMissing
             | GateRefusedRepeatedly => BailClass::Process,
             KillStuck | KilledExternal | SupervisorLost | BaselineRed | DirtyTree
-            | ForgeUnreachable | VerifierModifiedTree | LedgerGitMismatch => BailClass::System,
+            | ForgeUnreachable | ForgeDenied | VerifierModifiedTree | LedgerGitMismatch => {
+                BailClass::System
+            }
         }
     }
 
@@ -74,6 +78,7 @@ impl BailCause {
             BaselineRed => "baseline_red",
             DirtyTree => "dirty_tree",
             ForgeUnreachable => "forge_unreachable",
+            ForgeDenied => "forge_denied",
             VerifierModifiedTree => "verifier_modified_tree",
             LedgerGitMismatch => "ledger_git_mismatch",
         }

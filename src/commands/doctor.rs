@@ -108,6 +108,9 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
         });
     }
     checks.push(forge_token_check());
+    if let Some(check) = github_check(work_tree.as_deref()) {
+        checks.push(check);
+    }
     let healthy = checks
         .iter()
         .all(|c| c.ok || c.severity == Severity::Warning);
@@ -276,6 +279,65 @@ fn forge_token_check() -> Check {
             "set GITHUB_TOKEN to use --forge github; the local forge needs none",
         ),
     }
+}
+
+/// When the GitHub forge applies (the `origin` remote is on GitHub, or
+/// `GITHUB_API_URL` names an API for it) and a token is found: whether the token can
+/// read the repository's issues and push, and what it lacks.
+fn github_check(work_tree: Option<&Path>) -> Option<Check> {
+    use tdd_conductor::forge::github::spec;
+    let origin = Git::new(work_tree?)
+        .text(["remote", "get-url", "origin"])
+        .ok()?;
+    let (host, repo) = spec::remote_repo(&origin)?;
+    let api = std::env::var("GITHUB_API_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if host != "github.com" && api.is_none() {
+        return None;
+    }
+    let api = api.unwrap_or_else(|| spec::api_for_host(&host));
+    let name = format!("forge.github {repo}");
+    let Some(token) = tdd_conductor::forge::github::resolve_token(|k| std::env::var(k).ok()) else {
+        return Some(Check::fail(
+            name,
+            Severity::Warning,
+            "no token: GITHUB_TOKEN, GH_TOKEN and `gh auth token` give none",
+            "set GITHUB_TOKEN (or log in with `gh auth login`) to conduct this repository's issues",
+        ));
+    };
+    Some(
+        match tdd_conductor::forge::github::access(&api, &repo, &token) {
+            Ok(access) if access.missing.is_empty() && access.read_issues && access.push => {
+                Check::pass(
+                    name,
+                    format!("the token from {} can read issues and push", token.source()),
+                )
+            }
+            Ok(access) => Check::fail(
+                name,
+                Severity::Warning,
+                format!(
+                    "the token from {}: read issues {}, push {}; missing: {}",
+                    token.source(),
+                    if access.read_issues { "yes" } else { "no" },
+                    if access.push { "yes" } else { "no" },
+                    if access.missing.is_empty() {
+                        "-".to_string()
+                    } else {
+                        access.missing.join(", ")
+                    }
+                ),
+                "grant the missing scopes or permissions to the token (a classic token needs `repo`)",
+            ),
+            Err(err) => Check::fail(
+                name,
+                Severity::Warning,
+                err.to_string(),
+                "check the token (`gh auth status`), the `origin` remote and GITHUB_API_URL",
+            ),
+        },
+    )
 }
 
 /// The first executable named `name` on PATH.

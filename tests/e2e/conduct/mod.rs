@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::support::Env;
 
 mod bails;
+mod github;
 mod resume;
 mod worktree;
 
@@ -108,7 +109,8 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
         PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("thread.md"),
     )
     .expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+    // The run comment, then one per step.
+    assert_eq!(thread.matches("<!-- comment ").count(), 4, "{thread}");
     assert_traced(&value);
 }
 

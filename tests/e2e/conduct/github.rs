@@ -772,3 +772,24 @@ fn measure_forge_time_and_requests_per_step() {
     );
     println!("{per_step:#?}");
 }
+
+#[test]
+fn an_issue_without_criteria_bails_needs_user_with_the_question_on_the_thread() {
+    let github = GitHub::start("# Subtraction\n\nUsers need to subtract.\n");
+    let (env, _origin) = github_env(&github);
+    one_step(&env, "");
+    let head = env.git(&["rev-parse", "HEAD"]);
+    let (code, value) = conduct(&env);
+    assert_eq!(code, 4, "{value}");
+    assert_eq!(value["error"]["reason"], "needs_user");
+    let state = github.state();
+    assert_eq!(state.comments.len(), 1, "{:?}", state.comments);
+    assert!(
+        state.comments[0].1.contains("names no acceptance criteria"),
+        "{}",
+        state.comments[0].1
+    );
+    assert!(state.pulls.is_empty());
+    drop(state);
+    assert_eq!(env.git(&["rev-parse", "HEAD"]), head);
+}

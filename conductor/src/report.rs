@@ -344,8 +344,29 @@ pub(crate) fn step_comment(c: &Conductor<'_>, n: u32) -> Result<String, LedgerEr
     let mut out = String::new();
     if let Some(record) = records.get(&u64::from(n)) {
         render_step(&mut out, u64::from(n), "done", record);
+        if let Some(line) = chain_head_line(c, record) {
+            out.push_str(&line);
+        }
     }
     Ok(out)
+}
+
+/// The ledger's chain head as the step's last phase commit anchors it (its `TDD-Ledger`
+/// trailer), so a reader of the thread can check the ledger against it later. Fixed by
+/// the commit: a comment rendered again later says the same.
+fn chain_head_line(c: &Conductor<'_>, record: &StepRecord) -> Option<String> {
+    let commit = record.phases.last()?["commit"].as_str()?;
+    let format = "--format=%(trailers:key=TDD-Ledger,valueonly)";
+    let head = tdd_engine::git::Git::new(&c.work_tree)
+        .text(["log", "-1", format, commit])
+        .ok()?;
+    let head = head.trim();
+    (!head.is_empty()).then(|| {
+        format!(
+            "\nLedger chain head at {}: `{head}` (`tdd ledger verify` checks the ledger against it).\n",
+            short(&serde_json::Value::String(commit.to_string()))
+        )
+    })
 }
 
 /// The comment of a bail: cause, class, where, what to do, the output tail.

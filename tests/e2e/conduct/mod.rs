@@ -111,6 +111,18 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
     .expect("thread");
     // The run comment, then one per step.
     assert_eq!(thread.matches("<!-- comment ").count(), 4, "{thread}");
+    // Each step's comment names the chain head its last commit anchors.
+    let anchors = git_in(
+        &dir.join("calc"),
+        &["log", "--format=%(trailers:key=TDD-Ledger,valueonly)"],
+    );
+    let heads: Vec<&str> = thread
+        .lines()
+        .filter_map(|l| l.strip_prefix("Ledger chain head at "))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    assert_eq!(heads.len(), 3, "{thread}");
+    assert!(heads.iter().all(|h| anchors.lines().any(|a| a == *h)), "{heads:?} {anchors}");
     assert_traced(&value);
 }
 

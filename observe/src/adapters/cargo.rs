@@ -34,6 +34,7 @@ use crate::exec::execute;
 use crate::junit;
 use crate::model::Collection;
 use crate::model::Observation;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The cargo adapter.
@@ -49,9 +50,39 @@ fn nextest_installed(project: &Project) -> bool {
     })
 }
 
-/// `binary-id test::path` -> (`binary-id`, `test::path`).
-fn split_id(native_id: &str) -> (&str, &str) {
-    native_id.split_once(' ').unwrap_or((native_id, ""))
+/// `binary-id test::path` -> (`Some(binary-id)`, `test::path`); a test path
+/// alone (`tests::name`, no binary) -> (`None`, `tests::name`).
+fn split_id(native_id: &str) -> (Option<&str>, &str) {
+    match native_id.split_once(' ') {
+        Some((binary, test)) => (Some(binary), test),
+        None => (None, native_id),
+    }
+}
+
+/// A nextest name matcher's value with the characters the filterset
+/// language gives a meaning (`\`, `)`, `,`) escaped.
+fn filter_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | ')' | ',') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The nextest filterset that selects exactly `native_id`: its test path in
+/// its binary, or in any binary when the id names none.
+fn filterset(native_id: &str) -> String {
+    match split_id(native_id) {
+        (Some(binary), test) => format!(
+            "(binary_id(={}) & test(={}))",
+            filter_escape(binary),
+            filter_escape(test)
+        ),
+        (None, test) => format!("test(={})", filter_escape(test)),
+    }
 }
 
 /// Parses nextest's JUnit report (suite = binary id, case = test path).
@@ -117,13 +148,7 @@ impl Cargo {
         let config_path = scratch.write("nextest.toml", &config)?;
         let mut target = Vec::new();
         if let Some(ids) = ids {
-            let filters: Vec<String> = ids
-                .iter()
-                .map(|id| {
-                    let (binary, test) = split_id(id);
-                    format!("(binary_id(={binary}) & test(={test}))")
-                })
-                .collect();
+            let filters: Vec<String> = ids.iter().map(|id| filterset(id)).collect();
             target = vec!["-E".to_string(), filters.join(" | ")];
         }
         let argv = match &project.config.test_command {
@@ -183,13 +208,21 @@ impl Cargo {
         ids: Option<&[String]>,
         builder: &mut Builder,
     ) {
-        let mut wanted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut wanted: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
         for (binary, test) in ids.unwrap_or(&[]).iter().map(|id| split_id(id)) {
             wanted.entry(binary).or_default().push(test);
         }
         for (index, binary) in binaries.iter().enumerate() {
-            let names = wanted.get(binary.binary_id.as_str());
-            if ids.is_some() && names.is_none() {
+            // Tests named without a binary are looked for in every binary.
+            let names: Option<Vec<&str>> = ids.map(|_| {
+                [Some(binary.binary_id.as_str()), None]
+                    .iter()
+                    .filter_map(|key| wanted.get(key))
+                    .flatten()
+                    .copied()
+                    .collect()
+            });
+            if names.as_ref().is_some_and(Vec::is_empty) {
                 continue;
             }
             let mut argv = vec![binary.executable.to_string_lossy().into_owned()];
@@ -297,22 +330,27 @@ impl Adapter for Cargo {
     }
 
     fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
-        let (binary, test) = split_id(native_id);
-        vec![
-            "-E".to_string(),
-            format!("binary_id(={binary}) & test(={test})"),
-        ]
+        vec!["-E".to_string(), filterset(native_id)]
     }
 
     fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
-        let (binary, _) = split_id(native_id);
-        let package = binary.split("::").next().unwrap_or(binary).to_string();
         let id = format!("{}::{native_id}", project.name);
-        TargetKey {
-            collected_as: id.clone(),
-            id,
-            scopes: vec![binary.to_string(), package],
-        }
+        let (Some(binary), _) = split_id(native_id) else {
+            // A test path without its binary: the one test of that path in
+            // any binary.
+            let suffix = format!(" {native_id}");
+            return TargetKey {
+                collected_as: id.clone(),
+                id,
+                scopes: Vec::new(),
+                partial: Some(Partial::Unique {
+                    run: suffix.clone(),
+                    collected: suffix,
+                }),
+            };
+        };
+        let package = binary.split("::").next().unwrap_or(binary).to_string();
+        TargetKey::exact(id, vec![binary.to_string(), package])
     }
 
     fn stub_hint(&self) -> &'static str {

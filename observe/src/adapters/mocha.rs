@@ -7,13 +7,13 @@
 //! file on its own, so the file that failed is a collection error and the
 //! other files are still observed.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 
 use super::discover;
 use super::file_of;
-use super::regex_escape;
+use super::name_alternatives;
 use super::test_globs;
 use super::titles_of;
 use crate::Adapter;
@@ -103,40 +103,58 @@ pub(crate) fn parse_report(
         }),
         ..ParsedReport::default()
     };
-    let pending: Vec<String> = report.pending.iter().map(id).collect();
-    // `tests` lists failed tests too; they are read from `failures` below.
-    let failed: HashSet<String> = report.failures.iter().map(id).collect();
+    // Same-named tests are told apart by how often each name is still owed
+    // to `pending` and `failures`: every record of `tests` is one test.
+    let mut pending: HashMap<String, usize> = HashMap::new();
+    for test in &report.pending {
+        *pending.entry(id(test)).or_default() += 1;
+    }
+    let mut failed: HashMap<String, usize> = HashMap::new();
+    for test in &report.failures {
+        *failed.entry(id(test)).or_default() += 1;
+    }
     for test in &report.tests {
         let test_id = id(test);
-        if failed.contains(&test_id) {
-            continue;
-        }
-        let outcome = if pending.contains(&test_id) {
-            Outcome::Skipped
-        } else {
-            Outcome::Passed
-        };
-        parsed.tests.push((
-            test_id,
+        let has_error = test.err.as_object().is_some_and(|e| !e.is_empty());
+        let result = if has_error {
+            if let Some(count) = failed.get_mut(&test_id) {
+                *count = count.saturating_sub(1);
+            }
+            failed_result(&test.err)
+        } else if let Some(count) = pending.get_mut(&test_id).filter(|c| **c > 0) {
+            *count -= 1;
             TestResult {
-                outcome,
+                outcome: Outcome::Skipped,
                 failure: None,
-            },
-        ));
+            }
+        } else {
+            TestResult {
+                outcome: Outcome::Passed,
+                failure: None,
+            }
+        };
+        parsed.tests.push((test_id, result));
     }
     // Hook failures appear only under `failures`, as '"before all" hook ...'.
     for test in &report.failures {
-        let failure = Failure {
-            kind: classify(&test.err),
-            message: clip(&error_text(&test.err), MESSAGE_KEEP),
-        };
-        let result = TestResult {
-            outcome: Outcome::Failed,
-            failure: Some(failure),
-        };
-        parsed.tests.push((id(test), result));
+        let test_id = id(test);
+        match failed.get_mut(&test_id) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => continue,
+        }
+        parsed.tests.push((test_id, failed_result(&test.err)));
     }
     Ok(parsed)
+}
+
+fn failed_result(err: &serde_json::Value) -> TestResult {
+    TestResult {
+        outcome: Outcome::Failed,
+        failure: Some(Failure {
+            kind: classify(err),
+            message: clip(&error_text(err), MESSAGE_KEEP),
+        }),
+    }
 }
 
 fn error_text(err: &serde_json::Value) -> String {
@@ -323,7 +341,7 @@ impl Mocha {
     fn grep(&self, ids: &[String]) -> Vec<String> {
         let names: Vec<String> = ids
             .iter()
-            .map(|id| regex_escape(&titles_of(id).join(" > ")))
+            .map(|id| name_alternatives(&titles_of(id).join(" > ")))
             .collect();
         vec!["--grep".to_string(), format!("^(?:{})$", names.join("|"))]
     }

@@ -40,6 +40,7 @@ use crate::model::FailureKind;
 use crate::model::Observation;
 use crate::model::Outcome;
 use crate::model::TestResult;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The pytest adapter.
@@ -223,10 +224,14 @@ impl Adapter for Pytest {
             .next()
             .unwrap_or(native_id)
             .to_string();
+        // A file, a class or a parametrized test without its parameters
+        // stands for every test pytest runs under it.
+        let partial = Partial::Group(vec![format!("{id}::"), format!("{id}[")]);
         TargetKey {
             collected_as: id.clone(),
             id,
             scopes: vec![file],
+            partial: Some(partial),
         }
     }
 

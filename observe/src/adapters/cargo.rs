@@ -34,6 +34,8 @@ use crate::exec::execute;
 use crate::junit;
 use crate::model::Collection;
 use crate::model::Observation;
+use crate::model::Outcome;
+use crate::model::TestResult;
 use crate::target::Partial;
 use crate::target::TargetKey;
 
@@ -262,6 +264,53 @@ impl Cargo {
     }
 }
 
+impl Cargo {
+    /// nextest's JUnit report leaves `#[ignore]`d tests out; each binary lists
+    /// them (`--list --ignored`) so they read as skipped instead of vanishing.
+    fn list_ignored(
+        &self,
+        project: &Project,
+        scratch: &Scratch,
+        binaries: &[TestBinary],
+        builder: &mut Builder,
+    ) {
+        for (index, binary) in binaries.iter().enumerate() {
+            let argv = vec![
+                binary.executable.to_string_lossy().into_owned(),
+                "--list".into(),
+                "--format".into(),
+                "terse".into(),
+                "--ignored".into(),
+            ];
+            let label = format!("ignored-{index}");
+            let job = Job {
+                label: &label,
+                argv,
+                cwd: binary.package_dir.as_deref(),
+                report: ReportAt::Stdout,
+                env: Vec::new(),
+            };
+            let ran = execute(project, scratch, job);
+            let ignored =
+                cargo_messages::parse_list(ran.report.as_deref().unwrap_or(b""), &binary.binary_id);
+            builder.merge(ParsedReport {
+                tests: ignored
+                    .into_iter()
+                    .map(|id| {
+                        let skipped = TestResult {
+                            outcome: Outcome::Skipped,
+                            failure: None,
+                        };
+                        (id, skipped)
+                    })
+                    .collect(),
+                ..ParsedReport::default()
+            });
+            builder.invocation(ran.invocation);
+        }
+    }
+}
+
 impl Adapter for Cargo {
     fn kind(&self) -> AdapterKind {
         AdapterKind::Cargo
@@ -297,6 +346,8 @@ impl Adapter for Cargo {
                     .extend(listed.iter().map(|id| builder.qualify(id)));
                 builder.invocation(ran.invocation);
             }
+            let doctests = doctest::list(project, &scratch, &build.binaries, &mut builder);
+            collection.ids.extend(doctests);
             collection.errors = build.errors;
         }
         let observation = builder.finish(&Selection::All);
@@ -320,10 +371,24 @@ impl Adapter for Cargo {
                 collection_errors: build.errors,
                 ..ParsedReport::default()
             });
-            if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
-                self.run_nextest(project, &scratch, ids, &mut builder)?;
-            } else {
-                self.run_binaries(project, &scratch, &build.binaries, ids, &mut builder);
+            // Doctests run through `cargo test --doc`, the other tests as before.
+            let (doc_ids, test_ids): (Vec<String>, Vec<String>) = ids
+                .unwrap_or(&[])
+                .iter()
+                .cloned()
+                .partition(|id| doctest::is_doctest(id));
+            let tests = ids.map(|_| test_ids.as_slice());
+            let docs = ids.map(|_| doc_ids.as_slice());
+            if tests.is_none_or(|ids| !ids.is_empty()) {
+                if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
+                    self.run_nextest(project, &scratch, tests, &mut builder)?;
+                    self.list_ignored(project, &scratch, &build.binaries, &mut builder);
+                } else {
+                    self.run_binaries(project, &scratch, &build.binaries, tests, &mut builder);
+                }
+            }
+            if docs.is_none_or(|ids| !ids.is_empty()) {
+                doctest::run(project, &scratch, &build.binaries, docs, &mut builder);
             }
         }
         Ok(builder.finish(selection))
@@ -361,6 +426,8 @@ impl Adapter for Cargo {
         vec!["cargo".into(), "--version".into()]
     }
 }
+
+mod doctest;
 
 #[cfg(test)]
 mod tests;

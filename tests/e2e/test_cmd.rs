@@ -88,6 +88,16 @@ fn a_missing_runner_is_exit_1_and_bad_arguments_exit_2() {
     let (exit, value) = env.json(&["test", "--all"]);
     assert_eq!(exit, 1, "{value}");
     assert_eq!(value["error"]["reason"], "runner_error");
+    // doctor would call this runner healthy enough to start: the hint points at
+    // the runner's own output instead.
+    let hint = value["error"]["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("runner's own output") && !hint.contains("doctor"),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "--all"]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("no-such-runner-anywhere"), "{text}");
 }
 
 #[test]

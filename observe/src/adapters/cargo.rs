@@ -95,7 +95,7 @@ pub(crate) fn parse_nextest(bytes: &[u8]) -> Result<ParsedReport, ReportError> {
         ..ParsedReport::default()
     };
     for case in report.cases {
-        let text = format!("{}\n{}", case.message, case.text);
+        let text = crate::clip::with_message(&case.message, &case.text);
         let result = cargo_messages::rust_result(case.outcome, &text);
         parsed
             .tests

@@ -53,11 +53,29 @@ const DEFAULT_GLOBS: &[&str] = &["test/*.{js,cjs,mjs}"];
 #[derive(Debug, Deserialize)]
 struct Report {
     stats: Stats,
-    tests: Vec<Test>,
+    tests: Vec<serde_json::Value>,
     #[serde(default)]
-    pending: Vec<Test>,
+    pending: Vec<serde_json::Value>,
     #[serde(default)]
-    failures: Vec<Test>,
+    failures: Vec<serde_json::Value>,
+}
+
+/// The records of one list of the report; a malformed one is skipped with a
+/// diagnostic.
+fn records(list: &str, values: Vec<serde_json::Value>, diagnostics: &mut Vec<String>) -> Vec<Test> {
+    values
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, value)| match serde_json::from_value(value) {
+            Ok(test) => Some(test),
+            Err(err) => {
+                diagnostics.push(format!(
+                    "skipped {list} record {index} of the report: {err}"
+                ));
+                None
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,7 +111,12 @@ pub(crate) fn parse_report(
             .unwrap_or_default();
         format!("{file} > {}", test.full_title)
     };
+    let mut diagnostics = Vec::new();
+    let tests = records("tests", report.tests, &mut diagnostics);
+    let pending_records = records("pending", report.pending, &mut diagnostics);
+    let failures = records("failures", report.failures, &mut diagnostics);
     let mut parsed = ParsedReport {
+        diagnostics,
         runner_counts: Some(crate::model::RunnerCounts {
             tests: report.stats.tests,
             passed: report.stats.passes,
@@ -106,14 +129,14 @@ pub(crate) fn parse_report(
     // Same-named tests are told apart by how often each name is still owed
     // to `pending` and `failures`: every record of `tests` is one test.
     let mut pending: HashMap<String, usize> = HashMap::new();
-    for test in &report.pending {
+    for test in &pending_records {
         *pending.entry(id(test)).or_default() += 1;
     }
     let mut failed: HashMap<String, usize> = HashMap::new();
-    for test in &report.failures {
+    for test in &failures {
         *failed.entry(id(test)).or_default() += 1;
     }
-    for test in &report.tests {
+    for test in &tests {
         let test_id = id(test);
         let has_error = test.err.as_object().is_some_and(|e| !e.is_empty());
         let result = if has_error {
@@ -136,7 +159,7 @@ pub(crate) fn parse_report(
         parsed.tests.push((test_id, result));
     }
     // Hook failures appear only under `failures`, as '"before all" hook ...'.
-    for test in &report.failures {
+    for test in &failures {
         let test_id = id(test);
         match failed.get_mut(&test_id) {
             Some(count) if *count > 0 => *count -= 1,

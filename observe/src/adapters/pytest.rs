@@ -306,11 +306,7 @@ fn result_of(case: &JunitCase) -> TestResult {
             } else {
                 classify(case)
             };
-            let message = if case.text.is_empty() {
-                case.message.clone()
-            } else {
-                format!("{}\n\n{}", case.message, case.text)
-            };
+            let message = crate::clip::with_message(&case.message, &case.text);
             Some(Failure {
                 kind,
                 message: clip(&message, MESSAGE_KEEP),
@@ -378,4 +374,32 @@ pub(crate) fn parse_collection(
 /// each run: about half a second per observation.)
 fn no_bytecode() -> (String, String) {
     ("PYTHONDONTWRITEBYTECODE".into(), "1".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pytest 8 xunit1: a failure's message is the assertion its traceback
+    /// already ends with, so the excerpt holds it once.
+    #[test]
+    fn a_failure_message_is_not_repeated() -> Result<(), ReportError> {
+        let parsed = parse_report(
+            include_bytes!("../../tests/fixtures/pytest-junit.xml"),
+            Path::new("/nonexistent"),
+        )?;
+        let message = parsed
+            .tests
+            .iter()
+            .find(|(id, _)| id == "tests/test_a.py::test_fail")
+            .and_then(|(_, r)| r.failure.as_ref())
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            message.matches("assert (1 + 1) == 3").count(),
+            1,
+            "{message}"
+        );
+        Ok(())
+    }
 }

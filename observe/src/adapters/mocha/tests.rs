@@ -132,3 +132,18 @@ fn recorded_load_failure_is_a_collection_error() -> Result<(), Box<dyn std::erro
     );
     Ok(())
 }
+
+/// One malformed record (a `fullTitle` that is not a string) is skipped with a
+/// diagnostic; the report's other records are still read.
+#[test]
+fn a_malformed_record_is_skipped_alone() -> Result<(), Box<dyn std::error::Error>> {
+    let mut report: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "../../../tests/fixtures/mocha-json/calc.spec.json"
+    ))?;
+    report["tests"][0]["fullTitle"] = serde_json::json!(5);
+    let parsed = parse_report(&serde_json::to_vec(&report)?, Path::new("/fixture"))?;
+    assert_eq!(parsed.tests.len(), 6, "{parsed:?}");
+    assert_eq!(parsed.diagnostics.len(), 1, "{parsed:?}");
+    assert!(parsed.diagnostics[0].starts_with("skipped tests record 0"));
+    Ok(())
+}

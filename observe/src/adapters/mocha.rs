@@ -1,8 +1,12 @@
 //! mocha, observed through its `json` reporter written to an engine-owned
 //! file (`--reporter-option output=FILE`).
 //!
-//! Ids are `file > full title` (mocha's report joins describe titles with
-//! spaces and does not keep them apart). A file that fails to load makes
+//! Ids are `file > describe > ... > title`, like every other JavaScript
+//! adapter: the report is written by a small reporter of ours that adds each
+//! test's title path to the json reporter's fields (mocha's json reporter
+//! joins the titles with spaces and cannot keep them apart). A report
+//! without title paths (a user's `test_command` with its own reporter) falls
+//! back to `file > full title`. A file that fails to load makes
 //! mocha abort before writing any report; the adapter then runs each test
 //! file on its own, so the file that failed is a collection error and the
 //! other files are still observed.
@@ -86,10 +90,57 @@ struct Stats {
     failures: Option<u64>,
 }
 
+/// A mocha reporter, written to the scratch directory and passed to
+/// `--reporter`, that writes the json reporter's report plus each test's
+/// `titlePath`: mocha's own json reporter only joins the titles with
+/// spaces, so describe blocks could not be told apart. It needs nothing but
+/// node's `fs` and the runner's events.
+const REPORTER: &str = r#"'use strict';
+const fs = require('fs');
+function clean(test) {
+  const err = test.err || {};
+  const plain = {};
+  for (const key of ['message', 'stack', 'name', 'code']) {
+    if (typeof err[key] === 'string') plain[key] = err[key];
+  }
+  return {
+    title: test.title,
+    titlePath: typeof test.titlePath === 'function' ? test.titlePath() : undefined,
+    fullTitle: test.fullTitle(),
+    file: test.file,
+    err: plain,
+  };
+}
+function TddReporter(runner, options) {
+  const output = ((options || {}).reporterOption || (options || {}).reporterOptions || {}).output;
+  const tests = [], pending = [], failures = [];
+  runner.on('test end', (test) => tests.push(test));
+  runner.on('pending', (test) => pending.push(test));
+  runner.on('fail', (test, err) => {
+    if (!test.err) test.err = err;
+    failures.push(test);
+  });
+  runner.once('end', () => {
+    const report = {
+      stats: runner.stats || {},
+      tests: tests.map(clean),
+      pending: pending.map(clean),
+      failures: failures.map(clean),
+    };
+    fs.writeFileSync(output, JSON.stringify(report));
+  });
+}
+module.exports = TddReporter;
+"#;
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Test {
     full_title: String,
+    /// The describe titles and the test's own, from our reporter; absent
+    /// from mocha's json reporter.
+    #[serde(default)]
+    title_path: Option<Vec<String>>,
     #[serde(default)]
     file: Option<String>,
     #[serde(default)]
@@ -109,7 +160,10 @@ pub(crate) fn parse_report(
             .as_deref()
             .map(|f| relative_path(f, root))
             .unwrap_or_default();
-        format!("{file} > {}", test.full_title)
+        match &test.title_path {
+            Some(path) if !path.is_empty() => format!("{file} > {}", path.join(" > ")),
+            _ => format!("{file} > {}", test.full_title),
+        }
     };
     let mut diagnostics = Vec::new();
     let tests = records("tests", report.tests, &mut diagnostics);
@@ -213,9 +267,16 @@ impl Mocha {
         builder: &mut Builder,
     ) -> (bool, Vec<u8>) {
         let report = scratch.path(&format!("{label}.json"));
+        let reporter = match scratch.write("tdd-mocha-reporter.cjs", REPORTER) {
+            Ok(path) => path.display().to_string(),
+            Err(err) => {
+                builder.fail(format!("could not write the mocha reporter: {err}"));
+                return (false, Vec::new());
+            }
+        };
         let report_flags = vec![
             "--reporter".to_string(),
-            "json".to_string(),
+            reporter,
             "--reporter-option".to_string(),
             format!("output={}", report.display()),
         ];
@@ -361,10 +422,11 @@ impl Adapter for Mocha {
 }
 
 impl Mocha {
+    /// mocha's `--grep` matches the full title: the titles joined by spaces.
     fn grep(&self, ids: &[String]) -> Vec<String> {
         let names: Vec<String> = ids
             .iter()
-            .map(|id| name_alternatives(&titles_of(id).join(" > ")))
+            .map(|id| name_alternatives(&titles_of(id).join(" ")))
             .collect();
         vec!["--grep".to_string(), format!("^(?:{})$", names.join("|"))]
     }

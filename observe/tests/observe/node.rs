@@ -46,25 +46,25 @@ fn mocha_outcomes() -> TestResult {
     assert!(
         collection
             .ids
-            .contains("app::test/calc.spec.js > math adds"),
+            .contains("app::test/calc.spec.js > math > adds"),
         "{collection:?}"
     );
     fx.expect(
         &observation,
         &collection,
         &[
-            ("test/calc.spec.js > math adds", Passed),
-            ("test/calc.spec.js > math fails", FailedAssertion),
-            ("test/calc.spec.js > math throws", FailedError),
-            ("test/calc.spec.js > math skipped", NotRun),
+            ("test/calc.spec.js > math > adds", Passed),
+            ("test/calc.spec.js > math > fails", FailedAssertion),
+            ("test/calc.spec.js > math > throws", FailedError),
+            ("test/calc.spec.js > math > skipped", NotRun),
             ("test/broken.spec.js > x", FailedError),
-            ("test/calc.spec.js > math nope", NotFound),
+            ("test/calc.spec.js > math > nope", NotFound),
         ],
     );
-    fx.expect_alone("test/calc.spec.js > math adds", Passed)?;
-    fx.expect_alone("test/calc.spec.js > math fails", FailedAssertion)?;
+    fx.expect_alone("test/calc.spec.js > math > adds", Passed)?;
+    fx.expect_alone("test/calc.spec.js > math > fails", FailedAssertion)?;
     fx.expect_alone("test/broken.spec.js > x", FailedError)?;
-    fx.expect_alone("test/calc.spec.js > math nope", NotFound)?;
+    fx.expect_alone("test/calc.spec.js > math > nope", NotFound)?;
     fx.expect_alone("test/gone.spec.js > x", NotFound)?;
     Ok(())
 }
@@ -225,11 +225,11 @@ fn mocha_same_named_tests_stay_apart() -> TestResult {
         &observation,
         &collection,
         &[
-            ("test/dup.spec.js > math adds", Passed),
-            ("test/dup.spec.js > math adds #2", FailedAssertion),
+            ("test/dup.spec.js > math > adds", Passed),
+            ("test/dup.spec.js > math > adds #2", FailedAssertion),
         ],
     );
-    fx.expect_alone("test/dup.spec.js > math adds #2", FailedAssertion)?;
+    fx.expect_alone("test/dup.spec.js > math > adds #2", FailedAssertion)?;
     Ok(())
 }
 

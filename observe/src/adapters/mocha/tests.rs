@@ -147,3 +147,43 @@ fn a_malformed_record_is_skipped_alone() -> Result<(), Box<dyn std::error::Error
     assert!(parsed.diagnostics[0].starts_with("skipped tests record 0"));
     Ok(())
 }
+
+/// mocha 10.8.2 with the adapter's reporter: ids join the title path with
+/// ` > ` like every other JavaScript adapter, and a failing hook is reported
+/// under its own title.
+#[test]
+fn recorded_title_path_report() -> Result<(), ReportError> {
+    let parsed = parse_report(
+        include_bytes!("../../../tests/fixtures/mocha-json/titlepath.json"),
+        Path::new("/fixture"),
+    )?;
+    let file = "test/calc.spec.js";
+    assert_eq!(
+        outcomes(&parsed),
+        vec![
+            (&*format!("{file} > math > adds"), Outcome::Passed, None),
+            (
+                &*format!("{file} > math > fails"),
+                Outcome::Failed,
+                Some(FailureKind::Assertion)
+            ),
+            (
+                &*format!("{file} > math > throws"),
+                Outcome::Failed,
+                Some(FailureKind::Exception)
+            ),
+            (&*format!("{file} > math > skipped"), Outcome::Skipped, None),
+            (
+                &*format!("{file} > math > nested > deep"),
+                Outcome::Passed,
+                None
+            ),
+            (
+                &*format!("{file} > hooks > \"before all\" hook for \"never runs\""),
+                Outcome::Failed,
+                Some(FailureKind::Exception)
+            ),
+        ]
+    );
+    Ok(())
+}

@@ -90,6 +90,9 @@ fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
             .and_then(|s| s.as_str().map(str::to_string))
             .unwrap_or_default();
         text.push_str(&format!("{mark}  {:<18} {}\n", status, v.id));
+        if !v.matched.is_empty() {
+            text.push_str(&format!("      matched: {}\n", v.matched.join(", ")));
+        }
         if let Some(detail) = &v.detail {
             text.push_str(&excerpt(detail));
         }

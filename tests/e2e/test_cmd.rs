@@ -157,3 +157,26 @@ fn diagnostics_show_the_suite_run_with_v_or_tdd_log_and_nothing_without() {
     let bad = stderr_of(&env, &[("TDD_LOG", "tdd_engine=[")], &target);
     assert!(bad.contains("ignoring TDD_LOG"), "{bad}");
 }
+
+/// A file target stands for the tests in it: the verdict lists them, in the
+/// envelope and on a terminal.
+#[test]
+fn a_file_target_says_which_tests_it_matched() {
+    let env = pytest_project();
+    let (exit, value) = env.json(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{value}");
+    let matched = value["data"]["targets"][0]["matched"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        matched.contains(&serde_json::json!("py::tests/test_calc.py::test_passes")),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(
+        text.contains("matched: ") && text.contains("py::tests/test_calc.py::test_passes"),
+        "{text}"
+    );
+}

@@ -306,7 +306,7 @@ fn result_of(case: &JunitCase) -> TestResult {
             } else {
                 classify(case)
             };
-            let message = crate::clip::with_message(&case.message, &case.text);
+            let message = headline_and_traceback(&case.message, &case.text);
             Some(Failure {
                 kind,
                 message: clip(&message, MESSAGE_KEEP),
@@ -316,6 +316,27 @@ fn result_of(case: &JunitCase) -> TestResult {
     TestResult {
         outcome: case.outcome,
         failure,
+    }
+}
+
+/// pytest's message first, as the headline, then its traceback without the
+/// `E ` lines that only repeat the message.
+fn headline_and_traceback(message: &str, text: &str) -> String {
+    let message = message.trim();
+    let traceback: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|line| {
+            let Some(rest) = line.strip_prefix("E ") else {
+                return true;
+            };
+            message.is_empty() || !message.contains(rest.trim())
+        })
+        .collect();
+    match (message.is_empty(), traceback.is_empty()) {
+        (true, _) => traceback.join("\n"),
+        (false, true) => message.to_string(),
+        (false, false) => format!("{message}\n\n{}", traceback.join("\n")),
     }
 }
 
@@ -381,7 +402,7 @@ mod tests {
     use super::*;
 
     /// pytest 8 xunit1: a failure's message is the assertion its traceback
-    /// already ends with, so the excerpt holds it once.
+    /// already ends with, so the excerpt holds it once, as its first line.
     #[test]
     fn a_failure_message_is_not_repeated() -> Result<(), ReportError> {
         let parsed = parse_report(
@@ -400,6 +421,8 @@ mod tests {
             1,
             "{message}"
         );
+        assert!(message.starts_with("assert (1 + 1) == 3\n"), "{message}");
+        assert!(message.contains("AssertionError"), "{message}");
         Ok(())
     }
 }

@@ -98,7 +98,11 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     tracing::debug!(argv = ?job.argv, root = %project.root.display(), "runner started");
     let stdout_path = scratch.path(&format!("{}.stdout", job.label));
     let stderr_path = scratch.path(&format!("{}.stderr", job.label));
-    let mut env: Vec<(String, String)> = vec![("NO_COLOR".into(), "1".into())];
+    // Nothing is set for every runner: what a project's tests see is the
+    // project's environment (for example its colour settings), plus only the
+    // variables its adapter needs to observe it, each set in the adapter's
+    // `Job` and listed in docs/engine.md.
+    let mut env: Vec<(String, String)> = Vec::new();
     if let Some(pinned) = &project.hermetic {
         env.extend(pinned.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         // No bytecode is written next to the sources: the clean room never holds any

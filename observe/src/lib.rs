@@ -60,6 +60,7 @@ pub use model::TestResult;
 pub use model::Totals;
 pub use probe::PROBE_TIMEOUT;
 pub use probe::Probe;
+pub use target::Partial;
 pub use target::TargetKey;
 pub use target::lookup;
 

@@ -175,6 +175,10 @@ pub struct Observation {
     /// Why this run could not be observed, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner_error: Option<String>,
+    /// Records of the runner's report that could not be read and were skipped;
+    /// every other record was still observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<String>,
 }
 
 impl Observation {
@@ -258,4 +262,8 @@ pub struct TargetVerdict {
     /// The failure message, collection error or runner error behind the status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a partial target (a file, a class, a name without its package or
+    /// binary): the project-qualified ids of the tests it matched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
 }

@@ -88,6 +88,16 @@ fn a_missing_runner_is_exit_1_and_bad_arguments_exit_2() {
     let (exit, value) = env.json(&["test", "--all"]);
     assert_eq!(exit, 1, "{value}");
     assert_eq!(value["error"]["reason"], "runner_error");
+    // doctor would call this runner healthy enough to start: the hint points at
+    // the runner's own output instead.
+    let hint = value["error"]["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("runner's own output") && !hint.contains("doctor"),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "--all"]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("no-such-runner-anywhere"), "{text}");
 }
 
 #[test]
@@ -198,5 +208,26 @@ fn a_long_run_reports_heartbeats_with_the_tests_finished_so_far() {
     assert!(
         text.contains("\r\u{1b}[K"),
         "cleared before the result: {text:?}"
+
+/// A file target stands for the tests in it: the verdict lists them, in the
+/// envelope and on a terminal.
+#[test]
+fn a_file_target_says_which_tests_it_matched() {
+    let env = pytest_project();
+    let (exit, value) = env.json(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{value}");
+    let matched = value["data"]["targets"][0]["matched"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        matched.contains(&serde_json::json!("py::tests/test_calc.py::test_passes")),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(
+        text.contains("matched: ") && text.contains("py::tests/test_calc.py::test_passes"),
+        "{text}"
     );
 }

@@ -204,11 +204,7 @@ impl Adapter for JunitCommand {
             .rsplit_once('.')
             .map_or(native_id, |(class, _)| class)
             .to_string();
-        TargetKey {
-            collected_as: id.clone(),
-            id,
-            scopes: vec![scope],
-        }
+        TargetKey::exact(id, vec![scope])
     }
 
     fn stub_hint(&self) -> &'static str {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::discover;
 use super::file_of;
-use super::regex_escape;
+use super::name_alternatives;
 use super::test_globs;
 use super::titles_of;
 use crate::Adapter;
@@ -256,7 +256,7 @@ impl Adapter for NodeTest {
 fn name_pattern(ids: &[String]) -> String {
     let names: Vec<String> = ids
         .iter()
-        .map(|id| regex_escape(titles_of(id).last().copied().unwrap_or("")))
+        .map(|id| name_alternatives(titles_of(id).last().copied().unwrap_or("")))
         .collect();
     format!("^(?:{})$", names.join("|"))
 }

@@ -40,6 +40,7 @@ use crate::model::FailureKind;
 use crate::model::Observation;
 use crate::model::Outcome;
 use crate::model::TestResult;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The pytest adapter.
@@ -172,10 +173,14 @@ impl Adapter for Pytest {
             .next()
             .unwrap_or(native_id)
             .to_string();
+        // A file, a class or a parametrized test without its parameters
+        // stands for every test pytest runs under it.
+        let partial = Partial::Group(vec![format!("{id}::"), format!("{id}[")]);
         TargetKey {
             collected_as: id.clone(),
             id,
             scopes: vec![file],
+            partial: Some(partial),
         }
     }
 
@@ -346,11 +351,7 @@ fn result_of(case: &JunitCase) -> TestResult {
             } else {
                 classify(case)
             };
-            let message = if case.text.is_empty() {
-                case.message.clone()
-            } else {
-                format!("{}\n\n{}", case.message, case.text)
-            };
+            let message = headline_and_traceback(&case.message, &case.text);
             Some(Failure {
                 kind,
                 message: clip(&message, MESSAGE_KEEP),
@@ -360,6 +361,27 @@ fn result_of(case: &JunitCase) -> TestResult {
     TestResult {
         outcome: case.outcome,
         failure,
+    }
+}
+
+/// pytest's message first, as the headline, then its traceback without the
+/// `E ` lines that only repeat the message.
+fn headline_and_traceback(message: &str, text: &str) -> String {
+    let message = message.trim();
+    let traceback: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|line| {
+            let Some(rest) = line.strip_prefix("E ") else {
+                return true;
+            };
+            message.is_empty() || !message.contains(rest.trim())
+        })
+        .collect();
+    match (message.is_empty(), traceback.is_empty()) {
+        (true, _) => traceback.join("\n"),
+        (false, true) => message.to_string(),
+        (false, false) => format!("{message}\n\n{}", traceback.join("\n")),
     }
 }
 
@@ -421,8 +443,33 @@ fn no_bytecode() -> (String, String) {
 }
 
 #[cfg(test)]
-mod deselect_tests {
-    use super::deselected;
+mod tests {
+    use super::*;
+
+    /// pytest 8 xunit1: a failure's message is the assertion its traceback
+    /// already ends with, so the excerpt holds it once, as its first line.
+    #[test]
+    fn a_failure_message_is_not_repeated() -> Result<(), ReportError> {
+        let parsed = parse_report(
+            include_bytes!("../../tests/fixtures/pytest-junit.xml"),
+            Path::new("/nonexistent"),
+        )?;
+        let message = parsed
+            .tests
+            .iter()
+            .find(|(id, _)| id == "tests/test_a.py::test_fail")
+            .and_then(|(_, r)| r.failure.as_ref())
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            message.matches("assert (1 + 1) == 3").count(),
+            1,
+            "{message}"
+        );
+        assert!(message.starts_with("assert (1 + 1) == 3\n"), "{message}");
+        assert!(message.contains("AssertionError"), "{message}");
+        Ok(())
+    }
 
     #[test]
     fn the_summary_names_how_many_tests_were_deselected() {

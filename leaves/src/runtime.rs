@@ -274,6 +274,10 @@ impl Leaves {
         let files = LeafFiles {
             prompt: dir.join("prompt.md"),
             result: dir.join("result.json"),
+            ledger_dir: self
+                .database
+                .parent()
+                .map_or_else(|| self.files_dir.clone(), Path::to_path_buf),
             dir,
         };
         std::fs::write(&files.prompt, request.prompt.text()).map_err(|source| LeafError::Io {
@@ -281,7 +285,8 @@ impl Leaves {
             path: files.prompt.clone(),
             source,
         })?;
-        let invocation = provider.invocation(&request, &files)?;
+        let mut invocation = provider.invocation(&request, &files)?;
+        provider.adapt(&mut invocation, &self.caller_env);
         let spec = self.spec(&id, &token, &request, &invocation, &files);
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
@@ -554,7 +559,11 @@ fn completion(class: &ExitClass, parsed: &crate::provider::Parsed) -> Completion
             reason: format!("it never ran: {error}"),
         },
         ExitClass::Exited { code } => {
-            if !parsed.terminal {
+            if let (true, Some(error)) = (parsed.unavailable, &parsed.error) {
+                Completion::ProviderUnavailable {
+                    reason: error.clone(),
+                }
+            } else if !parsed.terminal {
                 Completion::Crashed {
                     reason: format!("it exited with code {code} before its final event"),
                 }

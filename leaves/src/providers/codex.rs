@@ -2,10 +2,12 @@
 //!
 //! `codex exec --json --sandbox workspace-write --skip-git-repo-check -C <workdir>
 //! -c allow_login_shell=false -c sandbox_workspace_write.writable_roots=[<ledger>]
-//! [-m M] -`, the prompt on stdin. Every role runs in `workspace-write`: the work
-//! tree (a verifier's is a scratch worktree, never the real tree), the temp dir and
-//! the ledger's directory are writable, so `tdd test` and `tdd verdict` work;
-//! `read-only` would refuse both. Commands run through `bash -c`, not a login
+//! -c sandbox_workspace_write.exclude_slash_tmp=true
+//! -c sandbox_workspace_write.exclude_tmpdir_env_var=true [-m M] -`, the prompt on
+//! stdin, `TMPDIR` the leaf's own directory. Every role runs in `workspace-write`:
+//! only the work tree (a verifier's is a scratch worktree, never the real tree) and
+//! the ledger's directory (which holds the leaf's temp dir) are writable, so
+//! `tdd test` and `tdd verdict` work; `read-only` would refuse both. Commands run through `bash -c`, not a login
 //! shell, so the `PATH` the leaf got (with `tdd` first) is the one they see.
 //!
 //! Events: `thread.started{thread_id}`, `turn.started`,
@@ -122,6 +124,12 @@ impl Provider for Codex {
             "allow_login_shell=false".into(),
             "-c".into(),
             format!("sandbox_workspace_write.writable_roots=[{ledger}]"),
+            // `/tmp` and `$TMPDIR` would be writable too, and a repository may live
+            // there; the leaf's temp dir is its own directory, under the ledger's.
+            "-c".into(),
+            "sandbox_workspace_write.exclude_slash_tmp=true".into(),
+            "-c".into(),
+            "sandbox_workspace_write.exclude_tmpdir_env_var=true".into(),
         ];
         if let Some(model) = &self.model {
             argv.extend(["-m".into(), model.clone()]);
@@ -133,7 +141,7 @@ impl Provider for Codex {
         Ok(Invocation {
             argv,
             pass_env,
-            set_env: Vec::new(),
+            set_env: vec![("TMPDIR".into(), files.dir.display().to_string())],
             prompt_on_stdin: true,
         })
     }

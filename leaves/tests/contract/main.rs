@@ -506,6 +506,8 @@ fn codex_sandbox_lets_tdd_write_its_ledger() -> Result<(), String> {
             "--sandbox workspace-write",
             "-c allow_login_shell=false",
             "-c sandbox_workspace_write.writable_roots=[\"/ledger\"]",
+            "-c sandbox_workspace_write.exclude_slash_tmp=true",
+            "-c sandbox_workspace_write.exclude_tmpdir_env_var=true",
         ] {
             if !argv.contains(part) {
                 return fail("codex argv", (part, argv));

@@ -132,6 +132,11 @@ pub trait Provider: Send + Sync {
         let _ = (invocation, caller);
     }
 
+    /// The executable of the versioned CLI this provider drives, if it drives one.
+    fn program(&self) -> Option<&str> {
+        None
+    }
+
     /// The CLI versions this provider was tested with, as `major.minor` prefixes
     /// (`"2.1"`); empty when it does not wrap a versioned CLI.
     fn tested_versions(&self) -> &'static [&'static str] {

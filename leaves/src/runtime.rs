@@ -110,6 +110,8 @@ pub struct LeafRun {
     files: LeafFiles,
     state: State,
     collected: bool,
+    /// The CLI's version and, when it is untested, a warning, for the response.
+    cli: Option<crate::versions::CliCheck>,
 }
 
 impl std::fmt::Debug for LeafRun {
@@ -317,6 +319,8 @@ impl Leaves {
             files: files.dir.clone(),
         }));
         self.ledger()?.record(request.run_id.as_deref(), &event)?;
+        // Once per CLI per process: the version is read the first time only.
+        let cli = crate::versions::check(provider, &self.caller_env);
         Ok(LeafRun {
             id,
             provider: provider.name().to_string(),
@@ -324,6 +328,7 @@ impl Leaves {
             files,
             state: State::Prepared(Box::new(spec)),
             collected: false,
+            cli,
         })
     }
 
@@ -500,6 +505,12 @@ impl Leaves {
         let completion = completion(&exit.class, &parsed);
         let mut meta = parsed.meta;
         meta.insert("provider".into(), json!(provider.name()));
+        if let Some(cli) = &run.cli {
+            meta.insert("cli_version".into(), json!(cli.version));
+            if let Some(warning) = cli.warning() {
+                meta.insert("warning".into(), json!(warning));
+            }
+        }
         let response = Response {
             leaf_id: run.id.clone(),
             completion,

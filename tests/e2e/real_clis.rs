@@ -210,7 +210,16 @@ fn scratch(env: &Env) -> PathBuf {
 }
 
 /// Runs one leaf; returns its response and the time from launch to its first output.
-fn run(leaves: &Leaves, provider: &dyn Provider, request: Request) -> (Response, Duration) {
+/// With `TDD_CAPTURE_FIXTURES` set (`cargo xtask capture`), a completed developer
+/// leaf's stream is written there as the provider's recorded `ok` (and `crash`: its
+/// first lines) stream, with this machine's paths rewritten.
+fn run(
+    env: &Env,
+    leaves: &Leaves,
+    provider: &dyn Provider,
+    request: Request,
+) -> (Response, Duration) {
+    let role = request.role();
     let began = Instant::now();
     let mut run = provider.run(leaves, request).expect("launch");
     let stdout = run.handle().expect("started").stdout_path().to_path_buf();
@@ -222,7 +231,51 @@ fn run(leaves: &Leaves, provider: &dyn Provider, request: Request) -> (Response,
         .response(leaves, &mut run, Some(tdd_testutil::BOUND))
         .expect("response")
         .expect("the leaf ended");
+    if let Some(dir) = std::env::var_os("TDD_CAPTURE_FIXTURES")
+        && role == tdd_prompts::Role::Developer
+        && response.completion == Completion::Completed
+    {
+        let stream = std::fs::read_to_string(&stdout).expect("stdout");
+        capture(
+            env,
+            &PathBuf::from(dir),
+            provider.name(),
+            &stream,
+            &response,
+        );
+    }
     (response, first)
+}
+
+/// Writes `stream` as `name`'s recorded streams under `dir`.
+fn capture(env: &Env, dir: &Path, name: &str, stream: &str, response: &Response) {
+    let mut text = stream.to_string();
+    let real = env.root().canonicalize().expect("root");
+    for (from, to) in [
+        (real.display().to_string(), "/home/dev/project".to_string()),
+        (
+            env.root().display().to_string(),
+            "/home/dev/project".to_string(),
+        ),
+        (
+            env.ledger_home.path().display().to_string(),
+            "/home/dev/.local/share/tdd".to_string(),
+        ),
+        (
+            env.home.path().display().to_string(),
+            "/home/dev".to_string(),
+        ),
+    ] {
+        text = text.replace(&from, &to);
+    }
+    if let Some(session) = &response.session_id
+        && name == "claude"
+    {
+        text = text.replace(session.as_str(), "{{session_id}}");
+    }
+    let crash: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join(name).join("ok.jsonl"), &text).expect("write ok.jsonl");
+    std::fs::write(dir.join(name).join("crash.jsonl"), crash).expect("write crash.jsonl");
 }
 
 fn verdicts(env: &Env, leaf: &str) -> Vec<Value> {
@@ -311,7 +364,7 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
-    let (response, first) = run(&leaves, &provider, developer_request(env.root()));
+    let (response, first) = run(&env, &leaves, &provider, developer_request(env.root()));
     report("claude", "developer", first, &response, &api);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     assert!(
@@ -355,7 +408,7 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
         ],
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
-    let (response, first) = run(&leaves, &provider, verifier_request(&env, &scratch));
+    let (response, first) = run(&env, &leaves, &provider, verifier_request(&env, &scratch));
     report("claude", "verifier", first, &response, &api);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     assert!(!cheat.exists(), "the verifier wrote the real tree");
@@ -399,7 +452,7 @@ fn codex_develops_and_verifies_against_a_fake_api() {
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
-    let (response, first) = run(&leaves, &provider, developer_request(env.root()));
+    let (response, first) = run(&env, &leaves, &provider, developer_request(env.root()));
     report("codex", "developer", first, &response, &api);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     assert!(
@@ -427,7 +480,7 @@ fn codex_develops_and_verifies_against_a_fake_api() {
         ],
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
-    let (response, first) = run(&leaves, &provider, verifier_request(&env, &scratch));
+    let (response, first) = run(&env, &leaves, &provider, verifier_request(&env, &scratch));
     report("codex", "verifier", first, &response, &api);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     assert!(!cheat.exists(), "the verifier wrote the real tree");

@@ -83,6 +83,10 @@ impl Provider for Aider {
         }
     }
 
+    fn program(&self) -> Option<&str> {
+        Some(&self.command)
+    }
+
     fn tested_versions(&self) -> &'static [&'static str] {
         TESTED_VERSIONS
     }

@@ -155,6 +155,10 @@ impl Provider for Claude {
         }
     }
 
+    fn program(&self) -> Option<&str> {
+        Some(&self.command)
+    }
+
     fn tested_versions(&self) -> &'static [&'static str] {
         TESTED_VERSIONS
     }

@@ -3,21 +3,27 @@
 use super::*;
 use crate::providers::test_support::fixture;
 
+/// The developer leaf `cargo xtask capture` recorded: three requests to the fake
+/// Anthropic API, each reporting 100 input, 20 output, 50 cache-read and 5
+/// cache-write tokens.
 #[test]
 fn a_recorded_run_gives_tokens_cost_and_round_trips() {
     let parsed = parse_stream(&fixture("claude/ok.jsonl"));
     assert!(parsed.terminal && parsed.error.is_none());
-    assert_eq!(parsed.turns, Some(2));
+    assert_eq!(parsed.turns, Some(3));
     assert_eq!(
         parsed.usage,
         Some(Usage {
-            input_tokens: 210,
-            output_tokens: 50,
-            ..Usage::default()
+            input_tokens: 300,
+            output_tokens: 60,
+            cache_read_tokens: 150,
+            cache_write_tokens: 15,
+            reasoning_tokens: 0,
         })
     );
-    assert_eq!(parsed.cost_usd, Some(0.0023));
-    assert_eq!(parsed.text, "Wrote the file with Bash.");
+    assert!(parsed.cost_usd.is_some_and(|c| c > 0.0));
+    assert_eq!(parsed.text, "Wrote notes.txt.");
+    assert_eq!(parsed.meta["claude_code_version"], "2.1.197");
 }
 
 #[test]

@@ -101,6 +101,10 @@ impl Provider for Codex {
         }
     }
 
+    fn program(&self) -> Option<&str> {
+        Some(&self.command)
+    }
+
     fn tested_versions(&self) -> &'static [&'static str] {
         TESTED_VERSIONS
     }
@@ -290,6 +294,9 @@ mod tests {
     use super::*;
     use crate::providers::test_support::fixture;
 
+    /// The developer leaf `cargo xtask capture` recorded: three requests to the fake
+    /// Responses API, each reporting 1000 input tokens (400 of them cached), 50
+    /// output and 10 reasoning tokens.
     #[test]
     fn tokens_are_normalised_and_round_trips_counted() {
         let parsed = parse_stream(&fixture("codex/ok.jsonl"));
@@ -297,18 +304,26 @@ mod tests {
         assert_eq!(
             parsed.usage,
             Some(Usage {
-                input_tokens: 900,
-                output_tokens: 120,
-                cache_read_tokens: 2400,
+                input_tokens: 1800,
+                output_tokens: 150,
+                cache_read_tokens: 1200,
                 cache_write_tokens: 0,
-                reasoning_tokens: 21,
+                reasoning_tokens: 30,
             })
         );
         // Two commands, each a round trip, then the answer.
         assert_eq!(parsed.turns, Some(3));
-        assert_eq!(parsed.text, "Wrote codex_file.txt.");
-        // Reconnections and the WebSocket fallback are reported, not failures.
+        assert_eq!(parsed.text, "Wrote notes.txt.");
+        // A warning item is reported, not a failure.
+        assert_eq!(parsed.meta["errors"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn reconnections_are_errors_of_a_run_that_succeeds() {
+        let parsed = parse_stream(&fixture("codex/websocket-fallback.jsonl"));
+        assert!(parsed.terminal && parsed.error.is_none(), "{parsed:?}");
         assert_eq!(parsed.meta["errors"].as_array().map(Vec::len), Some(6));
+        assert_eq!(parsed.usage.map(|u| u.input_tokens), Some(900));
     }
 
     #[test]

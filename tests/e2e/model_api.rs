@@ -54,7 +54,8 @@ pub struct Served {
     pub tokens: [u64; 5],
 }
 
-/// A running fake; it serves until the test ends.
+/// A running fake; it serves until the test ends. A refusing fake answers every
+/// request 401, as an API does to a wrong key.
 pub struct FakeApi {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
@@ -62,8 +63,17 @@ pub struct FakeApi {
 }
 
 impl FakeApi {
+    /// Starts a fake of `api` that refuses every key.
+    pub fn refusing(api: Api) -> FakeApi {
+        FakeApi::serve(api, Vec::new(), true)
+    }
+
     /// Starts a fake of `api` replaying `script`.
     pub fn start(api: Api, script: Vec<Step>) -> FakeApi {
+        FakeApi::serve(api, script, false)
+    }
+
+    fn serve(api: Api, script: Vec<Step>, refuse: bool) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().expect("address"));
         let served = Arc::new(Mutex::new(Served::default()));
@@ -72,7 +82,7 @@ impl FakeApi {
             for stream in listener.incoming().flatten() {
                 let state = Arc::clone(&state);
                 let script = script.clone();
-                std::thread::spawn(move || serve(api, &script, stream, &state));
+                std::thread::spawn(move || serve(api, &script, refuse, stream, &state));
             }
         });
         FakeApi { url, served }
@@ -84,7 +94,7 @@ impl FakeApi {
     }
 }
 
-fn serve(api: Api, script: &[Step], stream: TcpStream, state: &Mutex<Served>) {
+fn serve(api: Api, script: &[Step], refuse: bool, stream: TcpStream, state: &Mutex<Served>) {
     let mut reader = BufReader::new(stream);
     while let Some((method, path, body)) = read_request(&mut reader) {
         let mut out = reader.get_ref();
@@ -101,6 +111,15 @@ fn serve(api: Api, script: &[Step], stream: TcpStream, state: &Mutex<Served>) {
         if method != "POST" || !wanted {
             let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\n\r\nnot here\n");
             continue;
+        }
+        if refuse {
+            let error = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+            let _ = write!(
+                out,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{error}",
+                error.len()
+            );
+            return;
         }
         let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
         let step = if has_tools {

@@ -289,14 +289,27 @@ fn verdicts(env: &Env, leaf: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The tool outputs the CLI sent back to the fake, joined.
+/// The tool outputs the CLI sent back to the fake in its last request, joined.
 fn tool_outputs(api: &FakeApi) -> String {
-    api.served()
-        .requests
+    let served = api.served();
+    let Some((_, _, body)) = served.requests.last() else {
+        return String::new();
+    };
+    let empty = Vec::new();
+    let anthropic = body["messages"]
+        .as_array()
+        .unwrap_or(&empty)
         .iter()
-        .map(|(_, _, body)| body.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+        .flat_map(|m| m["content"].as_array().unwrap_or(&empty))
+        .filter(|c| c["type"] == "tool_result")
+        .map(|c| c["content"].to_string());
+    let responses = body["input"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string());
+    anthropic.chain(responses).collect::<Vec<_>>().join("\n")
 }
 
 fn assert_tokens(response: &Response, api: &FakeApi, what: &str) {
@@ -488,4 +501,40 @@ fn codex_develops_and_verifies_against_a_fake_api() {
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
     assert_eq!(given[0]["decision"], "accept");
     assert_tokens(&response, &api, "verifier");
+}
+
+#[test]
+fn claude_code_with_a_refused_key_is_unavailable_within_seconds() {
+    let Some(clis) = clis_dir("claude_code_with_a_refused_key_is_unavailable_within_seconds")
+    else {
+        return;
+    };
+    let bin = bin_dir(&clis, "claude");
+    let env = project();
+    let api = FakeApi::refusing(Api::Anthropic);
+    let leaves = leaves(
+        &env,
+        &bin,
+        &[
+            ("ANTHROPIC_BASE_URL", api.url.clone()),
+            ("ANTHROPIC_API_KEY", "sk-ant-wrong".to_string()),
+            ("DISABLE_TELEMETRY", "1".to_string()),
+            ("DISABLE_AUTOUPDATER", "1".to_string()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+        ],
+    );
+    let began = Instant::now();
+    let provider = tdd_leaves::providers::claude::Claude::new(None);
+    let (response, _) = run(&env, &leaves, &provider, developer_request(env.root()));
+    let took = began.elapsed();
+    eprintln!(
+        "real-cli claude refused key: unavailable after {} ms",
+        took.as_millis()
+    );
+    assert!(
+        matches!(response.completion, Completion::ProviderUnavailable { .. }),
+        "{response:?}"
+    );
+    // Without the retry cap Claude Code retries for about three minutes.
+    assert!(took < Duration::from_secs(60), "{took:?}");
 }

@@ -223,8 +223,12 @@ fn run(
     let began = Instant::now();
     let mut run = provider.run(leaves, request).expect("launch");
     let stdout = run.handle().expect("started").stdout_path().to_path_buf();
+    // The first output, or the end of a leaf that printed nothing.
     tdd_testutil::wait_until("the leaf's first stream event", || {
         std::fs::metadata(&stdout).is_ok_and(|m| m.len() > 0)
+            || run
+                .wait(Some(Duration::ZERO))
+                .is_ok_and(|exit| exit.is_some())
     });
     let first = began.elapsed();
     let response = provider

@@ -94,19 +94,7 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
         config_checks(ctx, root, &mut checks);
     }
     checks.push(ledger_check(ctx));
-    for cli in ["claude", "codex", "aider"] {
-        checks.push(match which(cli) {
-            Some(path) => Check::pass(format!("agent.{cli}"), path),
-            None => Check::fail(
-                format!("agent.{cli}"),
-                Severity::Warning,
-                format!("{cli} is not on PATH"),
-                format!(
-                    "install {cli} to use the `{cli}` provider; the scripted provider needs nothing"
-                ),
-            ),
-        });
-    }
+    checks.extend(agent_checks());
     checks.push(forge_token_check());
     if let Some(check) = github_check(work_tree.as_deref()) {
         checks.push(check);
@@ -340,21 +328,70 @@ fn github_check(work_tree: Option<&Path>) -> Option<Check> {
     )
 }
 
-/// The first executable named `name` on PATH.
-fn which(name: &str) -> Option<String> {
-    if name.contains('/') {
-        return Path::new(name).is_file().then(|| name.to_string());
+/// Per agent CLI: installed or not, its version and whether the provider was tested
+/// with it, and whether a key or a login is present.
+fn agent_checks() -> Vec<Check> {
+    use tdd_leaves::providers::aider::Aider;
+    use tdd_leaves::providers::claude::Claude;
+    use tdd_leaves::providers::codex::Codex;
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let providers: [Box<dyn tdd_leaves::Provider>; 3] = [
+        Box::new(Claude::new(None)),
+        Box::new(Codex::new(None)),
+        Box::new(Aider::new(None)),
+    ];
+    let mut checks = Vec::new();
+    for provider in providers {
+        let Some(cli) = tdd_leaves::versions::check(provider.as_ref(), &env) else {
+            continue;
+        };
+        let name = cli.provider.clone();
+        let check = format!("agent.{name}");
+        let Some(program) = &cli.program else {
+            checks.push(Check::fail(
+                check,
+                Severity::Warning,
+                format!("{name} is not on PATH"),
+                format!(
+                    "install {name} to use the `{name}` provider; the scripted provider needs nothing"
+                ),
+            ));
+            continue;
+        };
+        let tested = cli.tested_versions.join(", ");
+        let version = cli
+            .version
+            .clone()
+            .unwrap_or_else(|| "(version unknown)".into());
+        let credentials = cli.credentials.clone().map_or_else(
+            || "no key or login".to_string(),
+            |c| format!("credentials: {c}"),
+        );
+        let detail = format!(
+            "{name} {version} at {} (tested with {tested}); {credentials}",
+            program.display()
+        );
+        checks.push(if let Some(warning) = cli.warning() {
+            Check::fail(
+                check,
+                Severity::Warning,
+                detail,
+                format!("{warning}; install a tested version if leaves misbehave"),
+            )
+        } else if cli.credentials.is_none() {
+            Check::fail(
+                check,
+                Severity::Warning,
+                detail,
+                format!(
+                    "set the {name} provider's API key or log in with `{name}` (docs/providers.md)"
+                ),
+            )
+        } else {
+            Check::pass(check, detail)
+        });
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-        .map(|p| p.display().to_string())
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    checks
 }
 
 fn render(checks: &[Check]) -> String {

@@ -106,7 +106,7 @@ fn aider(sandbox: &Sandbox, scenario: Scenario) -> Result<Box<dyn Provider>, Str
 fn command(sandbox: &Sandbox, scenario: Scenario) -> Result<Box<dyn Provider>, String> {
     sandbox.fake("my-agent", scenario)?;
     let config = ProviderConfig {
-        command: "my-agent".into(),
+        command: Some("my-agent".into()),
         args: vec![
             "--prompt-file".into(),
             "{prompt_file}".into(),
@@ -413,6 +413,7 @@ fn argv_of(provider: &dyn Provider, request: &tdd_leaves::Request) -> Result<Vec
         dir: "/leaf".into(),
         prompt: "/leaf/prompt.md".into(),
         result: "/leaf/result.json".into(),
+        ledger_dir: "/ledger".into(),
     };
     Ok(provider
         .invocation(request, &files)
@@ -423,20 +424,33 @@ fn argv_of(provider: &dyn Provider, request: &tdd_leaves::Request) -> Result<Vec
 fn claude_verifier_cannot_write() -> Result<(), String> {
     let sandbox = Sandbox::new()?;
     let argv = argv_of(&Claude::new(None), &sandbox.verifier_request()?)?;
-    let denied_at = argv
-        .iter()
-        .position(|a| a == "--disallowedTools")
-        .ok_or("no deny list")?;
-    let allowed_at = argv
+    let after = |argv: &[String], flag: &str| {
+        argv.iter()
+            .position(|a| a == flag)
+            .and_then(|i| argv.get(i + 1))
+            .cloned()
+            .unwrap_or_default()
+    };
+    // The session has no tool that writes but Bash, and Bash only for tdd and git reads.
+    if after(&argv, "--tools") != "Read,Glob,Grep,Bash"
+        || after(&argv, "--permission-mode") != "dontAsk"
+        || !argv.iter().any(|a| a == "--strict-mcp-config")
+    {
+        return fail("verifier tools", &argv);
+    }
+    let rules_at = argv
         .iter()
         .position(|a| a == "--allowedTools")
         .ok_or("no allow list")?;
-    let denied = &argv[denied_at + 1..];
-    let allowed = &argv[allowed_at + 1..denied_at];
-    for tool in ["Write", "Edit", "NotebookEdit"] {
-        if !denied.iter().any(|t| t == tool) || allowed.iter().any(|t| t == tool) {
-            return fail("verifier tools", &argv);
-        }
+    let broad = argv[rules_at + 1..].iter().find(|rule| {
+        !(["Read", "Glob", "Grep"].contains(&rule.as_str())
+            || rule.starts_with("Bash(tdd:")
+            || rule.starts_with("Bash(git diff:")
+            || rule.starts_with("Bash(git show:")
+            || rule.starts_with("Bash(git log:"))
+    });
+    if let Some(rule) = broad {
+        return fail("a verifier rule allows more than reading", rule);
     }
     let developer = argv_of(&Claude::new(None), &sandbox.developer_request()?)?;
     for flag in [
@@ -450,21 +464,94 @@ fn claude_verifier_cannot_write() -> Result<(), String> {
             return fail("missing flag", flag);
         }
     }
-    Ok(())
-}
-
-fn codex_sandbox_follows_the_role() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let verifier = argv_of(&Codex::new(None), &sandbox.verifier_request()?)?.join(" ");
-    let developer = argv_of(&Codex::new(None), &sandbox.developer_request()?)?.join(" ");
-    if !verifier.contains("--sandbox read-only") || !developer.contains("--sandbox workspace-write")
-    {
-        return fail("sandbox modes", (verifier, developer));
+    // Tools Claude Code 2.1 no longer has are never named (each would be warned about).
+    for argv in [&argv, &developer] {
+        if let Some(gone) = argv
+            .iter()
+            .find(|a| ["LS", "MultiEdit", "WebFetch", "WebSearch"].contains(&a.as_str()))
+        {
+            return fail("names a tool claude 2.1 lacks", gone);
+        }
     }
     Ok(())
 }
 
-fn aider_locked_files_are_read_only() -> Result<(), String> {
+/// The retry cap Claude Code gets unless the caller set one.
+fn claude_retries_are_capped() -> Result<(), String> {
+    let provider = Claude::new(None);
+    let mut invocation = tdd_leaves::Invocation::default();
+    provider.adapt(&mut invocation, &Default::default());
+    if invocation.set_env
+        != [(
+            "CLAUDE_CODE_MAX_RETRIES".to_string(),
+            tdd_leaves::providers::claude::MAX_RETRIES.to_string(),
+        )]
+    {
+        return fail("set_env", invocation.set_env);
+    }
+    let mut invocation = tdd_leaves::Invocation::default();
+    let caller = [("CLAUDE_CODE_MAX_RETRIES".to_string(), "9".to_string())].into();
+    provider.adapt(&mut invocation, &caller);
+    if !invocation.set_env.is_empty() {
+        return fail("the caller's cap was overridden", invocation.set_env);
+    }
+    Ok(())
+}
+
+fn codex_sandbox_lets_tdd_write_its_ledger() -> Result<(), String> {
+    let sandbox = Sandbox::new()?;
+    for request in [sandbox.verifier_request()?, sandbox.developer_request()?] {
+        let argv = argv_of(&Codex::new(None), &request)?.join(" ");
+        for part in [
+            "--sandbox workspace-write",
+            "-c allow_login_shell=false",
+            "-c sandbox_workspace_write.writable_roots=[\"/ledger\"]",
+            "-c sandbox_workspace_write.exclude_slash_tmp=true",
+            "-c sandbox_workspace_write.exclude_tmpdir_env_var=true",
+        ] {
+            if !argv.contains(part) {
+                return fail("codex argv", (part, argv));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn codex_takes_the_endpoint_and_key_from_the_environment() -> Result<(), String> {
+    let sandbox = Sandbox::new()?;
+    let provider = Codex::new(None);
+    let mut invocation = tdd_leaves::Invocation {
+        argv: argv_of(&provider, &sandbox.developer_request()?)?,
+        ..Default::default()
+    };
+    let caller = [
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "sk-test"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into();
+    provider.adapt(&mut invocation, &caller);
+    let argv = invocation.argv.join(" ");
+    for part in [
+        "-c model_provider=\"tdd_openai\"",
+        "-c model_providers.tdd_openai.base_url=\"http://127.0.0.1:9/v1\"",
+        "-c model_providers.tdd_openai.env_key=\"CODEX_API_KEY\"",
+        "-c model_providers.tdd_openai.supports_websockets=false",
+    ] {
+        if !argv.contains(part) {
+            return fail("codex argv", (part, argv));
+        }
+    }
+    if invocation.argv.last().map(String::as_str) != Some("-") {
+        return fail("the prompt must stay last", argv);
+    }
+    if invocation.set_env != [("CODEX_API_KEY".to_string(), "sk-test".to_string())] {
+        return fail("CODEX_API_KEY", invocation.set_env);
+    }
+    Ok(())
+}
+
+fn aider_leaves_nothing_in_the_work_tree() -> Result<(), String> {
     let sandbox = Sandbox::new()?;
     let argv = argv_of(&Aider::new(None), &sandbox.developer_request()?)?.join(" ");
     for part in [
@@ -474,12 +561,26 @@ fn aider_locked_files_are_read_only() -> Result<(), String> {
         "--no-stream",
         "--no-pretty",
         "--read app/duration.py",
+        "--no-analytics",
+        "--no-gitignore",
+        "--map-tokens 0",
+        "--chat-history-file /leaf/",
+        "--input-history-file /leaf/",
     ] {
         if !argv.contains(part) {
             return fail("aider argv", (part, argv));
         }
     }
-    Ok(())
+    if argv.contains("--analytics-disable") {
+        return fail(
+            "--analytics-disable edits the user's settings for good",
+            argv,
+        );
+    }
+    match argv_of(&Aider::new(None), &sandbox.verifier_request()?) {
+        Err(error) if error.contains("cannot be a verifier") => Ok(()),
+        other => fail("aider as a verifier", other),
+    }
 }
 
 fn main() {
@@ -512,11 +613,20 @@ fn main() {
     trials.push(Trial::test("claude::a_verifier_cannot_write", || {
         claude_verifier_cannot_write().map_err(Into::into)
     }));
-    trials.push(Trial::test("codex::the_sandbox_follows_the_role", || {
-        codex_sandbox_follows_the_role().map_err(Into::into)
+    trials.push(Trial::test("claude::retries_are_capped", || {
+        claude_retries_are_capped().map_err(Into::into)
     }));
-    trials.push(Trial::test("aider::locked_files_are_read_only", || {
-        aider_locked_files_are_read_only().map_err(Into::into)
-    }));
+    trials.push(Trial::test(
+        "codex::the_sandbox_lets_tdd_write_its_ledger",
+        || codex_sandbox_lets_tdd_write_its_ledger().map_err(Into::into),
+    ));
+    trials.push(Trial::test(
+        "codex::the_endpoint_and_key_come_from_the_environment",
+        || codex_takes_the_endpoint_and_key_from_the_environment().map_err(Into::into),
+    ));
+    trials.push(Trial::test(
+        "aider::nothing_is_left_in_the_work_tree",
+        || aider_leaves_nothing_in_the_work_tree().map_err(Into::into),
+    ));
     libtest_mimic::run(&arguments, trials).exit();
 }

@@ -208,6 +208,8 @@ fn a_long_run_reports_heartbeats_with_the_tests_finished_so_far() {
     assert!(
         text.contains("\r\u{1b}[K"),
         "cleared before the result: {text:?}"
+    );
+}
 
 /// A file target stands for the tests in it: the verdict lists them, in the
 /// envelope and on a terminal.

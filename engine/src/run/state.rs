@@ -6,12 +6,16 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde::Serialize;
 
+use super::events::AdvanceRefused;
+use super::events::Annotation;
 use super::events::Blocker;
+use super::events::CycleOpened;
 use super::events::PhaseChanged;
 use super::events::RolledBack;
 use super::events::RunEvent;
 use super::events::TargetAdopted;
 use super::events::TargetNamed;
+use super::events::TestObserved;
 use super::phase::Phase;
 use super::phase::Verb;
 use crate::ledger::Event;
@@ -233,34 +237,8 @@ impl RunState {
                 self.suite_ids.extend(observed_ids([&b.observation]));
                 self.baseline.insert(b.project, b.baseline);
             }
-            RunEvent::CycleOpened(e) => {
-                let known = self.suite_ids.clone();
-                if let Some(c) = self.cycle_mut(e.n) {
-                    c.history = vec![PhaseStart {
-                        phase: c.phase,
-                        snapshot: e.snapshot.clone(),
-                        head: e.head,
-                    }];
-                    c.snapshot = Some(e.snapshot);
-                    c.known_at_open = known;
-                    // Opened afresh after the cycle before it was reopened: nothing of
-                    // the earlier opening carries over.
-                    c.refusal = None;
-                    c.attempts = 0;
-                    c.target_override = None;
-                    c.failed_in_phase.clear();
-                }
-            }
-            RunEvent::AdvanceRefused(e) => {
-                if let Some(c) = self.cycle_mut(e.n) {
-                    c.attempts += 1;
-                    c.refusal = Some(Refusal {
-                        reason: e.refusal.reason,
-                        verb: e.refusal.verb,
-                        tree: e.refusal.tree,
-                    });
-                }
-            }
+            RunEvent::CycleOpened(e) => self.cycle_opened(e),
+            RunEvent::AdvanceRefused(e) => self.advance_refused(e),
             // No transition without an observation: a phase change that carries none is
             // not a phase change, whoever wrote it.
             RunEvent::PhaseChanged(e) if !e.observations.is_empty() => self.phase_changed(e),
@@ -272,26 +250,7 @@ impl RunState {
                 }
             }
             RunEvent::RolledBack(e) => self.rolled_back(e),
-            RunEvent::TestObserved(e) => {
-                if let (Some(n), Some(phase)) = (e.n, e.phase)
-                    && let Some(c) = self.cycle_mut(n)
-                    && c.phase == phase
-                {
-                    c.failed_in_phase.extend(
-                        e.targets
-                            .into_iter()
-                            .filter(|t| {
-                                matches!(
-                                    t.status,
-                                    TargetStatus::FailedAssertion
-                                        | TargetStatus::FailedError
-                                        | TargetStatus::CompileError
-                                )
-                            })
-                            .map(|t| t.id),
-                    );
-                }
-            }
+            RunEvent::TestObserved(e) => self.test_observed(e),
             RunEvent::CycleSkipped(e) => {
                 if let Some(c) = self.cycle_mut(e.n) {
                     c.phase = Phase::Skipped;
@@ -306,19 +265,7 @@ impl RunState {
                 }
             }
             RunEvent::Note(note) => self.notes.push(note.text),
-            RunEvent::Annotation(a) => {
-                if let Some(n) = a.n {
-                    self.annotations
-                        .entry(n)
-                        .or_default()
-                        .insert(a.key, a.value);
-                    // An annotation is a change the next advance must look at, even on an
-                    // unchanged tree.
-                    if let Some(c) = self.cycle_mut(n) {
-                        c.refusal = None;
-                    }
-                }
-            }
+            RunEvent::Annotation(a) => self.annotated(a),
             // Recorded for people and audits; they do not move the state.
             RunEvent::PlanRegistered(_)
             | RunEvent::RunStarted(_)
@@ -336,6 +283,12 @@ impl RunState {
             | RunEvent::InsensitiveTest(_)
             | RunEvent::CommitStarted(_) => {}
         }
+        self.settle_status();
+    }
+
+    /// Completed once every cycle is closed or skipped, active otherwise; an abandoned
+    /// run stays abandoned.
+    fn settle_status(&mut self) {
         if self.status != RunStatus::Abandoned {
             let done = self.cycles.iter().all(|c| c.phase.is_final());
             self.status = if done {
@@ -343,6 +296,75 @@ impl RunState {
             } else {
                 RunStatus::Active
             };
+        }
+    }
+
+    fn cycle_opened(&mut self, e: CycleOpened) {
+        let known = self.suite_ids.clone();
+        let Some(c) = self.cycle_mut(e.n) else {
+            return;
+        };
+        c.history = vec![PhaseStart {
+            phase: c.phase,
+            snapshot: e.snapshot.clone(),
+            head: e.head,
+        }];
+        c.snapshot = Some(e.snapshot);
+        c.known_at_open = known;
+        // Opened afresh after the cycle before it was reopened: nothing of the earlier
+        // opening carries over.
+        c.refusal = None;
+        c.attempts = 0;
+        c.target_override = None;
+        c.failed_in_phase.clear();
+    }
+
+    fn advance_refused(&mut self, e: AdvanceRefused) {
+        if let Some(c) = self.cycle_mut(e.n) {
+            c.attempts += 1;
+            c.refusal = Some(Refusal {
+                reason: e.refusal.reason,
+                verb: e.refusal.verb,
+                tree: e.refusal.tree,
+            });
+        }
+    }
+
+    /// Targets `tdd test` saw failing in the cycle's current phase.
+    fn test_observed(&mut self, e: TestObserved) {
+        let (Some(n), Some(phase)) = (e.n, e.phase) else {
+            return;
+        };
+        let Some(c) = self.cycle_mut(n).filter(|c| c.phase == phase) else {
+            return;
+        };
+        c.failed_in_phase.extend(
+            e.targets
+                .into_iter()
+                .filter(|t| {
+                    matches!(
+                        t.status,
+                        TargetStatus::FailedAssertion
+                            | TargetStatus::FailedError
+                            | TargetStatus::CompileError
+                    )
+                })
+                .map(|t| t.id),
+        );
+    }
+
+    fn annotated(&mut self, a: Annotation) {
+        let Some(n) = a.n else {
+            return;
+        };
+        self.annotations
+            .entry(n)
+            .or_default()
+            .insert(a.key, a.value);
+        // An annotation is a change the next advance must look at, even on an unchanged
+        // tree.
+        if let Some(c) = self.cycle_mut(n) {
+            c.refusal = None;
         }
     }
 

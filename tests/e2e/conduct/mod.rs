@@ -122,7 +122,10 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
         .filter_map(|l| l.split('`').nth(1))
         .collect();
     assert_eq!(heads.len(), 3, "{thread}");
-    assert!(heads.iter().all(|h| anchors.lines().any(|a| a == *h)), "{heads:?} {anchors}");
+    assert!(
+        heads.iter().all(|h| anchors.lines().any(|a| a == *h)),
+        "{heads:?} {anchors}"
+    );
     assert_traced(&value);
 }
 

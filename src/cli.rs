@@ -132,6 +132,16 @@ pub fn main() -> Exit {
 
 fn dispatch(cli: Cli, out: Output) -> Exit {
     let trace = crate::diagnostics::init(cli.verbose);
+    let every = std::env::var("TDD_HEARTBEAT_SECS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(
+            crate::output::HEARTBEAT_EVERY,
+            std::time::Duration::from_secs_f64,
+        );
+    let beats = out.clone();
+    tdd_engine::observe::progress::install(every, move |beat| beats.heartbeat(beat));
     tdd_engine::failpoint::hit("dispatch");
     let name = cli.command.name();
     let cwd = match resolve_dir(cli.directory) {

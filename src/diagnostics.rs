@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::FilterExt;
-use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -122,9 +122,11 @@ pub fn init(verbose: u8) -> TraceFile {
         .with_span_list(true)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(file.clone())
-        .with_filter(EnvFilter::new(TRACED).and(filter_fn({
+        // A dynamic filter: a plain `filter_fn` caches its first answer per callsite, so
+        // a callsite first reached before the file opened would never be traced.
+        .with_filter(EnvFilter::new(TRACED).and(dynamic_filter_fn({
             let file = file.clone();
-            move |_| file.is_open()
+            move |_, _| file.is_open()
         })));
     let _ = tracing_subscriber::registry()
         .with(stderr)

@@ -315,6 +315,12 @@ impl From<tdd_conductor::ConductError> for CommandError {
                     .hint(format!("wait for process {pid}, or stop it with `tdd stop`"))
                     .data(data)
             }
+            E::Forge(ref forge) => match forge.bail() {
+                Some(bail) => CommandError::bailed(bail.cause.as_str(), message)
+                    .hint(bail.action.clone())
+                    .data(serde_json::json!({ "bail": bail })),
+                None => CommandError::internal("conduct_failed", message),
+            },
             E::Issue(_) => CommandError::bad_input("issue_invalid", message)
                 .hint("an issue file needs a `# Title` line and `- [ ]` items under `## Acceptance criteria`"),
             E::Worktree(_) => CommandError::refused("worktree_unavailable", message).hint(

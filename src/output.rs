@@ -5,12 +5,22 @@
 
 use std::io::IsTerminal;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use tdd_engine::observe::progress::Beat;
+
 use crate::error::CommandError;
 use crate::exit::Exit;
+
+/// Whether a heartbeat line is on the terminal, to be cleared before the next line.
+static HEARTBEAT_SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// How often a running test runner reports, unless `TDD_HEARTBEAT_SECS` says otherwise.
+pub const HEARTBEAT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The envelope format version; bumped on any incompatible change.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -216,6 +226,7 @@ impl Output {
     }
 
     fn error_text(&self, err: &CommandError) {
+        clear_heartbeat();
         let label = self.paint("error:", "1;31");
         let mut text = format!(
             "{label} {}\n",
@@ -227,9 +238,10 @@ impl Output {
         write_err(&text);
     }
 
-    /// A progress or heartbeat event on stderr: an NDJSON line in JSON mode, a line of text
-    /// otherwise (unless `-q`).
+    /// A progress event on stderr: an NDJSON line in JSON mode, a line of text otherwise
+    /// (unless `-q`).
     pub fn progress(&self, event: &str, fields: Value, text: &str) {
+        clear_heartbeat();
         if self.json {
             let mut object = serde_json::Map::new();
             object.insert("event".into(), Value::String(event.to_string()));
@@ -246,6 +258,35 @@ impl Output {
         }
     }
 
+    /// A runner's heartbeat on stderr: an NDJSON `heartbeat` event in JSON mode; on a
+    /// terminal one line rewritten in place, cleared by the next progress line; else a
+    /// line of text (none with `-q`).
+    pub fn heartbeat(&self, beat: &Beat<'_>) {
+        let seconds = beat.elapsed.as_secs();
+        let seen = beat
+            .tests_seen
+            .map(|n| format!(", {n} {} finished", if n == 1 { "test" } else { "tests" }))
+            .unwrap_or_default();
+        let text = format!(
+            "  {} ({}): running for {seconds} s{seen}",
+            beat.project, beat.label
+        );
+        if !self.json && !self.quiet && std::io::stderr().is_terminal() {
+            HEARTBEAT_SHOWN.store(true, Ordering::Relaxed);
+            write_err(&format!("\r{text}\x1b[K"));
+            return;
+        }
+        let mut fields = serde_json::json!({
+            "project": beat.project,
+            "label": beat.label,
+            "elapsed_s": seconds,
+        });
+        if let Some(n) = beat.tests_seen {
+            fields["tests_seen"] = n.into();
+        }
+        self.progress("heartbeat", fields, &text);
+    }
+
     /// Wraps `text` in an ANSI style when colour is on.
     pub fn paint(&self, text: &str, style: &str) -> String {
         if self.color {
@@ -256,8 +297,16 @@ impl Output {
     }
 }
 
+/// Clears a heartbeat line left on the terminal, so the next text starts a line.
+fn clear_heartbeat() {
+    if HEARTBEAT_SHOWN.swap(false, Ordering::Relaxed) {
+        write_err("\r\x1b[K");
+    }
+}
+
 /// Writes to stdout, ignoring a closed pipe (a reader that went away is not our error).
 pub fn write_out(text: &str) {
+    clear_heartbeat();
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();

@@ -39,6 +39,8 @@ pub enum BailCause {
     DirtyTree,
     /// The forge could not be written.
     ForgeUnreachable,
+    /// The forge refused the token (HTTP 401, 403 or 404).
+    ForgeDenied,
     /// A verifier changed the real work tree.
     VerifierModifiedTree,
     /// The ledger and git disagree about which steps are done.
@@ -56,7 +58,9 @@ impl BailCause {
             | VerdictMissing
             | GateRefusedRepeatedly => BailClass::Process,
             KillStuck | KilledExternal | SupervisorLost | BaselineRed | DirtyTree
-            | ForgeUnreachable | VerifierModifiedTree | LedgerGitMismatch => BailClass::System,
+            | ForgeUnreachable | ForgeDenied | VerifierModifiedTree | LedgerGitMismatch => {
+                BailClass::System
+            }
         }
     }
 
@@ -75,6 +79,7 @@ impl BailCause {
             BaselineRed => "baseline_red",
             DirtyTree => "dirty_tree",
             ForgeUnreachable => "forge_unreachable",
+            ForgeDenied => "forge_denied",
             VerifierModifiedTree => "verifier_modified_tree",
             LedgerGitMismatch => "ledger_git_mismatch",
         }

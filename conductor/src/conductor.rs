@@ -28,15 +28,19 @@ use crate::events::ConductorEvent;
 use crate::events::OrphanLeafEnded;
 use crate::events::Resumed;
 use crate::events::Stopped;
-use crate::forge::LocalForge;
+use crate::forge::Forge;
+use crate::forge::ForgeSpec;
 use crate::journal::Journal;
 use crate::lock::WorktreeLock;
+
+/// The run comment's status once every step is done.
+const DONE: &str = "done: every step is finished; the draft PR is ready for review";
 
 /// What `tdd conduct` was asked to do.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The local markdown issue file.
-    pub issue_path: PathBuf,
+    /// Where the issue comes from and progress goes: a local file or a GitHub issue.
+    pub forge: ForgeSpec,
     /// The developer and planner provider (else `[conductor] provider`).
     pub provider: Option<String>,
     /// The verifier provider (else `[conductor] verifier_provider`, else the provider).
@@ -82,8 +86,8 @@ pub struct Summary {
     pub steps: usize,
     /// The run's directory (thread.md, pr.md).
     pub dir: PathBuf,
-    /// The draft PR file.
-    pub pr: PathBuf,
+    /// The draft PR: its file (local forge) or its URL (empty before it is opened).
+    pub pr: String,
     /// The conductor's own git worktree, where the branch and its commits are, when the
     /// run works in one; `None` when it works in the user's work tree.
     pub worktree: Option<PathBuf>,
@@ -99,7 +103,7 @@ pub struct Conductor<'p> {
     pub(crate) developer: Box<dyn Provider>,
     pub(crate) verifier: Box<dyn Provider>,
     pub(crate) journal: Journal,
-    pub(crate) forge: LocalForge,
+    pub(crate) forge: Box<dyn Forge>,
     pub(crate) issue: Issue,
     pub(crate) branch: String,
     pub(crate) plan_path: String,
@@ -113,6 +117,9 @@ pub struct Conductor<'p> {
     pub(crate) steps_planned: std::cell::Cell<u32>,
     /// Whether `work_tree` is the conductor's own worktree rather than the user's.
     pub(crate) own_worktree: bool,
+    /// Whether the issue was already completed by the run this one continues: then it
+    /// is only published again, which changes nothing that is up to date.
+    pub(crate) finished: bool,
 }
 
 impl std::fmt::Debug for Conductor<'_> {
@@ -187,6 +194,39 @@ fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<Stri
             .any(|(c, e)| c == id && matches!(e, ConductorEvent::Completed(_)))
     };
     Ok(last.filter(|id| !completed(id)).cloned())
+}
+
+/// The conduct run that completed issue `n` in `work_tree` last, when `branch` still
+/// has every step of its plan ticked: running the issue again only republishes it.
+fn finished_conduct(
+    database: &Path,
+    work_tree: &Path,
+    n: u64,
+    branch: &str,
+    plan_path: &str,
+) -> Result<Option<String>, ConductError> {
+    let events = crate::journal::every_conduct(database)?;
+    let here = work_tree.display().to_string();
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|(conduct, event)| match event {
+            ConductorEvent::ConductStarted(s) if s.worktree == here && s.issue == n => {
+                Some(conduct)
+            }
+            _ => None,
+        });
+    let completed = |id: &&String| {
+        events
+            .iter()
+            .any(|(c, e)| c == *id && matches!(e, ConductorEvent::Completed(_)))
+    };
+    let Some(id) = last.filter(completed) else {
+        return Ok(None);
+    };
+    let ticks = crate::plan::ticks_at(work_tree, &format!("refs/heads/{branch}"), plan_path);
+    let done = !ticks.is_empty() && ticks.iter().all(|(_, t)| *t);
+    Ok(done.then(|| id.to_string()))
 }
 
 /// A provider chosen by name at run time.
@@ -299,7 +339,7 @@ impl<'p> Conductor<'p> {
         // Before anything opens (or creates) the ledger: no conduct acts on one that fails.
         tdd_engine::integrity::ensure_intact(&location.database, work_tree)
             .map_err(tdd_engine::run::RunError::from)?;
-        let issue = crate::issue::read_local(&options.issue_path)?;
+        let (issue, connected) = crate::forge::connect(&options.forge)?;
         let n = issue.number();
         let branch = branch_name(&config, &issue);
         let (target, own_worktree) = placement(work_tree, &location, &config, &options, n)?;
@@ -321,9 +361,15 @@ impl<'p> Conductor<'p> {
         }
         let work_tree = engine.work_tree().to_path_buf();
         let leaves = Leaves::for_repository(&location, &options.tdd_exe);
+        let plan_path = format!(".tdd/issue-{n}.md");
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;
+        let finished_id = match resumed_id {
+            Some(_) => None,
+            None => finished_conduct(&location.database, &work_tree, n, &branch, &plan_path)?,
+        };
+        let finished = finished_id.is_some();
         let resumed = resumed_id.is_some();
-        let conduct = resumed_id.unwrap_or_else(|| {
+        let conduct = resumed_id.or(finished_id).unwrap_or_else(|| {
             format!(
                 "conduct-i{n}-{}-{:x}",
                 tdd_engine::ledger::clock::unix_seconds(),
@@ -332,7 +378,7 @@ impl<'p> Conductor<'p> {
         });
         let dir = location.dir.join("conduct").join(&conduct);
         let journal = Journal::new(&location.database, &conduct);
-        let forge = LocalForge::new(&options.issue_path, &dir, journal.clone());
+        let forge = connected.into_forge(&dir, journal.clone());
         Ok(Conductor {
             work_tree,
             config,
@@ -343,7 +389,7 @@ impl<'p> Conductor<'p> {
             verifier,
             journal,
             forge,
-            plan_path: format!(".tdd/issue-{n}.md"),
+            plan_path,
             issue,
             branch,
             dir,
@@ -354,6 +400,7 @@ impl<'p> Conductor<'p> {
             resumed,
             steps_planned: std::cell::Cell::new(0),
             own_worktree,
+            finished,
         })
     }
 
@@ -366,6 +413,9 @@ impl<'p> Conductor<'p> {
             run_id = tracing::field::Empty,
         );
         let _entered = span.enter();
+        if self.finished {
+            return self.republish();
+        }
         let driven = self.drive();
         if let Some(run_id) = &self.run_id {
             span.record("run_id", run_id.as_str());
@@ -391,9 +441,30 @@ impl<'p> Conductor<'p> {
                     mode: mode.clone(),
                     run_id: self.run_id.clone(),
                 }))?;
-                self.publish_best_effort()?;
+                self.report_stop(&mode)?;
                 Ok(Finish::Stopped(self.summary(), mode))
             }
+            Err(Halt::Error(err)) => Err(err),
+        }
+    }
+
+    /// The issue is done: the comments and the draft PR are written again from the
+    /// ledger, which writes nothing that is already up to date on the forge.
+    fn republish(&mut self) -> Result<Finish, ConductError> {
+        self.announce();
+        self.run_id = self.journal.engine_run()?;
+        let republished = (|| -> Result<(), Halt> {
+            self.write_run_comment(DONE)?;
+            let branch = format!("refs/heads/{}", self.branch);
+            for (n, _) in crate::plan::ticks_at(&self.work_tree, &branch, &self.plan_path) {
+                self.write_step_comment(n)?;
+            }
+            self.publish(true)
+        })();
+        match republished {
+            Ok(()) => Ok(Finish::Completed(self.summary())),
+            Err(Halt::Bail(bail)) => Ok(Finish::Bailed(self.summary(), bail)),
+            Err(Halt::Stop(mode)) => Ok(Finish::Stopped(self.summary(), mode)),
             Err(Halt::Error(err)) => Err(err),
         }
     }
@@ -430,6 +501,12 @@ impl<'p> Conductor<'p> {
     fn drive(&mut self) -> Result<bool, Halt> {
         self.announce();
         self.check_binary()?;
+        if self.issue.criteria().is_empty() {
+            let question = crate::issue::no_criteria_question(self.issue.number());
+            return Err(Bail::new(BailCause::NeedsUser, question.clone(), question)
+                .at(0, "plan")
+                .into());
+        }
         // A stop request was for the run it stopped; this invocation starts afresh.
         let _ = self.leaves.supervisor().clear_stop();
         let n = self.issue.number();
@@ -441,12 +518,16 @@ impl<'p> Conductor<'p> {
             .doing(|| "starting the engine run and its baseline")?;
         self.check_agreement()
             .doing(|| "checking that the branch and the ledger agree")?;
+        // The run comment only tells where the run stands: a forge that cannot take it
+        // is recorded, and the step's own report decides whether the run goes on.
+        self.best_effort(self.write_run_comment("running"))?;
+        self.best_effort(self.forge.mark(crate::forge::RunMark::Running))?;
         self.settle_unjudged()
             .doing(|| "judging the phase a stopped conductor left unjudged")?;
         let mut done = 0;
         while let Some(state) = self.engine.status()? {
             if self.options.max_steps.is_some_and(|m| done >= m) {
-                self.publish()?;
+                self.publish(false)?;
                 return Ok(true);
             }
             let Some(index) = state.current() else { break };
@@ -462,7 +543,8 @@ impl<'p> Conductor<'p> {
                 self.write_step_comment(n)?;
             }
         }
-        self.publish()?;
+        self.publish(true)?;
+        self.write_run_comment(DONE)?;
         Ok(false)
     }
 
@@ -515,7 +597,7 @@ impl<'p> Conductor<'p> {
                 worktree: self.work_tree.display().to_string(),
                 branch: self.branch.clone(),
                 plan: self.plan_path.clone(),
-                issue_path: self.options.issue_path.display().to_string(),
+                issue_path: self.options.forge.describe(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 binary_sha256: binary_sha256(&self.options.tdd_exe)?,
             };

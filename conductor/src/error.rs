@@ -97,6 +97,9 @@ pub enum Cause {
     /// The conductor's own worktree could not be created or reused.
     #[error(transparent)]
     Worktree(#[from] crate::worktree::WorktreeError),
+    /// The forge could not be reached or refused the token while the run was opened.
+    #[error(transparent)]
+    Forge(crate::forge::ForgeError),
     /// A file of the conductor's own could not be written or read.
     #[error(transparent)]
     Io(std::io::Error),
@@ -128,6 +131,7 @@ impl Cause {
             Cause::Lock(_) => "taking the work tree's conductor lock",
             Cause::Issue(_) => "reading the issue",
             Cause::Worktree(_) => "preparing the conductor's worktree",
+            Cause::Forge(_) => "reading the issue from the forge",
             Cause::Io(_) => "writing the conductor's files",
             Cause::Config(_) => "reading the configuration",
             Cause::BinaryChanged { .. } => "checking the tdd binary",
@@ -214,20 +218,24 @@ impl From<ConductError> for Halt {
     }
 }
 
+impl From<crate::forge::ForgeError> for ConductError {
+    fn from(err: crate::forge::ForgeError) -> ConductError {
+        match err {
+            // A local issue file keeps its own cause (bad input, not a forge failure).
+            crate::forge::ForgeError::Issue(err) => ConductError::from(Cause::Issue(err)),
+            crate::forge::ForgeError::Ledger(err) => ConductError::from(Cause::Ledger(err)),
+            other => ConductError::from(Cause::Forge(other)),
+        }
+    }
+}
+
 impl From<crate::forge::ForgeError> for Halt {
     fn from(err: crate::forge::ForgeError) -> Halt {
-        // The ledger behind the forge's comment ids is ours, not the forge's.
-        if let crate::forge::ForgeError::Ledger(err) = err {
-            return Halt::Error(ConductError::from(err).while_doing("recording a forge comment"));
+        match err.bail() {
+            Some(bail) => Halt::Bail(bail),
+            // The ledger behind the forge's comment ids is ours, not the forge's.
+            None => Halt::Error(ConductError::from(err).while_doing("recording a forge comment")),
         }
-        Halt::Bail(crate::bail::Bail::new(
-            crate::bail::BailCause::ForgeUnreachable,
-            match std::error::Error::source(&err) {
-                Some(source) => format!("the forge could not be written: {err}: {source}"),
-                None => format!("the forge could not be written: {err}"),
-            },
-            "make the forge reachable (for the local forge: the ledger home writable), then run `tdd conduct` again",
-        ))
     }
 }
 

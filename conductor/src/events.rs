@@ -49,6 +49,10 @@ tdd_engine::ledger::typed_events! {
         "forge_comment_posted" => CommentPosted(CommentPosted),
         /// The draft PR was first written to the forge.
         "forge_pr_opened" => PrOpened(PrOpened),
+        /// A forge call failed transiently and was tried again.
+        "forge_retry" => ForgeRetry(ForgeRetried),
+        /// Commit statuses were posted for a push.
+        "forge_statuses_posted" => StatusesPosted(StatusesPosted),
         /// The forge could not be written while the run ended anyway.
         "forge_unreachable" => ForgeUnreachable(ForgeUnreachable),
         /// The run bailed.
@@ -272,13 +276,54 @@ pub struct CommentPosted {
     pub id: String,
 }
 
-/// The payload of `forge_pr_opened`.
+/// The payload of `forge_pr_opened`: the local forge names the file, GitHub the
+/// pull request's number and address.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrOpened {
     /// The work branch.
     pub branch: String,
-    /// Where the draft PR is.
-    pub path: PathBuf,
+    /// Where the draft PR is, on the local forge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// The pull request's number, on GitHub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+    /// The pull request's address, on GitHub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The payload of `forge_retry`: a forge call that failed transiently, tried again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForgeRetried {
+    /// The HTTP method.
+    pub method: String,
+    /// The request path.
+    pub path: String,
+    /// The attempt that failed (1 is the first).
+    pub attempt: u32,
+    /// What went wrong: an HTTP status or a network error, redacted.
+    pub failure: String,
+    /// How long it waited before the next attempt.
+    pub wait_ms: u64,
+}
+
+/// The payload of `forge_statuses_posted`: the statuses one push posted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusesPosted {
+    /// Each status posted.
+    pub statuses: Vec<PostedStatus>,
+}
+
+/// One commit status as posted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedStatus {
+    /// The commit.
+    pub sha: String,
+    /// The status context (`tdd/red`, ...).
+    pub context: String,
+    /// The state (`success`, `failure`, ...).
+    pub state: String,
 }
 
 /// The payload of `forge_unreachable`.

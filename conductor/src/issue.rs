@@ -47,6 +47,54 @@ pub fn read_local(path: &Path) -> Result<Issue, IssueError> {
     })
 }
 
+/// The question a run without acceptance criteria asks: what a person must add to
+/// issue `number` before it can be conducted.
+pub fn no_criteria_question(number: u64) -> String {
+    format!(
+        "issue #{number} names no acceptance criteria: which behaviours must this change deliver? \
+         Add each as a `- [ ]` item under an `## Acceptance criteria` heading in the issue, \
+         then run `tdd conduct` again"
+    )
+}
+
+/// The checklist items (`- [ ]`, `- [x]`) of the section under the heading named
+/// "Acceptance criteria" (any level, up to the next heading).
+fn criteria_section(body: &str) -> Vec<String> {
+    let mut in_section = false;
+    let mut section = String::new();
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('#') {
+            let heading = trimmed.trim_start_matches('#').trim();
+            in_section = heading.eq_ignore_ascii_case("acceptance criteria");
+            continue;
+        }
+        if in_section {
+            section.push_str(line);
+            section.push('\n');
+        }
+    }
+    checklist(&section)
+}
+
+/// Every checklist item of `text`.
+fn checklist(text: &str) -> Vec<String> {
+    Issue::from_markdown(0, String::new(), text.to_string())
+        .criteria()
+        .to_vec()
+}
+
+/// The criteria of a forge issue's body: the `- [ ]` items under an "Acceptance
+/// criteria" heading, else every checklist item of the body; empty when it has none.
+pub fn criteria(body: &str) -> Vec<String> {
+    let section = criteria_section(body);
+    if section.is_empty() {
+        checklist(body)
+    } else {
+        section
+    }
+}
+
 /// Parses an issue's markdown: the first `# ` line is the title, everything after it
 /// the body; the criteria are the checklist items of the `## Acceptance criteria`
 /// section (up to the next `## ` heading).
@@ -74,7 +122,10 @@ pub fn parse(number: u64, text: &str) -> Result<Issue, String> {
         .criteria()
         .to_vec();
     if criteria.is_empty() {
-        return Err("no `- [ ]` item under `## Acceptance criteria`".into());
+        return Err(format!(
+            "no `- [ ]` item under `## Acceptance criteria`: {}",
+            no_criteria_question(number)
+        ));
     }
     Ok(Issue::new(number, title, body.trim().to_string(), criteria))
 }
@@ -116,6 +167,15 @@ mod tests {
     fn a_file_without_criteria_is_refused() {
         assert!(parse(1, "# T\nbody\n").is_err());
         assert!(parse(1, "no title\n").is_err());
+    }
+
+    #[test]
+    fn forge_criteria_come_from_their_heading_else_from_every_checklist_item() {
+        let body = "Text\n- [ ] not this\n\n### Acceptance Criteria\n- [ ] one\n- [ ] two\n\n## Notes\n- [ ] no\n";
+        assert_eq!(criteria(body), ["one", "two"]);
+        assert_eq!(criteria("- [ ] a\n- [x] b\n"), ["a", "b"]);
+        assert!(criteria("no checklist at all").is_empty());
+        assert!(no_criteria_question(7).contains("#7"));
     }
 
     #[test]

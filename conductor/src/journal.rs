@@ -98,6 +98,30 @@ impl Journal {
             .collect())
     }
 
+    /// Every draft PR record, oldest first.
+    pub fn prs_opened(&self) -> Result<Vec<crate::events::PrOpened>, LedgerError> {
+        Ok(self
+            .events()?
+            .into_iter()
+            .filter_map(|e| match e {
+                ConductorEvent::PrOpened(p) => Some(p),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Every commit status posted, oldest first.
+    pub fn statuses_posted(&self) -> Result<Vec<crate::events::PostedStatus>, LedgerError> {
+        Ok(self
+            .events()?
+            .into_iter()
+            .flat_map(|e| match e {
+                ConductorEvent::StatusesPosted(p) => p.statuses,
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
     /// Whether the draft PR was written to the forge.
     pub fn pr_opened(&self) -> Result<bool, LedgerError> {
         Ok(self

@@ -40,8 +40,13 @@ pub fn ticks(text: &str) -> Vec<(u32, bool)> {
 
 /// The checklist of the plan committed at HEAD (empty when there is none).
 pub fn ticks_at_head(work_tree: &Path, plan_path: &str) -> Vec<(u32, bool)> {
+    ticks_at(work_tree, "HEAD", plan_path)
+}
+
+/// The checklist of the plan committed at `rev` (empty when there is none).
+pub fn ticks_at(work_tree: &Path, rev: &str, plan_path: &str) -> Vec<(u32, bool)> {
     Git::new(work_tree)
-        .text(["show", &format!("HEAD:{plan_path}")])
+        .text(["show", &format!("{rev}:{plan_path}")])
         .map(|text| ticks(&text))
         .unwrap_or_default()
 }

@@ -14,6 +14,8 @@ use crate::events::ConductorEvent;
 use crate::events::PhaseRecord;
 use crate::events::PhaseVerdict;
 use crate::events::StepDone;
+use crate::forge::CommitStatus;
+use crate::forge::StatusState;
 
 /// One step's record, as the ledger tells it (entries of a reset attempt dropped).
 #[derive(Debug, Default)]
@@ -198,15 +200,17 @@ fn skipped_steps(run: &[RunEvent]) -> BTreeMap<u64, String> {
         .collect()
 }
 
-/// The draft PR body.
-pub(crate) fn pr_body(c: &Conductor<'_>) -> Result<String, LedgerError> {
+/// The draft PR body; it says "Closes #n" only once every step is done (`complete`),
+/// and before that only mentions the issue.
+pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, LedgerError> {
     let events = c.journal.events()?;
     let plan = tdd_engine::git::Git::new(&c.work_tree)
-        .text(["show", &format!("HEAD:{}", c.plan_path)])
+        .text(["show", &format!("refs/heads/{}:{}", c.branch, c.plan_path)])
         .unwrap_or_default();
     let checklist: Vec<&str> = plan.lines().filter(|l| l.starts_with("- [")).collect();
     let mut out = format!(
-        "Closes #{}.\n\n{}\n\n## Steps\n\n{}\n",
+        "{} #{}.\n\n{}\n\n## Steps\n\n{}\n",
+        if complete { "Closes" } else { "Work on" },
         c.issue.number(),
         c.issue.body(),
         checklist.join("\n")
@@ -288,6 +292,61 @@ fn interruption(event: &ConductorEvent) -> Option<String> {
     }
 }
 
+/// The statuses of the phase commits of finished or running steps: `success` for
+/// each phase the engine accepted and the verifier accepted. A rejected commit was
+/// rolled back off the branch, so it gets none.
+pub(crate) fn statuses(c: &Conductor<'_>) -> Result<Vec<CommitStatus>, LedgerError> {
+    let events = c.journal.events()?;
+    let mut out = Vec::new();
+    for (n, record) in steps(&events) {
+        for p in &record.phases {
+            let (sha, phase) = (p.commit.as_str(), p.phase.as_str());
+            let accepted = record
+                .verdicts
+                .iter()
+                .any(|v| v.commit == sha && v.decision == tdd_leaves::Decision::Accept);
+            if accepted {
+                out.push(CommitStatus {
+                    sha: sha.to_string(),
+                    context: format!("tdd/{phase}"),
+                    state: StatusState::Success,
+                    description: format!(
+                        "step {n} {}: accepted by the engine and the verifier",
+                        phase.to_uppercase()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The run's comment: the branch, the plan's steps and where the run stands.
+pub(crate) fn run_comment(c: &Conductor<'_>, status: &str) -> String {
+    let plan = tdd_engine::git::Git::new(&c.work_tree)
+        .text(["show", &format!("refs/heads/{}:{}", c.branch, c.plan_path)])
+        .unwrap_or_default();
+    let steps: Vec<String> = plan
+        .lines()
+        .filter(|l| l.starts_with("- ["))
+        .map(|l| format!("- {}", l.get(6..).unwrap_or(l)))
+        .collect();
+    format!(
+        "**tdd conduct** works on this issue on the branch `{}`.\n\n**Status:** {status}\n\nPlan ({} step{}; each goes through RED, GREEN and REFACTOR with a blind verifier after each phase):\n\n{}\n\nEach step reports in its own comment below; the draft PR follows every step.\n",
+        c.branch,
+        steps.len(),
+        if steps.len() == 1 { "" } else { "s" },
+        steps.join("\n")
+    )
+}
+
+/// The comment of a stop: its mode and what to do.
+pub(crate) fn stop_comment(mode: &str) -> String {
+    format!(
+        "**Stopped** ({mode}). Finished steps keep their commits; run `tdd conduct` again to resume where it stopped.\n"
+    )
+}
+
 /// The comment of step `n`.
 pub(crate) fn step_comment(c: &Conductor<'_>, n: u32) -> Result<String, LedgerError> {
     let events = c.journal.events()?;
@@ -295,8 +354,29 @@ pub(crate) fn step_comment(c: &Conductor<'_>, n: u32) -> Result<String, LedgerEr
     let mut out = String::new();
     if let Some(record) = records.get(&u64::from(n)) {
         render_step(&mut out, u64::from(n), "done", record);
+        if let Some(line) = chain_head_line(c, record) {
+            out.push_str(&line);
+        }
     }
     Ok(out)
+}
+
+/// The ledger's chain head as the step's last phase commit anchors it (its `TDD-Ledger`
+/// trailer), so a reader of the thread can check the ledger against it later. Fixed by
+/// the commit: a comment rendered again later says the same.
+fn chain_head_line(c: &Conductor<'_>, record: &StepRecord) -> Option<String> {
+    let commit = record.phases.last()?.commit.as_str();
+    let format = "--format=%(trailers:key=TDD-Ledger,valueonly)";
+    let head = tdd_engine::git::Git::new(&c.work_tree)
+        .text(["log", "-1", format, commit])
+        .ok()?;
+    let head = head.trim();
+    (!head.is_empty()).then(|| {
+        format!(
+            "\nLedger chain head at {}: `{head}` (`tdd ledger verify` checks the ledger against it).\n",
+            short(commit)
+        )
+    })
 }
 
 /// The comment of a bail: cause, class, where, what to do, the output tail.

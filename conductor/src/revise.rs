@@ -175,7 +175,7 @@ impl Conductor<'_> {
             // the next begins; the resume goes straight on to the next step, so the
             // comment is written here, or a bail there would leave the step without it.
             self.write_step_comment(planned.n)?;
-            self.publish()?;
+            self.publish(false)?;
         }
         Ok(())
     }

@@ -82,7 +82,7 @@ impl Conductor<'_> {
         tdd_engine::failpoint::hit("conduct_step_done");
         let forge = Instant::now();
         self.write_step_comment(n)?;
-        self.publish()?;
+        self.publish(false)?;
         let forge = forge.elapsed();
         self.progress.event(
             "step_done",

@@ -38,6 +38,7 @@ pub const FORBIDDEN_ENV: &[&str] = &[
     "GITHUB_ENTERPRISE_TOKEN",
     "GITLAB_TOKEN",
     "TDD_FORGE_TOKEN",
+    "TDD_GIT_TOKEN",
 ];
 
 /// The identity variables `tdd` sets for each leaf; never copied from the caller.

@@ -88,7 +88,9 @@ impl Request {
     }
 }
 
-/// Tokens a leaf used, as its CLI reported them.
+/// Tokens a leaf used, normalised across CLIs: `input_tokens` never counts cached
+/// tokens (Codex reports them inside its input count; they are taken out), and every
+/// figure covers the whole leaf, subagents included.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
@@ -104,6 +106,10 @@ pub struct Usage {
     /// Input tokens written to a prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Output tokens spent on reasoning, when the CLI reports them apart (they are
+    /// part of `output_tokens` too, as the model bills them).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 /// How a leaf ended, from the supervisor's exit class and the provider's stream.
@@ -129,6 +135,12 @@ pub enum Completion {
     },
     /// Aborted on request.
     Aborted,
+    /// The CLI could not reach its model: refused credentials, an unreachable or
+    /// failing API. Retrying the same leaf will not help until that is fixed.
+    ProviderUnavailable {
+        /// What the CLI reported.
+        reason: String,
+    },
 }
 
 impl Completion {
@@ -140,6 +152,7 @@ impl Completion {
             Completion::Crashed { .. } => "crashed",
             Completion::KilledStuck { .. } => "killed_stuck",
             Completion::Aborted => "aborted",
+            Completion::ProviderUnavailable { .. } => "provider_unavailable",
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod report;
 pub mod runtime;
 pub mod stops;
 pub mod verdict;
+pub mod versions;
 
 pub use envelope::AbortOutcome;
 pub use envelope::Capabilities;

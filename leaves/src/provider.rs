@@ -1,5 +1,6 @@
 //! The `Provider` contract every agent CLI implements.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -25,6 +26,9 @@ pub struct LeafFiles {
     pub prompt: PathBuf,
     /// Where a provider may ask its CLI to write a machine-readable result.
     pub result: PathBuf,
+    /// The directory of the ledger database, which `tdd` inside the leaf writes
+    /// (`tdd test`, `tdd verdict`): a sandboxing CLI must let the leaf write there.
+    pub ledger_dir: PathBuf,
 }
 
 /// How to start a provider's CLI for one request. Pure data; nothing is run.
@@ -61,6 +65,9 @@ pub struct Parsed {
     pub terminal: bool,
     /// The CLI reported an error in its terminal event.
     pub error: Option<String>,
+    /// That error says the model could not be reached or refused the credentials
+    /// (the leaf is then `provider_unavailable`, not `failed`).
+    pub unavailable: bool,
     /// The final text.
     pub text: String,
     /// The session id.
@@ -116,6 +123,25 @@ pub trait Provider: Send + Sync {
 
     /// Reads the leaf's output.
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed;
+
+    /// Adjusts an invocation to the caller's environment (`caller`: every variable of
+    /// the process that launches leaves), for CLIs that want a setting as a flag or
+    /// under another name. Only what the provider allow-lists reaches the leaf anyway.
+    /// The default changes nothing.
+    fn adapt(&self, invocation: &mut Invocation, caller: &BTreeMap<String, String>) {
+        let _ = (invocation, caller);
+    }
+
+    /// The executable of the versioned CLI this provider drives, if it drives one.
+    fn program(&self) -> Option<&str> {
+        None
+    }
+
+    /// The CLI versions this provider was tested with, as `major.minor` prefixes
+    /// (`"2.1"`); empty when it does not wrap a versioned CLI.
+    fn tested_versions(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Prepares, records and launches a leaf under the supervisor.
     fn run(&self, leaves: &Leaves, request: Request) -> Result<LeafRun, LeafError> {

@@ -110,6 +110,8 @@ pub struct LeafRun {
     files: LeafFiles,
     state: State,
     collected: bool,
+    /// The CLI's version and, when it is untested, a warning, for the response.
+    cli: Option<crate::versions::CliCheck>,
 }
 
 impl std::fmt::Debug for LeafRun {
@@ -274,6 +276,10 @@ impl Leaves {
         let files = LeafFiles {
             prompt: dir.join("prompt.md"),
             result: dir.join("result.json"),
+            ledger_dir: self
+                .database
+                .parent()
+                .map_or_else(|| self.files_dir.clone(), Path::to_path_buf),
             dir,
         };
         std::fs::write(&files.prompt, request.prompt.text()).map_err(|source| LeafError::Io {
@@ -281,7 +287,8 @@ impl Leaves {
             path: files.prompt.clone(),
             source,
         })?;
-        let invocation = provider.invocation(&request, &files)?;
+        let mut invocation = provider.invocation(&request, &files)?;
+        provider.adapt(&mut invocation, &self.caller_env);
         let spec = self.spec(&id, &token, &request, &invocation, &files);
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
@@ -312,6 +319,8 @@ impl Leaves {
             files: files.dir.clone(),
         }));
         self.ledger()?.record(request.run_id.as_deref(), &event)?;
+        // Once per CLI per process: the version is read the first time only.
+        let cli = crate::versions::check(provider, &self.caller_env);
         Ok(LeafRun {
             id,
             provider: provider.name().to_string(),
@@ -319,6 +328,7 @@ impl Leaves {
             files,
             state: State::Prepared(Box::new(spec)),
             collected: false,
+            cli,
         })
     }
 
@@ -495,6 +505,12 @@ impl Leaves {
         let completion = completion(&exit.class, &parsed);
         let mut meta = parsed.meta;
         meta.insert("provider".into(), json!(provider.name()));
+        if let Some(cli) = &run.cli {
+            meta.insert("cli_version".into(), json!(cli.version));
+            if let Some(warning) = cli.warning() {
+                meta.insert("warning".into(), json!(warning));
+            }
+        }
         let response = Response {
             leaf_id: run.id.clone(),
             completion,
@@ -554,7 +570,11 @@ fn completion(class: &ExitClass, parsed: &crate::provider::Parsed) -> Completion
             reason: format!("it never ran: {error}"),
         },
         ExitClass::Exited { code } => {
-            if !parsed.terminal {
+            if let (true, Some(error)) = (parsed.unavailable, &parsed.error) {
+                Completion::ProviderUnavailable {
+                    reason: error.clone(),
+                }
+            } else if !parsed.terminal {
                 Completion::Crashed {
                     reason: format!("it exited with code {code} before its final event"),
                 }

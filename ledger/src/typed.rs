@@ -54,6 +54,8 @@ pub const CONDUCTOR_KINDS: &[&str] = &[
     "conduct_stopped",
     "forge_comment_posted",
     "forge_pr_opened",
+    "forge_retry",
+    "forge_statuses_posted",
     "forge_unreachable",
     "gate_refused",
     "head_realigned",

@@ -19,6 +19,22 @@ use super::model::TestResult;
 use super::model::Totals;
 use crate::config::AdapterKind;
 
+/// What separates a repeated test name from its occurrence number.
+pub(crate) const OCCURRENCE: &str = " #";
+
+/// A title without the occurrence suffix [`Builder::merge`] gave a repeated
+/// name (`adds #2` -> `adds`); unchanged when it has none.
+pub(crate) fn without_occurrence(title: &str) -> &str {
+    match title.rsplit_once(OCCURRENCE) {
+        Some((base, n))
+            if !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => title,
+    }
+}
+
 /// What a parser read from one report, with runner-native ids.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ParsedReport {
@@ -28,6 +44,8 @@ pub(crate) struct ParsedReport {
     pub collection_errors: Vec<CollectionError>,
     /// The runner's own counts, if the report has them.
     pub runner_counts: Option<RunnerCounts>,
+    /// Records of the report that could not be read and were skipped.
+    pub diagnostics: Vec<String>,
 }
 
 /// Accumulates invocations and parsed reports for one observation.
@@ -40,6 +58,7 @@ pub(crate) struct Builder {
     collection_errors: Vec<CollectionError>,
     runner_counts: Option<RunnerCounts>,
     runner_error: Option<String>,
+    diagnostics: Vec<String>,
 }
 
 impl Builder {
@@ -53,6 +72,7 @@ impl Builder {
             collection_errors: Vec::new(),
             runner_counts: None,
             runner_error: None,
+            diagnostics: Vec::new(),
         }
     }
 
@@ -81,9 +101,19 @@ impl Builder {
     }
 
     /// Merges a parsed report, qualifying every id with the project name.
-    /// A test reported twice keeps its worst outcome.
+    /// Same-named tests within one report are distinct tests: the second
+    /// and later occurrences get a ` #2`, ` #3`, ... suffix in report order,
+    /// so each keeps an id of its own that is stable from run to run. A test
+    /// reported again by a later report keeps its worst outcome.
     pub(crate) fn merge(&mut self, parsed: ParsedReport) {
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for (native, result) in parsed.tests {
+            let count = seen.entry(native.clone()).or_default();
+            *count += 1;
+            let native = match *count {
+                1 => native,
+                n => format!("{native}{OCCURRENCE}{n}"),
+            };
             let id = format!("{}::{native}", self.project);
             match self.tests.get(&id) {
                 Some(existing) if severity(existing.outcome) >= severity(result.outcome) => {}
@@ -93,6 +123,7 @@ impl Builder {
             }
         }
         self.collection_errors.extend(parsed.collection_errors);
+        self.diagnostics.extend(parsed.diagnostics);
         if let Some(counts) = parsed.runner_counts {
             self.runner_counts = Some(add_counts(self.runner_counts, counts));
         }
@@ -104,16 +135,21 @@ impl Builder {
     }
 
     /// Finishes the observation. For a selection, skipped tests that were
-    /// not selected are dropped: they were filtered out, not skipped.
+    /// not selected are dropped: they were filtered out, not skipped. A
+    /// skipped test that a partial id selected (under a pytest file or class,
+    /// a Go name without its package, a cargo path without its binary) is
+    /// kept.
     pub(crate) fn finish(mut self, selection: &Selection) -> Observation {
         if let Selection::Tests(ids) = selection {
-            let wanted: Vec<String> = ids.iter().map(|id| self.qualify(id)).collect();
+            let project = self.project.clone();
             self.tests.retain(|id, result| {
-                result.outcome != Outcome::Skipped || wanted.iter().any(|w| w == id)
+                result.outcome != Outcome::Skipped
+                    || ids.iter().any(|native| selects(&project, native, id))
             });
         }
         let totals = totals(&self.tests);
-        if totals.total == 0 && self.collection_errors.is_empty() {
+        let rest_only = matches!(selection, Selection::AllExcept(_));
+        if totals.total == 0 && self.collection_errors.is_empty() && !rest_only {
             self.fail("no tests ran: zero tests is never green and never a valid red");
         }
         Observation {
@@ -126,8 +162,28 @@ impl Builder {
             totals,
             runner_counts: self.runner_counts,
             runner_error: self.runner_error,
+            diagnostics: self.diagnostics,
         }
     }
+}
+
+/// Whether the selected `native` id answers for the qualified test `id`:
+/// the same test, a test under it, or the test it names without its package
+/// or binary.
+fn selects(project: &str, native: &str, id: &str) -> bool {
+    let Some(rest) = id
+        .strip_prefix(project)
+        .and_then(|rest| rest.strip_prefix("::"))
+    else {
+        return false;
+    };
+    rest == native
+        || rest
+            .strip_prefix(native)
+            .is_some_and(|tail| tail.starts_with("::") || tail.starts_with('['))
+        || rest
+            .strip_suffix(native)
+            .is_some_and(|head| head.ends_with("::") || head.ends_with(' '))
 }
 
 fn severity(outcome: Outcome) -> u8 {
@@ -139,7 +195,7 @@ fn severity(outcome: Outcome) -> u8 {
     }
 }
 
-fn totals(tests: &BTreeMap<String, TestResult>) -> Totals {
+pub(crate) fn totals(tests: &BTreeMap<String, TestResult>) -> Totals {
     let mut totals = Totals::default();
     for result in tests.values() {
         totals.total += 1;

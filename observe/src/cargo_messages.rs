@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::build::ParsedReport;
 use super::clip::MESSAGE_KEEP;
 use super::clip::clip;
+use super::clip::without_backtrace;
 use super::error::ReportError;
 use super::model::CollectionError;
 use super::model::Failure;
@@ -269,7 +270,7 @@ pub(crate) fn rust_result(outcome: Outcome, text: &str) -> TestResult {
         };
         Failure {
             kind,
-            message: clip(text.trim(), MESSAGE_KEEP),
+            message: clip(without_backtrace(text).trim(), MESSAGE_KEEP),
         }
     });
     TestResult { outcome, failure }

@@ -55,6 +55,52 @@ pub fn strip_ansi(text: &str) -> String {
     out
 }
 
+/// A runner's one-line failure message followed by its full text, or the
+/// text alone when it already holds the message (pytest's message repeats
+/// the assertion its traceback ends with; nextest's repeats the `panicked
+/// at` line its output starts with).
+pub fn with_message(message: &str, text: &str) -> String {
+    let message = message.trim();
+    let text = text.trim();
+    if message.is_empty() || text.contains(message) {
+        text.to_string()
+    } else if text.is_empty() {
+        message.to_string()
+    } else {
+        format!("{message}\n{text}")
+    }
+}
+
+/// Rust failure text without its stack backtrace (printed when the
+/// environment sets `RUST_BACKTRACE`): the frames would crowd the assertion's
+/// values out of an excerpt. One line says where the frames were.
+pub fn without_backtrace(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut in_frames = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed == "stack backtrace:" {
+            in_frames = true;
+            out.push("[stack backtrace omitted]");
+            continue;
+        }
+        if in_frames {
+            let frame = trimmed
+                .split_once(": ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if frame
+                || trimmed.starts_with("at ")
+                || trimmed.starts_with("note: Some details are omitted")
+            {
+                continue;
+            }
+            in_frames = false;
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
 fn floor_boundary(text: &str, mut index: usize) -> usize {
     while index > 0 && !text.is_char_boundary(index) {
         index -= 1;
@@ -93,6 +139,25 @@ mod tests {
         let text = "é".repeat(5000);
         let clipped = clip(&text, 101);
         assert!(clipped.contains("clipped"));
+    }
+
+    #[test]
+    fn a_message_inside_its_text_is_not_repeated() {
+        assert_eq!(
+            with_message("assert 2 == 3", "E   assert 2 == 3"),
+            "E   assert 2 == 3"
+        );
+        assert_eq!(with_message("boom", "trace"), "boom\ntrace");
+        assert_eq!(with_message("", "trace"), "trace");
+    }
+
+    #[test]
+    fn backtrace_frames_are_left_out() {
+        let text = "thread 't' panicked at src/lib.rs:2:5:\nassertion `left == right` failed\n  left: 2\n right: 3\nstack backtrace:\n   0: __rustc::rust_begin_unwind\n             at /rustc/x/panicking.rs:689:5\n   1: calc::t\nnote: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\nafter";
+        assert_eq!(
+            without_backtrace(text),
+            "thread 't' panicked at src/lib.rs:2:5:\nassertion `left == right` failed\n  left: 2\n right: 3\n[stack backtrace omitted]\nafter"
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ use super::error::ObserveError;
 use super::model::Invocation;
 use super::process;
 use super::process::ProcessSpec;
+use super::progress;
+use super::progress::Beat;
+use super::progress::Live;
 
 /// Largest runner output or report the engine reads into memory (256 MiB).
 const READ_LIMIT: u64 = 256 * 1024 * 1024;
@@ -95,7 +98,11 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     tracing::debug!(argv = ?job.argv, root = %project.root.display(), "runner started");
     let stdout_path = scratch.path(&format!("{}.stdout", job.label));
     let stderr_path = scratch.path(&format!("{}.stderr", job.label));
-    let mut env: Vec<(String, String)> = vec![("NO_COLOR".into(), "1".into())];
+    // Nothing is set for every runner: what a project's tests see is the
+    // project's environment (for example its colour settings), plus only the
+    // variables its adapter needs to observe it, each set in the adapter's
+    // `Job` and listed in docs/engine.md.
+    let mut env: Vec<(String, String)> = Vec::new();
     if let Some(pinned) = &project.hermetic {
         env.extend(pinned.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         // No bytecode is written next to the sources: the clean room never holds any
@@ -112,6 +119,15 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
             .map(|(k, v)| (k.clone(), v.clone())),
     );
     env.extend(job.env);
+    let live = Live::of(project.config.adapter, job.label);
+    let beat = |elapsed| {
+        progress::send(&Beat {
+            project: &project.name,
+            label: job.label,
+            elapsed,
+            tests_seen: live.and_then(|l| progress::seen(l, &stdout_path, &stderr_path)),
+        });
+    };
     let finished = process::run(&ProcessSpec {
         argv: &job.argv,
         cwd: job.cwd.unwrap_or(&project.root),
@@ -120,6 +136,7 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
         timeout: Duration::from_secs(project.config.timeout.max(1)),
         stdout: stdout_path.clone(),
         stderr: stderr_path.clone(),
+        tick: progress::interval().map(|every| (every, &beat as &dyn Fn(Duration))),
     });
     tracing::info!(exit = ?finished.exit, wall_ms = finished.wall_ms, "runner ended");
     let stdout = read_capped(&stdout_path).unwrap_or_default();

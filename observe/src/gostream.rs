@@ -132,6 +132,7 @@ pub(crate) fn parse(stdout: &[u8], stderr: &[u8]) -> Result<GoStream, ReportErro
             .tests
             .push((format!("{}::{}", key.0, key.1), result_of(&state, crash)));
     }
+    name_failing_subtests(&mut parsed.tests);
     let stderr_blocks = stderr_blocks(stderr);
     failed_builds.sort();
     failed_builds.dedup();
@@ -150,6 +151,51 @@ pub(crate) fn parse(stdout: &[u8], stderr: &[u8]) -> Result<GoStream, ReportErro
     Ok(GoStream { parsed, listed })
 }
 
+/// A parent test fails because a subtest did, and its own output says only
+/// `--- FAIL: TestX`: its message starts by naming the failing subtests and
+/// quoting the first one's message.
+fn name_failing_subtests(tests: &mut [(String, TestResult)]) {
+    let failures: Vec<(String, String)> = tests
+        .iter()
+        .filter_map(|(id, r)| r.failure.as_ref().map(|f| (id.clone(), f.message.clone())))
+        .collect();
+    for (id, result) in tests.iter_mut() {
+        let Some(failure) = result.failure.as_mut() else {
+            continue;
+        };
+        let prefix = format!("{id}/");
+        let failing: Vec<&(String, String)> = failures
+            .iter()
+            .filter(|(child, _)| child.starts_with(&prefix))
+            .collect();
+        let Some((first, first_message)) = failing.first() else {
+            continue;
+        };
+        let names: Vec<&str> = failing
+            .iter()
+            .map(|(child, _)| child.rsplit_once("::").map_or(child.as_str(), |(_, n)| n))
+            .collect();
+        let first_name = first.rsplit_once("::").map_or(first.as_str(), |(_, n)| n);
+        failure.message = clip(
+            &format!(
+                "failing subtests: {}\n{first_name}:\n{first_message}\n{}",
+                names.join(", "),
+                failure.message
+            ),
+            MESSAGE_KEEP,
+        );
+    }
+}
+
+/// The test's output without test2json's own progress lines (`=== RUN`,
+/// `=== PAUSE`, `=== CONT`, `=== NAME`), which say nothing about a failure.
+fn without_progress(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.starts_with("=== "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn result_of(state: &TestState, package_output: &str) -> TestResult {
     let (outcome, text) = match state.terminal {
         Some(outcome) => (outcome, state.output.as_str()),
@@ -166,7 +212,7 @@ fn result_of(state: &TestState, package_output: &str) -> TestResult {
         };
         Failure {
             kind,
-            message: clip(text.trim(), MESSAGE_KEEP),
+            message: clip(without_progress(text).trim(), MESSAGE_KEEP),
         }
     });
     TestResult { outcome, failure }

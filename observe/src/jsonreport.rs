@@ -5,6 +5,11 @@
 //! project root. A file entry that failed with no test results is a file
 //! that failed to load: a collection error of that file, never a failing
 //! test.
+//!
+//! The report is read record by record: one malformed file entry or test
+//! record is skipped with a diagnostic and never costs the others. A title
+//! that is not a string (jest 22 writes `"title":[2010,6]` for a test named
+//! by an array) is joined the way the runner prints it.
 
 use std::path::Path;
 
@@ -34,7 +39,7 @@ struct Root {
     num_pending_tests: Option<u64>,
     num_todo_tests: Option<u64>,
     num_runtime_error_test_suites: Option<u64>,
-    test_results: Vec<FileResult>,
+    test_results: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,20 +53,45 @@ struct FileResult {
     #[serde(default)]
     failure_message: Option<String>,
     #[serde(default)]
-    assertion_results: Vec<Assertion>,
+    assertion_results: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Assertion {
     #[serde(default)]
-    ancestor_titles: Vec<String>,
-    title: String,
+    ancestor_titles: Vec<Title>,
+    title: Title,
     status: String,
     #[serde(default)]
     failure_messages: Vec<String>,
     #[serde(default)]
     failure_details: Vec<serde_json::Value>,
+}
+
+/// A describe or test title: a string, or whatever value a runner wrote
+/// there (an array for `it([2010, 6], ...)` in jest 22), rendered as text.
+#[derive(Debug)]
+struct Title(String);
+
+impl<'de> Deserialize<'de> for Title {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Title, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(Title(title_text(&value)))
+    }
+}
+
+/// The text JavaScript's `String(value)` gives: arrays joined with commas,
+/// `null` and missing parts as the empty string.
+fn title_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::Array(items) => {
+            items.iter().map(title_text).collect::<Vec<_>>().join(",")
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Parses a jest or vitest JSON report; file paths are made relative to `root`.
@@ -81,7 +111,16 @@ pub(crate) fn parse(bytes: &[u8], root: &Path) -> Result<ParsedReport, ReportErr
         }),
         ..ParsedReport::default()
     };
-    for file in report.test_results {
+    for (index, file) in report.test_results.into_iter().enumerate() {
+        let file: FileResult = match serde_json::from_value(file) {
+            Ok(file) => file,
+            Err(err) => {
+                parsed
+                    .diagnostics
+                    .push(format!("skipped file entry {index} of the report: {err}"));
+                continue;
+            }
+        };
         let relative = relative_path(&file.name, root);
         let file_message = file
             .message
@@ -97,11 +136,20 @@ pub(crate) fn parse(bytes: &[u8], root: &Path) -> Result<ParsedReport, ReportErr
                 ),
             });
         }
-        for assertion in file.assertion_results {
+        for (index, assertion) in file.assertion_results.into_iter().enumerate() {
+            let assertion: Assertion = match serde_json::from_value(assertion) {
+                Ok(assertion) => assertion,
+                Err(err) => {
+                    parsed.diagnostics.push(format!(
+                        "{relative}: skipped test record {index} of the report: {err}"
+                    ));
+                    continue;
+                }
+            };
             let mut id = relative.clone();
             for part in assertion.ancestor_titles.iter().chain([&assertion.title]) {
                 id.push_str(SEPARATOR);
-                id.push_str(part);
+                id.push_str(&part.0);
             }
             parsed.tests.push((id, result_of(&assertion)));
         }

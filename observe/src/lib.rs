@@ -36,6 +36,7 @@ mod model;
 pub mod parsers;
 mod probe;
 mod process;
+pub mod progress;
 mod target;
 
 use std::path::Path;
@@ -59,6 +60,7 @@ pub use model::TestResult;
 pub use model::Totals;
 pub use probe::PROBE_TIMEOUT;
 pub use probe::Probe;
+pub use target::Partial;
 pub use target::TargetKey;
 pub use target::lookup;
 
@@ -137,6 +139,11 @@ pub enum Selection {
     All,
     /// These runner-native test ids only.
     Tests(Vec<String>),
+    /// The whole suite except these runner-native ids, whose results the caller already
+    /// holds from a run of their own. An adapter whose runner cannot deselect by id runs
+    /// the whole suite; either way every other test runs, and zero tests left is not a
+    /// runner error (the caller adds its own results).
+    AllExcept(Vec<String>),
 }
 
 /// One test runner behind a uniform contract.

@@ -175,6 +175,10 @@ pub struct Observation {
     /// Why this run could not be observed, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner_error: Option<String>,
+    /// Records of the runner's report that could not be read and were skipped;
+    /// every other record was still observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<String>,
 }
 
 impl Observation {
@@ -186,6 +190,20 @@ impl Observation {
             && self.totals.passed > 0
             && self.totals.failed == 0
             && self.totals.errors == 0
+    }
+
+    /// This run completed with the tests of `earlier` that it did not run itself (the
+    /// targets a [`crate::Selection::AllExcept`] run left out): the union a whole-suite run
+    /// would have reported. A test both ran keeps this run's result; totals are recounted.
+    /// Invocations and wall time stay this run's own.
+    pub fn with_results_of(mut self, earlier: &Observation) -> Observation {
+        for (id, result) in &earlier.tests {
+            self.tests
+                .entry(id.clone())
+                .or_insert_with(|| result.clone());
+        }
+        self.totals = crate::build::totals(&self.tests);
+        self
     }
 
     /// The ids of tests that failed or errored, in id order.
@@ -244,4 +262,8 @@ pub struct TargetVerdict {
     /// The failure message, collection error or runner error behind the status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a partial target (a file, a class, a name without its package or
+    /// binary): the project-qualified ids of the tests it matched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
 }

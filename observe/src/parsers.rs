@@ -86,7 +86,7 @@ fn parse_report(format: Format, bytes: &[u8]) -> Result<ParsedReport, ReportErro
             adapters::pytest::parse_collection(bytes).map(|(ids, errors)| ParsedReport {
                 tests: ids.into_iter().map(|id| (id, passed())).collect(),
                 collection_errors: errors,
-                runner_counts: None,
+                ..ParsedReport::default()
             })
         }
         Format::JestJson => jsonreport::parse(bytes, root),

@@ -53,6 +53,7 @@ pub(crate) fn run_version(project: &Project, argv: Vec<String>) -> Probe {
         timeout: PROBE_TIMEOUT,
         stdout: scratch.path("version.stdout"),
         stderr: scratch.path("version.stderr"),
+        tick: None,
     });
     let read = |name: &str| std::fs::read(scratch.path(name)).unwrap_or_default();
     let mut text = String::from_utf8_lossy(&read("version.stdout")).into_owned();

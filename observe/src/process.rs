@@ -19,7 +19,6 @@ use std::time::Instant;
 use super::model::Exit;
 
 /// What to run and where its output goes.
-#[derive(Debug)]
 pub(crate) struct ProcessSpec<'a> {
     /// Program and arguments; never passed through a shell by this module.
     pub argv: &'a [String],
@@ -35,6 +34,8 @@ pub(crate) struct ProcessSpec<'a> {
     pub stdout: PathBuf,
     /// File receiving standard error.
     pub stderr: PathBuf,
+    /// Called with the time since spawn every interval while the process runs.
+    pub tick: Option<(Duration, &'a dyn Fn(Duration))>,
 }
 
 /// How the process ended and how long it took.
@@ -99,7 +100,7 @@ fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
         // The receiver may be gone if we gave up; nothing to do then.
         let _ = sender.send(child.wait());
     });
-    match receiver.recv_timeout(spec.timeout) {
+    match wait(&receiver, spec) {
         Ok(Ok(status)) => exit_of(status),
         Ok(Err(err)) => not_started("wait for", err),
         Err(mpsc::RecvTimeoutError::Disconnected) => Exit::NotStarted {
@@ -111,6 +112,26 @@ fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
             Exit::TimedOut {
                 after_seconds: spec.timeout.as_secs(),
             }
+        }
+    }
+}
+
+/// Waits for the waiter thread's answer until the timeout, ticking at the interval.
+fn wait<T>(
+    receiver: &mpsc::Receiver<T>,
+    spec: &ProcessSpec<'_>,
+) -> Result<T, mpsc::RecvTimeoutError> {
+    let start = Instant::now();
+    let Some((every, tick)) = spec.tick else {
+        return receiver.recv_timeout(spec.timeout);
+    };
+    loop {
+        let left = spec.timeout.saturating_sub(start.elapsed());
+        match receiver.recv_timeout(left.min(every)) {
+            Err(mpsc::RecvTimeoutError::Timeout) if start.elapsed() < spec.timeout => {
+                tick(start.elapsed());
+            }
+            other => return other,
         }
     }
 }
@@ -138,11 +159,25 @@ mod tests {
             timeout,
             stdout: dir.join("out"),
             stderr: dir.join("err"),
+            tick: None,
         }
     }
 
     fn argv(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_running_process_ticks_at_the_interval_until_it_exits() {
+        let dir = tempfile::tempdir().expect("dir");
+        let argv = argv(&["sh", "-c", "sleep 1"]);
+        let ticks = std::cell::Cell::new(0u32);
+        let tick = |_elapsed: Duration| ticks.set(ticks.get() + 1);
+        let mut spec = spec(&argv, dir.path(), Duration::from_secs(60));
+        spec.tick = Some((Duration::from_millis(100), &tick));
+        let finished = run(&spec);
+        assert_eq!(finished.exit, Exit::Code { code: 0 });
+        assert!(ticks.get() >= 1, "{}", ticks.get());
     }
 
     #[test]

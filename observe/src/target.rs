@@ -5,6 +5,11 @@
 //! yields `compile_error` for every test in it, a file that failed to
 //! import yields `failed_error`; a test absent from the collected set is
 //! `not_found` even if the runner choked on the unknown id.
+//!
+//! A target may also be partial (see [`Partial`]): a pytest file or class
+//! stands for every test under it, a Go name without its package or a cargo
+//! test path without its binary stands for the one test it names. The
+//! verdict then says which tests the target matched.
 
 use super::model::Collection;
 use super::model::CollectionError;
@@ -13,6 +18,7 @@ use super::model::Observation;
 use super::model::Outcome;
 use super::model::TargetStatus;
 use super::model::TargetVerdict;
+use super::model::TestResult;
 
 /// How an adapter relates a target to collection scopes.
 #[derive(Debug, Clone)]
@@ -24,6 +30,56 @@ pub struct TargetKey {
     pub collected_as: String,
     /// Scopes (file, package, binary, crate) whose failure covers the target.
     pub scopes: Vec<String>,
+    /// How a target that is not itself a test id resolves to tests.
+    pub partial: Option<Partial>,
+}
+
+impl TargetKey {
+    /// The key of a target that is exactly one test id, collected under that id.
+    pub fn exact(id: String, scopes: Vec<String>) -> TargetKey {
+        TargetKey {
+            collected_as: id.clone(),
+            id,
+            scopes,
+            partial: None,
+        }
+    }
+}
+
+/// How a partial target id resolves to the tests it stands for. Each
+/// pattern is on project-qualified ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Partial {
+    /// Every test whose id starts with one of these prefixes (a pytest file
+    /// `tests/test_x.py` or class `tests/test_x.py::TestC`). The verdict is
+    /// the worst status among them.
+    Group(Vec<String>),
+    /// The one test whose id ends with `run` (a Go test name without its
+    /// package, a cargo test path without its binary); `collected` is the
+    /// suffix of its collected id. Matching two or more tests is ambiguous
+    /// and reads `not_found`, naming the candidates.
+    Unique {
+        /// Suffix of the test's id in an observation.
+        run: String,
+        /// Suffix of the id the collection lists for it.
+        collected: String,
+    },
+}
+
+impl Partial {
+    fn matches_run(&self, id: &str) -> bool {
+        match self {
+            Partial::Group(prefixes) => prefixes.iter().any(|p| id.starts_with(p.as_str())),
+            Partial::Unique { run, .. } => id.ends_with(run.as_str()),
+        }
+    }
+
+    fn matches_collected(&self, id: &str) -> bool {
+        match self {
+            Partial::Group(prefixes) => prefixes.iter().any(|p| id.starts_with(p.as_str())),
+            Partial::Unique { collected, .. } => id.ends_with(collected.as_str()),
+        }
+    }
 }
 
 /// Answers exactly one [`TargetStatus`] for `key` in `observation`.
@@ -34,10 +90,16 @@ pub fn lookup(
     collection: Option<&Collection>,
     key: &TargetKey,
 ) -> TargetVerdict {
+    if let Some(partial) = &key.partial
+        && !observation.tests.contains_key(&key.id)
+    {
+        return lookup_partial(observation, collection, key, partial);
+    }
     let verdict = |status: TargetStatus, detail: Option<String>| TargetVerdict {
         id: key.id.clone(),
         status,
         detail,
+        matched: Vec::new(),
     };
     if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
         return verdict(TargetStatus::RunnerError, Some(error));
@@ -69,6 +131,12 @@ pub fn lookup(
             None => verdict(TargetStatus::NotFound, None),
         };
     };
+    let (status, detail) = status_of(result);
+    verdict(status, detail)
+}
+
+/// The status and detail of one observed test.
+fn status_of(result: &TestResult) -> (TargetStatus, Option<String>) {
     let detail = result.failure.as_ref().map(|f| f.message.clone());
     let kind = result.failure.as_ref().map(|f| f.kind);
     let status = match (result.outcome, kind) {
@@ -78,7 +146,94 @@ pub fn lookup(
         (Outcome::Failed, Some(FailureKind::Assertion)) => TargetStatus::FailedAssertion,
         (Outcome::Failed | Outcome::Error, _) => TargetStatus::FailedError,
     };
-    verdict(status, detail)
+    (status, detail)
+}
+
+/// How bad a status is when several tests answer for one target: a failure
+/// outweighs a pass, a pass outweighs a test that did not run.
+fn weight(status: TargetStatus) -> u8 {
+    match status {
+        TargetStatus::NotRun => 0,
+        TargetStatus::Passed => 1,
+        TargetStatus::FailedAssertion => 2,
+        TargetStatus::FailedError => 3,
+        TargetStatus::CompileError => 4,
+        TargetStatus::NotFound => 5,
+        TargetStatus::RunnerError => 6,
+    }
+}
+
+fn lookup_partial(
+    observation: &Observation,
+    collection: Option<&Collection>,
+    key: &TargetKey,
+    partial: &Partial,
+) -> TargetVerdict {
+    let verdict =
+        |status: TargetStatus, detail: Option<String>, matched: Vec<String>| TargetVerdict {
+            id: key.id.clone(),
+            status,
+            detail,
+            matched,
+        };
+    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
+        return verdict(TargetStatus::RunnerError, Some(error), Vec::new());
+    }
+    let errors = observation
+        .collection_errors
+        .iter()
+        .chain(collection.iter().flat_map(|c| c.errors.iter()));
+    if let Some(error) = covering_error(errors, &key.scopes) {
+        let status = match error.kind {
+            FailureKind::Compile => TargetStatus::CompileError,
+            _ => TargetStatus::FailedError,
+        };
+        let detail = format!("{}: {}", error.scope, error.message);
+        return verdict(status, Some(detail), Vec::new());
+    }
+    let matched: Vec<(&String, &TestResult)> = observation
+        .tests
+        .iter()
+        .filter(|(id, _)| partial.matches_run(id))
+        .collect();
+    let names: Vec<String> = matched.iter().map(|(id, _)| (*id).clone()).collect();
+    if matches!(partial, Partial::Unique { .. }) && matched.len() > 1 {
+        let detail = format!(
+            "`{}` is ambiguous: it matches {}; give one of these ids",
+            key.id,
+            names.join(", ")
+        );
+        return verdict(TargetStatus::NotFound, Some(detail), names);
+    }
+    if matched.is_empty() {
+        let collected = collection.map(|c| c.ids.iter().any(|id| partial.matches_collected(id)));
+        if let Some(error) = &observation.runner_error
+            && collected != Some(false)
+        {
+            return verdict(TargetStatus::RunnerError, Some(error.clone()), Vec::new());
+        }
+        let status = match collected {
+            Some(true) => TargetStatus::NotRun,
+            _ => TargetStatus::NotFound,
+        };
+        return verdict(status, None, Vec::new());
+    }
+    if let Some(error) = &observation.runner_error {
+        return verdict(TargetStatus::RunnerError, Some(error.clone()), names);
+    }
+    let (status, detail) = matched
+        .iter()
+        .map(|(id, result)| {
+            let (status, detail) = status_of(result);
+            let detail = detail.map(|d| match partial {
+                Partial::Group(_) => format!("{id}: {d}"),
+                Partial::Unique { .. } => d,
+            });
+            (status, detail)
+        })
+        .max_by_key(|(status, _)| weight(*status))
+        .unwrap_or((TargetStatus::NotFound, None));
+    verdict(status, detail, names)
 }
 
 fn covering_error<'a>(

@@ -1,7 +1,10 @@
 //! `tdd conduct`: drive an issue from plan to draft PR with developer and verifier leaves.
 
-use std::path::Path;
-use std::path::PathBuf;
+use tdd_conductor::ForgeSpec;
+use tdd_conductor::GitHubSpec;
+use tdd_conductor::forge::github::RetryPolicy;
+use tdd_conductor::forge::github::resolve_token;
+use tdd_conductor::forge::github::spec;
 
 use serde_json::json;
 use tdd_conductor::Conductor;
@@ -21,20 +24,32 @@ use crate::output::Verb;
 /// Running it again resumes at the first unticked step.
 #[derive(Debug, clap::Args)]
 pub struct ConductArgs {
-    /// The issue: the path of a local markdown issue file (`# Title`, a body, and
-    /// `- [ ]` items under `## Acceptance criteria`; its number is the `<n>` of a file
-    /// named `issue-<n>.md`, else 1).
+    /// The issue: a GitHub issue's number (`12`, `#12`) or URL, or the path of a local
+    /// markdown issue file (`# Title`, a body, and `- [ ]` items under
+    /// `## Acceptance criteria`; its number is the `<n>` of a file named
+    /// `issue-<n>.md`, else 1). A number means GitHub when `origin` is on GitHub.
     #[arg(value_name = "ISSUE")]
-    issue: PathBuf,
+    issue: String,
     /// The developer and planner provider (default: `[conductor] provider`).
     #[arg(long, value_name = "P")]
     provider: Option<String>,
     /// The verifier provider (default: `[conductor] verifier_provider`, else --provider).
     #[arg(long, value_name = "P")]
     verifier_provider: Option<String>,
-    /// Where the issue comes from and progress goes: `local` (files under the ledger home).
-    #[arg(long, value_name = "FORGE", default_value = "local")]
-    forge: String,
+    /// Where the issue comes from and progress goes: `local` (files under the ledger
+    /// home) or `github`; default: chosen from ISSUE.
+    #[arg(long, value_name = "FORGE")]
+    forge: Option<String>,
+    /// The GitHub repository, `owner/name` (default: the `origin` remote's).
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: Option<String>,
+    /// The GitHub API root (default: https://api.github.com, or the GitHub Enterprise
+    /// root of an issue URL's host).
+    #[arg(long, value_name = "URL", env = "GITHUB_API_URL")]
+    github_api_url: Option<String>,
+    /// Label the GitHub issue `tdd:running`, `tdd:bailed` or `tdd:done` as the run goes.
+    #[arg(long)]
+    state_labels: bool,
     /// Do at most N steps in this invocation, then exit 0; `tdd conduct` again continues.
     #[arg(long, value_name = "N")]
     max_steps: Option<u32>,
@@ -53,37 +68,13 @@ pub struct ConductArgs {
 
 /// Runs `tdd conduct`.
 pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError> {
-    match args.forge.as_str() {
-        "local" => {}
-        "github" => {
-            return Err(CommandError::bad_input(
-                "forge_unsupported",
-                "the github forge is not available yet",
-            )
-            .hint("use --forge local with a markdown issue file"));
-        }
-        other => {
-            return Err(CommandError::bad_input(
-                "forge_unsupported",
-                format!("no forge `{other}`"),
-            )
-            .hint("use --forge local"));
-        }
-    }
-    let issue = ctx.cwd.join(&args.issue);
-    if !issue.is_file() {
-        return Err(CommandError::bad_input(
-            "issue_not_found",
-            format!("{}: no such issue file", issue.display()),
-        )
-        .hint("pass the path of a local markdown issue file"));
-    }
+    let forge = forge_spec(ctx, &args)?;
     if args.detach {
-        return detach(ctx, &issue, &args);
+        return detach(ctx, &args);
     }
     conduct(
         ctx,
-        &issue,
+        forge,
         args.provider,
         args.verifier_provider,
         args.max_steps,
@@ -92,10 +83,67 @@ pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError
     )
 }
 
-/// Conducts the issue file at `issue` in the work tree of `ctx`.
+/// The forge `args` name: a local file that must exist, or a GitHub issue with its
+/// repository and a token.
+fn forge_spec(ctx: &Ctx, args: &ConductArgs) -> Result<ForgeSpec, CommandError> {
+    let origin = ctx.work_tree().ok().and_then(|root| {
+        tdd_engine::git::Git::new(&root)
+            .text(["remote", "get-url", "origin"])
+            .ok()
+    });
+    let hints = spec::Hints {
+        forge: args.forge.as_deref(),
+        repo: args.repo.as_deref(),
+        origin: origin.as_deref(),
+        is_file: ctx.cwd.join(&args.issue).is_file(),
+    };
+    let choice = spec::choose(&args.issue, &hints).map_err(|why| {
+        CommandError::bad_input("forge_unsupported", why)
+            .hint("pass a local issue file, or a GitHub issue number or URL (with --repo owner/name when `origin` is not on GitHub)")
+    })?;
+    match choice {
+        spec::Choice::Local(path) => {
+            let issue = ctx.cwd.join(path);
+            if !issue.is_file() {
+                return Err(CommandError::bad_input(
+                    "issue_not_found",
+                    format!("{}: no such issue file", issue.display()),
+                )
+                .hint("pass the path of a local markdown issue file, or a GitHub issue number"));
+            }
+            Ok(ForgeSpec::Local(issue))
+        }
+        spec::Choice::GitHub { repo, number, api } => {
+            let token = resolve_token(|name| std::env::var(name).ok()).ok_or_else(|| {
+                CommandError::bad_input(
+                    "forge_token_missing",
+                    format!("no GitHub token for {repo}#{number}"),
+                )
+                .hint("set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`")
+            })?;
+            let api = args
+                .github_api_url
+                .clone()
+                .filter(|u| !u.is_empty())
+                .or(api)
+                .unwrap_or_else(|| spec::DEFAULT_API.to_string());
+            Ok(ForgeSpec::GitHub(GitHubSpec {
+                api,
+                repo,
+                number,
+                token,
+                remote: "origin".to_string(),
+                labels: args.state_labels,
+                retry: RetryPolicy::default(),
+            }))
+        }
+    }
+}
+
+/// Conducts the issue of `forge` in the work tree of `ctx`.
 pub fn conduct(
     ctx: &Ctx,
-    issue: &Path,
+    forge: ForgeSpec,
     provider: Option<String>,
     verifier_provider: Option<String>,
     max_steps: Option<u32>,
@@ -108,7 +156,7 @@ pub fn conduct(
         CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
     })?;
     let options = Options {
-        issue_path: issue.to_path_buf(),
+        forge,
         provider,
         verifier_provider,
         max_steps,
@@ -132,7 +180,7 @@ pub fn conduct(
                 s.issue,
                 s.steps_done,
                 s.steps,
-                s.pr.display(),
+                s.pr,
                 s.dir.display(),
                 worktree_line(&s)
             );
@@ -144,7 +192,7 @@ pub fn conduct(
                 "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n{}",
                 s.steps_done,
                 s.steps,
-                s.pr.display(),
+                s.pr,
                 worktree_line(&s)
             );
             Ok(Outcome::new(json!(s), text).next(NextAction::new(
@@ -176,6 +224,17 @@ fn worktree_line(summary: &tdd_conductor::Summary) -> String {
         .unwrap_or_default()
 }
 
+/// The ISSUE argument as the detached conductor must get it: a local file's path made
+/// absolute (it runs in the work tree's root), anything else as given.
+fn issue_arg(ctx: &Ctx, issue: &str) -> String {
+    let path = ctx.cwd.join(issue);
+    if path.is_file() {
+        path.display().to_string()
+    } else {
+        issue.to_string()
+    }
+}
+
 /// Ctrl-C once asks for a stop `at-leaf`, twice for `now`: the conductor sees the
 /// request between leaves, and the supervisor kills a running leaf for `now`.
 fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::JoinHandle<()>> {
@@ -200,7 +259,7 @@ fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::Joi
 
 /// Launches this same `tdd conduct`, without `--detach`, under a supervisor of its own
 /// session, so the terminal or the caller can go away without taking the conductor down.
-fn detach(ctx: &Ctx, issue: &Path, args: &ConductArgs) -> Result<Outcome, CommandError> {
+fn detach(ctx: &Ctx, args: &ConductArgs) -> Result<Outcome, CommandError> {
     let tdd = std::env::current_exe().map_err(|e| {
         CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
     })?;
@@ -210,12 +269,15 @@ fn detach(ctx: &Ctx, issue: &Path, args: &ConductArgs) -> Result<Outcome, Comman
         "-C".to_string(),
         work_tree.display().to_string(),
         "conduct".to_string(),
-        issue.display().to_string(),
+        issue_arg(ctx, &args.issue),
         "--json".to_string(),
     ];
     for (flag, value) in [
         ("--provider", &args.provider),
         ("--verifier-provider", &args.verifier_provider),
+        ("--forge", &args.forge),
+        ("--repo", &args.repo),
+        ("--github-api-url", &args.github_api_url),
     ] {
         if let Some(value) = value {
             argv.extend([flag.to_string(), value.clone()]);
@@ -229,6 +291,9 @@ fn detach(ctx: &Ctx, issue: &Path, args: &ConductArgs) -> Result<Outcome, Comman
     }
     if args.worktree {
         argv.push("--worktree".to_string());
+    }
+    if args.state_labels {
+        argv.push("--state-labels".to_string());
     }
     // The conductor is the trusted side: it keeps the caller's whole environment (forge
     // tokens included); its leaves get their own allow-listed environments.

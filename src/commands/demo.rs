@@ -117,6 +117,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
         out: ctx.out.clone(),
         trace: ctx.trace.clone(),
     };
-    let outcome = super::conduct::conduct(&demo, &issue, None, None, None, false, false)?;
+    let forge = tdd_conductor::ForgeSpec::Local(issue.clone());
+    let outcome = super::conduct::conduct(&demo, forge, None, None, None, false, false)?;
     Ok(outcome)
 }

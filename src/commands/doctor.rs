@@ -94,20 +94,11 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
         config_checks(ctx, root, &mut checks);
     }
     checks.push(ledger_check(ctx));
-    for cli in ["claude", "codex", "aider"] {
-        checks.push(match which(cli) {
-            Some(path) => Check::pass(format!("agent.{cli}"), path),
-            None => Check::fail(
-                format!("agent.{cli}"),
-                Severity::Warning,
-                format!("{cli} is not on PATH"),
-                format!(
-                    "install {cli} to use the `{cli}` provider; the scripted provider needs nothing"
-                ),
-            ),
-        });
-    }
+    checks.extend(agent_checks());
     checks.push(forge_token_check());
+    if let Some(check) = github_check(work_tree.as_deref()) {
+        checks.push(check);
+    }
     let healthy = checks
         .iter()
         .all(|c| c.ok || c.severity == Severity::Warning);
@@ -278,21 +269,129 @@ fn forge_token_check() -> Check {
     }
 }
 
-/// The first executable named `name` on PATH.
-fn which(name: &str) -> Option<String> {
-    if name.contains('/') {
-        return Path::new(name).is_file().then(|| name.to_string());
+/// When the GitHub forge applies (the `origin` remote is on GitHub, or
+/// `GITHUB_API_URL` names an API for it) and a token is found: whether the token can
+/// read the repository's issues and push, and what it lacks.
+fn github_check(work_tree: Option<&Path>) -> Option<Check> {
+    use tdd_conductor::forge::github::spec;
+    let origin = Git::new(work_tree?)
+        .text(["remote", "get-url", "origin"])
+        .ok()?;
+    let (host, repo) = spec::remote_repo(&origin)?;
+    let api = std::env::var("GITHUB_API_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if host != "github.com" && api.is_none() {
+        return None;
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-        .map(|p| p.display().to_string())
+    let api = api.unwrap_or_else(|| spec::api_for_host(&host));
+    let name = format!("forge.github {repo}");
+    let Some(token) = tdd_conductor::forge::github::resolve_token(|k| std::env::var(k).ok()) else {
+        return Some(Check::fail(
+            name,
+            Severity::Warning,
+            "no token: GITHUB_TOKEN, GH_TOKEN and `gh auth token` give none",
+            "set GITHUB_TOKEN (or log in with `gh auth login`) to conduct this repository's issues",
+        ));
+    };
+    Some(
+        match tdd_conductor::forge::github::access(&api, &repo, &token) {
+            Ok(access) if access.missing.is_empty() && access.read_issues && access.push => {
+                Check::pass(
+                    name,
+                    format!("the token from {} can read issues and push", token.source()),
+                )
+            }
+            Ok(access) => Check::fail(
+                name,
+                Severity::Warning,
+                format!(
+                    "the token from {}: read issues {}, push {}; missing: {}",
+                    token.source(),
+                    if access.read_issues { "yes" } else { "no" },
+                    if access.push { "yes" } else { "no" },
+                    if access.missing.is_empty() {
+                        "-".to_string()
+                    } else {
+                        access.missing.join(", ")
+                    }
+                ),
+                "grant the missing scopes or permissions to the token (a classic token needs `repo`)",
+            ),
+            Err(err) => Check::fail(
+                name,
+                Severity::Warning,
+                err.to_string(),
+                "check the token (`gh auth status`), the `origin` remote and GITHUB_API_URL",
+            ),
+        },
+    )
 }
 
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+/// Per agent CLI: installed or not, its version and whether the provider was tested
+/// with it, and whether a key or a login is present.
+fn agent_checks() -> Vec<Check> {
+    use tdd_leaves::providers::aider::Aider;
+    use tdd_leaves::providers::claude::Claude;
+    use tdd_leaves::providers::codex::Codex;
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let providers: [Box<dyn tdd_leaves::Provider>; 3] = [
+        Box::new(Claude::new(None)),
+        Box::new(Codex::new(None)),
+        Box::new(Aider::new(None)),
+    ];
+    let mut checks = Vec::new();
+    for provider in providers {
+        let Some(cli) = tdd_leaves::versions::check(provider.as_ref(), &env) else {
+            continue;
+        };
+        let name = cli.provider.clone();
+        let check = format!("agent.{name}");
+        let Some(program) = &cli.program else {
+            checks.push(Check::fail(
+                check,
+                Severity::Warning,
+                format!("{name} is not on PATH"),
+                format!(
+                    "install {name} to use the `{name}` provider; the scripted provider needs nothing"
+                ),
+            ));
+            continue;
+        };
+        let tested = cli.tested_versions.join(", ");
+        let version = cli
+            .version
+            .clone()
+            .unwrap_or_else(|| "(version unknown)".into());
+        let credentials = cli.credentials.clone().map_or_else(
+            || "no key or login".to_string(),
+            |c| format!("credentials: {c}"),
+        );
+        let detail = format!(
+            "{name} {version} at {} (tested with {tested}); {credentials}",
+            program.display()
+        );
+        checks.push(if let Some(warning) = cli.warning() {
+            Check::fail(
+                check,
+                Severity::Warning,
+                detail,
+                format!("{warning}; install a tested version if leaves misbehave"),
+            )
+        } else if cli.credentials.is_none() {
+            Check::fail(
+                check,
+                Severity::Warning,
+                detail,
+                format!(
+                    "set the {name} provider's API key or log in with `{name}` (docs/providers.md)"
+                ),
+            )
+        } else {
+            Check::pass(check, detail)
+        });
+    }
+    checks
 }
 
 fn render(checks: &[Check]) -> String {

@@ -65,7 +65,12 @@ pub fn cmd_test(ctx: &Ctx, args: TestArgs) -> Result<Outcome, CommandError> {
             "runner_error",
             format!("the runner could not be observed: {detail}"),
         )
-        .hint("run `tdd doctor` to check the project's runner")
+        // `tdd doctor` only checks that the runner starts; a runner that
+        // started and then failed says why in its own output.
+        .hint(
+            "the runner's own output says why: see `invocations` (argv, exit, stdout, \
+             stderr) in `tdd test --json`, or run that argv in the project",
+        )
         .data(data)
         .text(text));
     }
@@ -85,6 +90,9 @@ fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
             .and_then(|s| s.as_str().map(str::to_string))
             .unwrap_or_default();
         text.push_str(&format!("{mark}  {:<18} {}\n", status, v.id));
+        if !v.matched.is_empty() {
+            text.push_str(&format!("      matched: {}\n", v.matched.join(", ")));
+        }
         if let Some(detail) = &v.detail {
             text.push_str(&excerpt(detail));
         }
@@ -114,11 +122,32 @@ fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
                 excerpt(&e.message)
             ));
         }
+        for diagnostic in &o.diagnostics {
+            text.push_str(&format!("skipped from the report: {diagnostic}\n"));
+        }
         if let Some(err) = &o.runner_error {
             text.push_str(&format!("runner error: {err}\n"));
+            if let Some(last) = o.invocations.last() {
+                text.push_str(&format!(
+                    "      {} ended with {}\n",
+                    last.argv.join(" "),
+                    exit_text(&last.exit)
+                ));
+                text.push_str(&excerpt(last.stderr.trim()));
+            }
         }
     }
     text
+}
+
+fn exit_text(exit: &tdd_engine::observe::Exit) -> String {
+    use tdd_engine::observe::Exit;
+    match exit {
+        Exit::Code { code } => format!("exit {code}"),
+        Exit::Signal { signal } => format!("signal {signal}"),
+        Exit::TimedOut { after_seconds } => format!("a timeout after {after_seconds}s"),
+        Exit::NotStarted { message } => format!("no start: {message}"),
+    }
 }
 
 fn excerpt(message: &str) -> String {

@@ -93,6 +93,26 @@ fn two_cycles_with_every_cheat_caught() {
         SUB_TEST
     );
     assert_eq!(files_in(&env, "HEAD"), vec!["src/lib.rs"]);
+    // The target passed alone first; the suite then ran without it.
+    let suite_args = green["data"]["observations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| {
+            o["tests"]
+                .as_object()
+                .is_some_and(|t| !t.keys().any(|k| k.ends_with("subtracts")))
+        })
+        .flat_map(|o| o["invocations"].as_array().cloned().unwrap_or_default())
+        .flat_map(|i| i["argv"].as_array().cloned().unwrap_or_default())
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect::<Vec<_>>();
+    assert!(
+        suite_args
+            .iter()
+            .any(|a| a.starts_with("not (") && a.contains("test(=subtracts)")),
+        "{green}"
+    );
 
     let (exit, closed) = advance(&env);
     assert_eq!(exit, 0, "{closed}");

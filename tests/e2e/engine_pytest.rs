@@ -8,11 +8,7 @@ const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtract
 
 fn project() -> Env {
     let env = Env::new();
-    env.write("calc.py", CALC);
-    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
-    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
-    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
-    env.write(".tdd/plan.md", PLAN);
+    env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
     env.commit_all("calc");
     env
 }

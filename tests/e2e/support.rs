@@ -71,6 +71,9 @@ impl Env {
             .env("GIT_COMMITTER_NAME", "Test")
             .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
             .env("LANG", "C.UTF-8")
+            // No runner heartbeat unless a test asks for one: how loaded the machine is
+            // must not change what a test sees.
+            .env("TDD_HEARTBEAT_SECS", "86400")
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env() {
             cmd.env(k, v);
@@ -114,6 +117,16 @@ impl Env {
         full
     }
 
+    /// The calculator project most engine tests start from: `calc.py` with `add`, pytest
+    /// finding it from the root, bytecode ignored, `tdd_toml` and the plan `plan`.
+    pub fn pytest_calc(&self, tdd_toml: &str, plan: &str) {
+        self.write("calc.py", "def add(a, b):\n    return a + b\n");
+        self.write("pytest.ini", "[pytest]\npythonpath = .\n");
+        self.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+        self.write("tdd.toml", tdd_toml);
+        self.write(".tdd/plan.md", plan);
+    }
+
     /// Commits everything in the work tree.
     pub fn commit_all(&self, message: &str) {
         self.git(&["add", "-A"]);
@@ -150,6 +163,7 @@ impl Env {
             .env("TDD_LEDGER_HOME", self.ledger_home.path())
             .env("NO_COLOR", "1")
             .env("TERM", "dumb")
+            .env("TDD_HEARTBEAT_SECS", "86400")
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env().into_iter().chain(self.extra.clone()) {
             cmd.env(k, v);

@@ -88,6 +88,16 @@ fn a_missing_runner_is_exit_1_and_bad_arguments_exit_2() {
     let (exit, value) = env.json(&["test", "--all"]);
     assert_eq!(exit, 1, "{value}");
     assert_eq!(value["error"]["reason"], "runner_error");
+    // doctor would call this runner healthy enough to start: the hint points at
+    // the runner's own output instead.
+    let hint = value["error"]["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("runner's own output") && !hint.contains("doctor"),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "--all"]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("no-such-runner-anywhere"), "{text}");
 }
 
 #[test]
@@ -146,4 +156,80 @@ fn diagnostics_show_the_suite_run_with_v_or_tdd_log_and_nothing_without() {
     assert!(filtered.contains("runner started"), "{filtered}");
     let bad = stderr_of(&env, &[("TDD_LOG", "tdd_engine=[")], &target);
     assert!(bad.contains("ignoring TDD_LOG"), "{bad}");
+}
+
+/// A pytest project whose second test is the long part of the run.
+fn slow_suite(env: Env) -> Env {
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    env.write(
+        "tests/test_slow.py",
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_slow():\n    time.sleep(3)\n",
+    );
+    env.commit_all("a slow suite");
+    env
+}
+
+#[test]
+fn a_long_run_reports_heartbeats_with_the_tests_finished_so_far() {
+    let env = slow_suite(Env::new());
+    let stderr = stderr_of(
+        &env,
+        &[("TDD_HEARTBEAT_SECS", "0.2")],
+        &["--json", "test", "--all"],
+    );
+    let beats: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "heartbeat")
+        .collect();
+    assert!(!beats.is_empty(), "{stderr}");
+    assert!(
+        beats
+            .iter()
+            .all(|b| b["project"] == "py" && b["label"] == "run")
+    );
+    assert!(
+        beats.iter().any(|b| b["tests_seen"] == 1),
+        "test_quick finished while test_slow ran: {stderr}"
+    );
+    // With an interval longer than the run, there is none.
+    let quiet = stderr_of(&env, &[], &["--json", "test", "--all"]);
+    assert!(!quiet.contains("heartbeat"), "{quiet}");
+
+    // On a terminal, one line rewritten in place, cleared before the result.
+    let env = slow_suite(Env::new().with_env("TDD_HEARTBEAT_SECS", "0.2"));
+    let (exit, text) = env.on_terminal(&["test", "--all"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(text.contains("\r  py (run): running for "), "{text:?}");
+    assert!(text.contains("1 test finished"), "{text:?}");
+    assert!(
+        text.contains("\r\u{1b}[K"),
+        "cleared before the result: {text:?}"
+    );
+}
+
+/// A file target stands for the tests in it: the verdict lists them, in the
+/// envelope and on a terminal.
+#[test]
+fn a_file_target_says_which_tests_it_matched() {
+    let env = pytest_project();
+    let (exit, value) = env.json(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{value}");
+    let matched = value["data"]["targets"][0]["matched"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        matched.contains(&serde_json::json!("py::tests/test_calc.py::test_passes")),
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["test", "tests/test_calc.py"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(
+        text.contains("matched: ") && text.contains("py::tests/test_calc.py::test_passes"),
+        "{text}"
+    );
 }

@@ -16,6 +16,7 @@
     reason = "a developer tool: its progress goes to stderr, its closing line to stdout"
 )]
 
+mod real_clis;
 mod results;
 mod setup;
 
@@ -32,10 +33,12 @@ use std::time::Instant;
 
 use results::Totals;
 
-const USAGE: &str = "usage: cargo xtask test [--all]
+const USAGE: &str = "usage: cargo xtask test [--all] | clis | capture
 
-  test    install the missing test runners, then run every test of the workspace
-  --all   also run the compile-fail suite (leaves/tests/blind.rs); on by default under CI";
+  test     install the missing test runners, then run every test of the workspace
+  --all    also run the compile-fail suite (leaves/tests/blind.rs); on by default under CI
+  clis     install the pinned agent CLIs (claude, codex, aider) and print their directory
+  capture  re-record leaves/tests/fixtures from the real CLIs against the fake model APIs";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,10 +46,62 @@ fn main() -> ExitCode {
     match args.as_slice() {
         ["test"] => test(in_ci()),
         ["test", "--all"] => test(true),
+        ["clis"] => clis(),
+        ["capture"] => capture(),
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Installs the pinned agent CLIs and prints the directory that holds them.
+fn clis() -> ExitCode {
+    match real_clis::install() {
+        Ok(()) => {
+            println!("{}", real_clis::dir().display());
+            ExitCode::SUCCESS
+        }
+        Err(missing) => {
+            for item in &missing {
+                eprintln!("error: {}: {}", item.name, item.how);
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Re-records the recorded streams of the contract suite: the real-CLI e2e tests
+/// write each developer leaf's stream into `leaves/tests/fixtures` when
+/// `TDD_CAPTURE_FIXTURES` names that directory.
+fn capture() -> ExitCode {
+    if clis() != ExitCode::SUCCESS {
+        return ExitCode::FAILURE;
+    }
+    let root = workspace_root();
+    let fixtures = root.join("leaves/tests/fixtures");
+    let ok = Command::new(cargo())
+        .args([
+            "test",
+            "--test",
+            "e2e",
+            "real_clis",
+            "--",
+            "--test-threads=1",
+        ])
+        .env(real_clis::ENV, real_clis::dir())
+        .env("TDD_CAPTURE_FIXTURES", &fixtures)
+        .current_dir(&root)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        eprintln!(
+            "xtask: recorded streams written under {}; review them with git diff",
+            fixtures.display()
+        );
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -115,6 +170,7 @@ fn run_tests(root: &Path, label: &str, args: &[&str], totals: &mut Totals) -> bo
     let started = Instant::now();
     let mut child = match Command::new(cargo())
         .args(args)
+        .env(real_clis::ENV, real_clis::dir())
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

@@ -91,6 +91,7 @@ pub fn install(root: &Path) -> Result<(), Vec<Missing>> {
     missing.extend(pytest(apt).err());
     missing.extend(nextest().err());
     missing.extend(node_fixture(root).err());
+    missing.extend(crate::real_clis::install().err().into_iter().flatten());
     if missing.is_empty() {
         Ok(())
     } else {
@@ -296,7 +297,7 @@ fn apt_get(args: &[&str]) -> bool {
 }
 
 /// The first line `argv` prints (stdout, else stderr) if it runs and succeeds.
-fn output(argv: &[&str]) -> Option<String> {
+pub(crate) fn output(argv: &[&str]) -> Option<String> {
     let out = Command::new(argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
@@ -341,10 +342,10 @@ fn not_root_note(apt: bool) -> &'static str {
     }
 }
 
-fn found(name: &str, version: &str) {
+pub(crate) fn found(name: &str, version: &str) {
     eprintln!("xtask: {name}: {version}");
 }
 
-fn step(what: &str) {
+pub(crate) fn step(what: &str) {
     eprintln!("xtask: {what}");
 }

@@ -88,6 +88,22 @@ impl ConfigError {
         invalid_at(path, text, span, message, None)
     }
 
+    /// Builds an error about `key` in `[table]` (or the table's header when the key is
+    /// absent), with `message` as is.
+    pub(crate) fn at_key(
+        path: &Path,
+        text: &str,
+        table: &str,
+        key: &str,
+        message: String,
+    ) -> ConfigError {
+        let header = format!("[{table}]");
+        let span = locate_key(text, table, key)
+            .or_else(|| text.find(&header).map(|at| at..at + header.len()))
+            .unwrap_or(0..0);
+        invalid_at(path, text, span, message, None)
+    }
+
     /// The fix to show after the message, if there is one.
     pub fn hint(&self) -> Option<String> {
         match self {

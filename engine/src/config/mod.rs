@@ -138,6 +138,38 @@ impl Config {
                 self.conductor.verifier_provider.as_deref(),
             ),
         ];
+        for (name, table) in &self.provider {
+            if table.command.is_none() && !schema::BUILTIN_PROVIDERS.contains(&name.as_str()) {
+                return Err(ConfigError::at_key(
+                    path,
+                    text,
+                    &format!("provider.{name}"),
+                    "command",
+                    format!(
+                        "missing key `command`: `{name}` is not a built-in provider ({}), so its table must name the executable",
+                        schema::BUILTIN_PROVIDERS.join(", ")
+                    ),
+                ));
+            }
+        }
+        // The verifier is `verifier_provider`, else `provider`.
+        let verifier = match self.conductor.verifier_provider.as_deref() {
+            Some(verifier) => Some(("verifier_provider", verifier)),
+            None => self.conductor.provider.as_deref().map(|p| ("provider", p)),
+        };
+        if let Some((key, verifier)) = verifier
+            && schema::NOT_VERIFIERS.contains(&verifier)
+        {
+            return Err(ConfigError::at_key(
+                path,
+                text,
+                "conductor",
+                key,
+                format!(
+                    "`{verifier}` cannot be a verifier: it has no read-only mode, so a verifier could change the code it judges; set `verifier_provider` to claude or codex"
+                ),
+            ));
+        }
         for (key, value) in providers {
             let Some(value) = value else { continue };
             if !schema::BUILTIN_PROVIDERS.contains(&value) && !self.provider.contains_key(value) {

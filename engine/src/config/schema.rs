@@ -124,12 +124,17 @@ impl Default for ConductorConfig {
     }
 }
 
-/// One `[provider.NAME]` table.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+/// Built-in providers that cannot run a verifier: they have no read-only mode.
+pub const NOT_VERIFIERS: &[&str] = &["aider"];
+
+/// One `[provider.NAME]` table. For a built-in provider every key is optional and
+/// adjusts it; any other table is a `command` provider and needs `command`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// The executable.
-    pub command: String,
+    /// The executable (for a built-in: instead of its usual name).
+    #[serde(default)]
+    pub command: Option<String>,
     /// Arguments, which may hold placeholders the provider documents.
     #[serde(default)]
     pub args: Vec<String>,

@@ -175,3 +175,34 @@ fn an_empty_known_failures_entry_is_rejected() {
         "[project.app]\nadapter = \"cargo\"\nknown_failures = [\"\"]\n"
     ));
 }
+
+#[test]
+fn a_builtin_provider_table_adjusts_it_without_a_command() {
+    let config = parse("[provider.claude]\nmodel = \"sonnet\"\nenv = [\"HTTPS_PROXY\"]\n")
+        .expect("a built-in table needs no command");
+    assert_eq!(config.provider["claude"].command, None);
+    assert_eq!(config.provider["claude"].model.as_deref(), Some("sonnet"));
+}
+
+#[test]
+fn a_custom_provider_table_needs_a_command() {
+    let text = rendered("[provider.mine]\nargs = [\"{prompt_file}\"]\n");
+    assert!(
+        text.contains("tdd.toml:1:1: missing key `command`: `mine` is not a built-in"),
+        "{text}"
+    );
+}
+
+#[test]
+fn aider_is_refused_as_a_verifier() {
+    let text = rendered("[conductor]\nverifier_provider = \"aider\"\n");
+    assert!(
+        text.contains("tdd.toml:2:1: `aider` cannot be a verifier"),
+        "{text}"
+    );
+    // The verifier defaults to the provider.
+    let text = rendered("[conductor]\nprovider = \"aider\"\n");
+    assert!(text.contains("`aider` cannot be a verifier"), "{text}");
+    parse("[conductor]\nprovider = \"aider\"\nverifier_provider = \"codex\"\n")
+        .expect("aider develops, codex verifies");
+}

@@ -146,6 +146,9 @@ impl Engine {
 
     /// Runs the targets (GREEN), then the suites of `sweep`, on the candidate tree in the
     /// clean room. `Some` is the refusal the first failing gate gave.
+    ///
+    /// A suite whose targets already passed alone runs without them where its runner can
+    /// deselect by id, and is judged with their results added: one suite run in total.
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,
@@ -155,10 +158,12 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
-        if ctx.phase == Phase::AwaitingImpl
-            && let Some(refusal) = self.targets_first(ctx, outcome, &projects, progress)?
-        {
-            return Ok(Some(refusal));
+        let mut alone = Vec::new();
+        if ctx.phase == Phase::AwaitingImpl {
+            match self.targets_first(ctx, outcome, &projects, progress)? {
+                Ok(passed) => alone = passed,
+                Err(refusal) => return Ok(Some(refusal)),
+            }
         }
         for project in &projects {
             let name = &project.name;
@@ -168,7 +173,17 @@ impl Engine {
                 json!({ "project": name, "phase": ctx.phase }),
                 &format!("running the {name} suite..."),
             );
-            let observation = adapter.run(project, &Selection::All)?;
+            let ran_alone: Vec<&TargetRun> = alone.iter().filter(|t| t.project == *name).collect();
+            let selection = if ran_alone.is_empty() {
+                Selection::All
+            } else {
+                Selection::AllExcept(ran_alone.iter().flat_map(|t| t.natives()).collect())
+            };
+            let ran = adapter.run(project, &selection)?;
+            let observation = ran_alone.iter().fold(ran.clone(), |whole, t| {
+                whole.with_results_of(&t.observation)
+            });
+            outcome.observations.push(ran);
             let mut result = Ok(());
             for target in ctx.targets.iter().filter(|t| ctx.project_of(t) == *name) {
                 let key = adapter.target_key(project, project.native_id(target)?);
@@ -179,7 +194,6 @@ impl Engine {
             if ctx.targets.is_empty() || !ctx.planned.projects.contains(name) {
                 result = suite_gate(&observation, ctx.state.baseline.get(name));
             }
-            outcome.observations.push(observation);
             if let Err(refusal) = result {
                 return Ok(Some(refusal));
             }
@@ -188,14 +202,15 @@ impl Engine {
     }
 
     /// Runs each GREEN target alone: a target that does not pass refuses GREEN at the cost
-    /// of its own run, before any suite runs.
+    /// of its own run, before any suite runs. Gives the runs of the targets that passed.
     fn targets_first(
         &self,
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
         projects: &[Project],
         progress: &dyn Progress,
-    ) -> Result<Option<Refused>, RunError> {
+    ) -> Result<Result<Vec<TargetRun>, Refused>, RunError> {
+        let mut passed = Vec::new();
         for target in &ctx.targets {
             let name = ctx.project_of(target);
             let Some(project) = projects.iter().find(|p| p.name == name) else {
@@ -208,18 +223,41 @@ impl Engine {
             );
             let adapter = adapter_for(project.config.adapter);
             let (observation, verdict) = observe_target(adapter.as_ref(), project, target)?;
-            let passed = verdict.status == TargetStatus::Passed;
-            let refusal = if passed {
-                None
-            } else {
-                green_gate(&observation, &verdict, ctx.state.baseline.get(&name)).err()
-            };
-            outcome.observations.push(observation);
-            if refusal.is_some() {
-                return Ok(refusal);
+            outcome.observations.push(observation.clone());
+            if verdict.status != TargetStatus::Passed {
+                let baseline = ctx.state.baseline.get(&name);
+                if let Err(refusal) = green_gate(&observation, &verdict, baseline) {
+                    return Ok(Err(refusal));
+                }
+                continue;
             }
+            passed.push(TargetRun {
+                project: name,
+                observation,
+            });
         }
-        Ok(None)
+        Ok(Ok(passed))
+    }
+}
+
+/// A GREEN target that passed in a run of its own.
+struct TargetRun {
+    /// The project it belongs to.
+    project: String,
+    /// The run.
+    observation: crate::observe::Observation,
+}
+
+impl TargetRun {
+    /// The runner-native id of every test the run reported (a parametrized target's
+    /// cases, say): what the suite run may leave out.
+    fn natives(&self) -> Vec<String> {
+        let prefix = format!("{}::", self.project);
+        self.observation
+            .tests
+            .keys()
+            .filter_map(|id| id.strip_prefix(&prefix).map(str::to_string))
+            .collect()
     }
 }
 

@@ -88,6 +88,7 @@ fn observation(tests: BTreeMap<String, Outcome>, runner_error: bool) -> Observat
         totals,
         runner_counts: None,
         runner_error: runner_error.then(|| "runner crashed".to_string()),
+        diagnostics: Vec::new(),
     }
 }
 
@@ -95,7 +96,7 @@ proptest! {
     /// RED is only ever an assertion, an exception, or a compile error in a compiled language.
     #[test]
     fn red_is_only_a_failure_of_the_tests_own_body(adapter in adapter(), status in status(), kind in kind()) {
-        let verdict = TargetVerdict { id: "app::t".into(), status, detail: None };
+        let verdict = TargetVerdict { id: "app::t".into(), status, detail: None, matched: Vec::new() };
         if let RedDecision::Red { kind: red_kind, .. } = red_gate(adapter, &verdict, kind) {
             let compiled = matches!(adapter, AdapterKind::Cargo | AdapterKind::Go);
             let allowed = match status {
@@ -120,7 +121,7 @@ proptest! {
     ) {
         let obs = observation(tests.clone(), runner_error);
         let baseline = Baseline { failing: baseline_failing.clone(), ..Default::default() };
-        let verdict = TargetVerdict { id: "app::target".into(), status: target_status, detail: None };
+        let verdict = TargetVerdict { id: "app::target".into(), status: target_status, detail: None, matched: Vec::new() };
         if green_gate(&obs, &verdict, Some(&baseline)).is_ok() {
             prop_assert_eq!(target_status, TargetStatus::Passed);
             prop_assert!(!runner_error);
@@ -251,6 +252,7 @@ fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
         id: "app::target".into(),
         status: TargetStatus::Passed,
         detail: None,
+        matched: Vec::new(),
     };
     let mut tests = BTreeMap::from([
         ("app::target".to_string(), Outcome::Passed),

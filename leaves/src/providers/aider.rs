@@ -1,9 +1,17 @@
 //! `aider`: aider's one-shot message mode. It prints text, not events.
 //!
 //! `aider --message-file <prompt> --yes-always --no-auto-commits --no-stream
-//! --no-pretty --no-check-update --analytics-disable [--model M] [--read <locked
-//! file>]...`. Files locked in the phase are passed with `--read`, which makes them
-//! read-only in aider's edit model. Usage and cost come from aider's last
+//! --no-pretty --no-check-update --no-analytics --no-show-release-notes
+//! --no-gitignore --map-tokens 0 --chat-history-file <leaf dir>/...
+//! --input-history-file <leaf dir>/... [--model M] [--read <locked file>]...`.
+//! Nothing aider keeps for itself lands in the work tree (a phase commit would take
+//! it): no `.gitignore` edit, its histories in the leaf's directory, no repository
+//! map (whose tags cache is a directory in the work tree). `--no-analytics` turns
+//! analytics off for this run only; `--analytics-disable` would edit the user's
+//! `~/.aider/analytics.json` for good. Files locked in the phase are passed with
+//! `--read`, which makes them read-only in aider's edit model. Aider cannot be made
+//! read-only (its edits and shell commands are not sandboxed), so it is never a
+//! verifier: the configuration refuses `verifier_provider = "aider"`. Usage and cost come from aider's last
 //! `Tokens: ... Cost: ...` line when it printed one; an exit other than 0 is a crash,
 //! since aider has no final event.
 
@@ -33,6 +41,9 @@ pub const AIDER_ENV: &[&str] = &[
     "AIDER_MODEL",
 ];
 
+/// Aider versions (`major.minor`) whose output and flags this provider was tested with.
+pub const TESTED_VERSIONS: &[&str] = &["0.86"];
+
 /// The aider provider.
 #[derive(Debug, Clone)]
 pub struct Aider {
@@ -46,7 +57,9 @@ impl Aider {
     /// `aider` on the leaf's `PATH`, adjusted by a `[provider.aider]` table.
     pub fn new(config: Option<&ProviderConfig>) -> Aider {
         Aider {
-            command: config.map_or_else(|| "aider".into(), |c| c.command.clone()),
+            command: config
+                .and_then(|c| c.command.clone())
+                .unwrap_or_else(|| "aider".into()),
             args: config.map(|c| c.args.clone()).unwrap_or_default(),
             env: config.map(|c| c.env.clone()).unwrap_or_default(),
             model: config.and_then(|c| c.model.clone()),
@@ -70,11 +83,24 @@ impl Provider for Aider {
         }
     }
 
+    fn program(&self) -> Option<&str> {
+        Some(&self.command)
+    }
+
+    fn tested_versions(&self) -> &'static [&'static str] {
+        TESTED_VERSIONS
+    }
+
     fn invocation(
         &self,
         request: &Request,
         files: &LeafFiles,
     ) -> Result<Invocation, ProviderError> {
+        if request.role() == tdd_prompts::Role::Verifier {
+            return Err(ProviderError::Config(
+                "aider cannot be a verifier: it has no read-only mode; set [conductor] verifier_provider to claude or codex".into(),
+            ));
+        }
         let mut argv = vec![
             self.command.clone(),
             "--message-file".into(),
@@ -84,7 +110,20 @@ impl Provider for Aider {
             "--no-stream".into(),
             "--no-pretty".into(),
             "--no-check-update".into(),
-            "--analytics-disable".into(),
+            "--no-analytics".into(),
+            "--no-show-release-notes".into(),
+            "--no-show-model-warnings".into(),
+            "--no-gitignore".into(),
+            "--map-tokens".into(),
+            "0".into(),
+            "--chat-history-file".into(),
+            files
+                .dir
+                .join("aider.chat.history.md")
+                .display()
+                .to_string(),
+            "--input-history-file".into(),
+            files.dir.join("aider.input.history").display().to_string(),
         ];
         if let Some(model) = &self.model {
             argv.extend(["--model".into(), model.clone()]);
@@ -179,7 +218,8 @@ mod tests {
                 input_tokens: 2300,
                 output_tokens: 512,
                 cache_read_tokens: 3000,
-                cache_write_tokens: 1500
+                cache_write_tokens: 1500,
+                reasoning_tokens: 0,
             }
         );
         assert_eq!(cost, Some(0.02));

@@ -1,18 +1,27 @@
 //! `codex`: the Codex CLI's `exec --json` mode.
 //!
-//! `codex exec --json --sandbox workspace-write|read-only --skip-git-repo-check -C
-//! <workdir> [-m M] -`, the prompt on stdin. Developers and planners get
-//! `workspace-write`, verifiers `read-only`. Events: `thread.started{thread_id}`,
-//! `turn.started`, `item.started|updated|completed{item}` (the item's kind is
-//! `type`, or `item_type` in older builds; `agent_message` or `assistant_message`),
-//! `turn.completed{usage}`, `turn.failed{error}`, `error`. A stream that does not
-//! end with `turn.completed` or `turn.failed` is a crash. Codex reports tokens, not
-//! dollars.
+//! `codex exec --json --sandbox workspace-write --skip-git-repo-check -C <workdir>
+//! -c allow_login_shell=false -c sandbox_workspace_write.writable_roots=[<ledger>]
+//! -c sandbox_workspace_write.exclude_slash_tmp=true
+//! -c sandbox_workspace_write.exclude_tmpdir_env_var=true [-m M] -`, the prompt on
+//! stdin, `TMPDIR` the leaf's own directory. Every role runs in `workspace-write`:
+//! only the work tree (a verifier's is a scratch worktree, never the real tree) and
+//! the ledger's directory (which holds the leaf's temp dir) are writable, so
+//! `tdd test` and `tdd verdict` work; `read-only` would refuse both. Commands run through `bash -c`, not a login
+//! shell, so the `PATH` the leaf got (with `tdd` first) is the one they see.
+//!
+//! Events: `thread.started{thread_id}`, `turn.started`,
+//! `item.started|updated|completed{item}` (the item's kind is `type`, or
+//! `item_type` in older builds), `turn.completed{usage}`, `turn.failed{error}`,
+//! `error` (also seen in runs that succeed: reconnections, fallbacks). A stream
+//! that does not end with `turn.completed` or `turn.failed` is a crash. Codex
+//! reports tokens, not dollars; its `input_tokens` include the cached ones.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 use serde_json::json;
 use tdd_engine::config::ProviderConfig;
-use tdd_prompts::Role;
 
 use crate::envelope::Capabilities;
 use crate::envelope::Request;
@@ -25,7 +34,33 @@ use crate::provider::Provider;
 use crate::provider::ProviderError;
 
 /// Variables the Codex CLI reads for its credentials and configuration.
-pub const CODEX_ENV: &[&str] = &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"];
+/// `CODEX_API_KEY` is the key `codex exec` sends; `OPENAI_API_KEY` alone is not sent,
+/// so it is passed on as `CODEX_API_KEY` when that is unset.
+pub const CODEX_ENV: &[&str] = &[
+    "CODEX_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CODEX_HOME",
+];
+
+/// Codex CLI versions (`major.minor`) whose stream and flags this provider was tested
+/// with.
+pub const TESTED_VERSIONS: &[&str] = &["0.171"];
+
+/// The model provider `tdd` defines when `OPENAI_BASE_URL` names another endpoint
+/// (codex ignores the variable): the Responses API over HTTP only. Codex's built-in
+/// provider first tries WebSockets, which such endpoints rarely serve, and spends
+/// seconds failing before it falls back.
+pub const CUSTOM_PROVIDER: &str = "tdd_openai";
+
+/// Item kinds that are tool calls: each ends a model round trip.
+const TOOL_ITEMS: &[&str] = &[
+    "command_execution",
+    "file_change",
+    "mcp_tool_call",
+    "web_search",
+    "collab_tool_call",
+];
 
 /// The Codex provider.
 #[derive(Debug, Clone)]
@@ -40,7 +75,9 @@ impl Codex {
     /// `codex` on the leaf's `PATH`, adjusted by a `[provider.codex]` table.
     pub fn new(config: Option<&ProviderConfig>) -> Codex {
         Codex {
-            command: config.map_or_else(|| "codex".into(), |c| c.command.clone()),
+            command: config
+                .and_then(|c| c.command.clone())
+                .unwrap_or_else(|| "codex".into()),
             args: config.map(|c| c.args.clone()).unwrap_or_default(),
             env: config.map(|c| c.env.clone()).unwrap_or_default(),
             model: config.and_then(|c| c.model.clone()),
@@ -64,24 +101,39 @@ impl Provider for Codex {
         }
     }
 
+    fn program(&self) -> Option<&str> {
+        Some(&self.command)
+    }
+
+    fn tested_versions(&self) -> &'static [&'static str] {
+        TESTED_VERSIONS
+    }
+
     fn invocation(
         &self,
         request: &Request,
-        _files: &LeafFiles,
+        files: &LeafFiles,
     ) -> Result<Invocation, ProviderError> {
-        let sandbox = match request.role() {
-            Role::Verifier => "read-only",
-            Role::Developer | Role::Planner => "workspace-write",
-        };
+        let ledger = toml_string(&files.ledger_dir.display().to_string());
         let mut argv = vec![
             self.command.clone(),
             "exec".into(),
             "--json".into(),
             "--sandbox".into(),
-            sandbox.into(),
+            "workspace-write".into(),
             "--skip-git-repo-check".into(),
             "-C".into(),
             request.workdir.display().to_string(),
+            "-c".into(),
+            "allow_login_shell=false".into(),
+            "-c".into(),
+            format!("sandbox_workspace_write.writable_roots=[{ledger}]"),
+            // `/tmp` and `$TMPDIR` would be writable too, and a repository may live
+            // there; the leaf's temp dir is its own directory, under the ledger's.
+            "-c".into(),
+            "sandbox_workspace_write.exclude_slash_tmp=true".into(),
+            "-c".into(),
+            "sandbox_workspace_write.exclude_tmpdir_env_var=true".into(),
         ];
         if let Some(model) = &self.model {
             argv.extend(["-m".into(), model.clone()]);
@@ -93,9 +145,35 @@ impl Provider for Codex {
         Ok(Invocation {
             argv,
             pass_env,
-            set_env: Vec::new(),
+            set_env: vec![("TMPDIR".into(), files.dir.display().to_string())],
             prompt_on_stdin: true,
         })
+    }
+
+    fn adapt(&self, invocation: &mut Invocation, caller: &BTreeMap<String, String>) {
+        if !caller.contains_key("CODEX_API_KEY")
+            && let Some(key) = caller.get("OPENAI_API_KEY")
+        {
+            invocation
+                .set_env
+                .push(("CODEX_API_KEY".into(), key.clone()));
+        }
+        let Some(url) = caller.get("OPENAI_BASE_URL").filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let p = format!("model_providers.{CUSTOM_PROVIDER}");
+        let settings = [
+            format!("model_provider={}", toml_string(CUSTOM_PROVIDER)),
+            format!("{p}.name={}", toml_string(CUSTOM_PROVIDER)),
+            format!("{p}.base_url={}", toml_string(url)),
+            format!("{p}.env_key={}", toml_string("CODEX_API_KEY")),
+            format!("{p}.wire_api={}", toml_string("responses")),
+            format!("{p}.supports_websockets=false"),
+        ];
+        // Before the final `-` (the prompt on stdin).
+        let at = invocation.argv.len().saturating_sub(1);
+        let args = settings.into_iter().flat_map(|s| ["-c".to_string(), s]);
+        invocation.argv.splice(at..at, args);
     }
 
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
@@ -103,12 +181,35 @@ impl Provider for Codex {
     }
 }
 
-/// Reads an `exec --json` transcript.
+/// `text` as a TOML basic string (a JSON string is one).
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
+}
+
+/// True when a failure message says the API refused the credentials or could not be
+/// reached.
+fn unavailable(message: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "401 Unauthorized",
+        "403 Forbidden",
+        "error sending request",
+        "Connection refused",
+        "connection refused",
+        "dns error",
+        "stream disconnected before completion",
+    ];
+    SIGNS.iter().any(|sign| message.contains(sign))
+}
+
+/// Reads an `exec --json` transcript. `turns` counts model round trips: one per tool
+/// call, plus one for the answer that ends the turn (calls made in parallel in one
+/// response are counted apart).
 pub fn parse_stream(stdout: &str) -> Parsed {
     let mut parsed = Parsed::default();
     let mut usage = Usage::default();
     let mut saw_usage = false;
-    let (mut turns, mut commands, mut unparsed) = (0u32, 0u64, 0u64);
+    let (mut round_trips, mut commands, mut unparsed) = (0u32, 0u64, 0u64);
+    let mut answered_since_tool = false;
     let mut changed: Vec<Value> = Vec::new();
     let mut errors: Vec<Value> = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
@@ -120,15 +221,20 @@ pub fn parse_stream(stdout: &str) -> Parsed {
             "thread.started" => {
                 parsed.session_id = event["thread_id"].as_str().map(str::to_string);
             }
-            "turn.started" => {
-                turns += 1;
-                parsed.terminal = false;
-            }
+            "turn.started" => parsed.terminal = false,
             "item.completed" => {
                 let item = &event["item"];
-                let kind = item["type"].as_str().or_else(|| item["item_type"].as_str());
-                match kind.unwrap_or_default() {
+                let kind = item["type"]
+                    .as_str()
+                    .or_else(|| item["item_type"].as_str())
+                    .unwrap_or_default();
+                if TOOL_ITEMS.contains(&kind) {
+                    round_trips += 1;
+                    answered_since_tool = false;
+                }
+                match kind {
                     "agent_message" | "assistant_message" => {
+                        answered_since_tool = true;
                         if let Some(text) = item["text"].as_str() {
                             parsed.text = text.to_string();
                         }
@@ -139,37 +245,95 @@ pub fn parse_stream(stdout: &str) -> Parsed {
                             changed.extend(list.iter().map(|c| c["path"].clone()));
                         }
                     }
+                    "error" => errors.push(item["message"].clone()),
                     _ => {}
                 }
             }
             "turn.completed" => {
                 parsed.terminal = true;
+                if answered_since_tool {
+                    round_trips += 1;
+                    answered_since_tool = false;
+                }
                 let u = &event["usage"];
                 if u.is_object() {
                     saw_usage = true;
-                    usage.input_tokens += u["input_tokens"].as_u64().unwrap_or(0);
-                    usage.cache_read_tokens += u["cached_input_tokens"].as_u64().unwrap_or(0);
-                    usage.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
+                    let n = |key: &str| u[key].as_u64().unwrap_or(0);
+                    let cached = n("cached_input_tokens");
+                    usage.input_tokens += n("input_tokens").saturating_sub(cached);
+                    usage.cache_read_tokens += cached;
+                    usage.cache_write_tokens += n("cache_write_input_tokens");
+                    usage.output_tokens += n("output_tokens");
+                    usage.reasoning_tokens += n("reasoning_output_tokens");
                 }
             }
             "turn.failed" => {
                 parsed.terminal = true;
-                parsed.error = Some(
-                    event["error"]["message"]
-                        .as_str()
-                        .unwrap_or("the turn failed")
-                        .to_string(),
-                );
+                let message = event["error"]["message"]
+                    .as_str()
+                    .unwrap_or("the turn failed")
+                    .to_string();
+                parsed.unavailable = unavailable(&message);
+                parsed.error = Some(message);
             }
             "error" => errors.push(event["message"].clone()),
             _ => {}
         }
     }
-    parsed.turns = Some(turns);
+    parsed.turns = Some(round_trips);
     parsed.usage = saw_usage.then_some(usage);
     parsed.meta.insert("commands".into(), json!(commands));
     parsed.meta.insert("changed_paths".into(), json!(changed));
     parsed.meta.insert("errors".into(), json!(errors));
     parsed.meta.insert("unparsed_lines".into(), json!(unparsed));
     parsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::test_support::fixture;
+
+    /// The developer leaf `cargo xtask capture` recorded: three requests to the fake
+    /// Responses API, each reporting 1000 input tokens (400 of them cached), 50
+    /// output and 10 reasoning tokens.
+    #[test]
+    fn tokens_are_normalised_and_round_trips_counted() {
+        let parsed = parse_stream(&fixture("codex/ok.jsonl"));
+        assert!(parsed.terminal && parsed.error.is_none(), "{parsed:?}");
+        assert_eq!(
+            parsed.usage,
+            Some(Usage {
+                input_tokens: 1800,
+                output_tokens: 150,
+                cache_read_tokens: 1200,
+                cache_write_tokens: 0,
+                reasoning_tokens: 30,
+            })
+        );
+        // Two commands, each a round trip, then the answer.
+        assert_eq!(parsed.turns, Some(3));
+        assert_eq!(parsed.text, "Wrote notes.txt.");
+        // A warning item is reported, not a failure.
+        assert_eq!(parsed.meta["errors"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn reconnections_are_errors_of_a_run_that_succeeds() {
+        let parsed = parse_stream(&fixture("codex/websocket-fallback.jsonl"));
+        assert!(parsed.terminal && parsed.error.is_none(), "{parsed:?}");
+        assert_eq!(parsed.meta["errors"].as_array().map(Vec::len), Some(6));
+        assert_eq!(parsed.usage.map(|u| u.input_tokens), Some(900));
+    }
+
+    #[test]
+    fn refused_credentials_make_the_provider_unavailable() {
+        let parsed = parse_stream(&fixture("codex/api-401.jsonl"));
+        assert!(parsed.unavailable, "{parsed:?}");
+        assert!(parsed.error.expect("an error").contains("401 Unauthorized"));
+        let failed = parse_stream(
+            "{\"type\":\"turn.started\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"context window exceeded\"}}\n",
+        );
+        assert!(!failed.unavailable && failed.error.is_some());
+    }
 }

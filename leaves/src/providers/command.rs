@@ -91,7 +91,8 @@ impl Provider for CommandProvider {
             ("attempt", request.attempt.to_string()),
             ("model", self.config.model.clone().unwrap_or_default()),
         ];
-        let mut argv = vec![expand(&self.config.command, &values)?];
+        let command = self.config.command.as_deref().unwrap_or(self.name.as_str());
+        let mut argv = vec![expand(command, &values)?];
         for arg in &self.config.args {
             argv.push(expand(arg, &values)?);
         }

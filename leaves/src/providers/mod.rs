@@ -5,6 +5,8 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod scripted;
+#[cfg(test)]
+mod test_support;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -89,7 +91,7 @@ mod tests {
         assert!(build("scripted", &config, &this).is_err());
         assert!(build("local-agent", &config, &this).is_err());
         let table = |command: &str, args: &[&str]| ProviderConfig {
-            command: command.into(),
+            command: Some(command.into()),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: vec![],
             model: None,

@@ -304,6 +304,7 @@ impl Provider for Scripted {
                 usage: Some(result.usage),
                 cost_usd: result.cost_usd,
                 meta,
+                ..Parsed::default()
             },
             None => Parsed {
                 text: tail(output.stdout, 64 * 1024),
@@ -536,7 +537,7 @@ fn perform(action: &Action, printed: &mut u64) -> Step {
                 input_tokens: *input_tokens,
                 output_tokens: *output_tokens,
                 cache_read_tokens: *cache_read_tokens,
-                cache_write_tokens: 0,
+                ..Usage::default()
             };
             return Step::Usage(usage, *cost_usd);
         }

@@ -14,6 +14,12 @@ pub fn run(args: &[String]) -> i32 {
         return 90;
     };
     let argv = &args[3..];
+    if argv == ["--version"] {
+        // As the real CLI prints it, from the manifest (`tdd` reads it before a leaf).
+        let printed = version(name).unwrap_or_else(|| "0.0.0".into());
+        let _ = writeln!(std::io::stdout(), "{printed}");
+        return 0;
+    }
     let sandbox = PathBuf::from(sandbox);
     let mut stdin = String::new();
     let _ = std::io::stdin().read_to_string(&mut stdin);
@@ -49,6 +55,16 @@ pub fn run(args: &[String]) -> i32 {
             std::thread::park();
         },
     }
+}
+
+/// The version the manifest says this CLI's recordings come from.
+fn version(name: &str) -> Option<String> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let manifest: toml::Table = std::fs::read_to_string(fixtures.join("manifest.toml"))
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(manifest.get(name)?.get("version")?.as_str()?.to_string())
 }
 
 /// The recorded stream the manifest names for this CLI and scenario.

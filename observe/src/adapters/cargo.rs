@@ -34,6 +34,9 @@ use crate::exec::execute;
 use crate::junit;
 use crate::model::Collection;
 use crate::model::Observation;
+use crate::model::Outcome;
+use crate::model::TestResult;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The cargo adapter.
@@ -49,9 +52,39 @@ fn nextest_installed(project: &Project) -> bool {
     })
 }
 
-/// `binary-id test::path` -> (`binary-id`, `test::path`).
-fn split_id(native_id: &str) -> (&str, &str) {
-    native_id.split_once(' ').unwrap_or((native_id, ""))
+/// `binary-id test::path` -> (`Some(binary-id)`, `test::path`); a test path
+/// alone (`tests::name`, no binary) -> (`None`, `tests::name`).
+fn split_id(native_id: &str) -> (Option<&str>, &str) {
+    match native_id.split_once(' ') {
+        Some((binary, test)) => (Some(binary), test),
+        None => (None, native_id),
+    }
+}
+
+/// A nextest name matcher's value with the characters the filterset
+/// language gives a meaning (`\`, `)`, `,`) escaped.
+fn filter_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | ')' | ',') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The nextest filterset that selects exactly `native_id`: its test path in
+/// its binary, or in any binary when the id names none.
+fn filterset(native_id: &str) -> String {
+    match split_id(native_id) {
+        (Some(binary), test) => format!(
+            "(binary_id(={}) & test(={}))",
+            filter_escape(binary),
+            filter_escape(test)
+        ),
+        (None, test) => format!("test(={})", filter_escape(test)),
+    }
 }
 
 /// Parses nextest's JUnit report (suite = binary id, case = test path).
@@ -62,7 +95,7 @@ pub(crate) fn parse_nextest(bytes: &[u8]) -> Result<ParsedReport, ReportError> {
         ..ParsedReport::default()
     };
     for case in report.cases {
-        let text = format!("{}\n{}", case.message, case.text);
+        let text = crate::clip::with_message(&case.message, &case.text);
         let result = cargo_messages::rust_result(case.outcome, &text);
         parsed
             .tests
@@ -107,6 +140,7 @@ impl Cargo {
         project: &Project,
         scratch: &Scratch,
         ids: Option<&[String]>,
+        except: &[String],
         builder: &mut Builder,
     ) -> Result<(), ObserveError> {
         let report = scratch.path("junit.xml");
@@ -117,14 +151,11 @@ impl Cargo {
         let config_path = scratch.write("nextest.toml", &config)?;
         let mut target = Vec::new();
         if let Some(ids) = ids {
-            let filters: Vec<String> = ids
-                .iter()
-                .map(|id| {
-                    let (binary, test) = split_id(id);
-                    format!("(binary_id(={binary}) & test(={test}))")
-                })
-                .collect();
+            let filters: Vec<String> = ids.iter().map(|id| filterset(id)).collect();
             target = vec!["-E".to_string(), filters.join(" | ")];
+        } else if !except.is_empty() {
+            let filters: Vec<String> = except.iter().map(|id| filterset(id)).collect();
+            target = vec!["-E".to_string(), format!("not ({})", filters.join(" | "))];
         }
         let argv = match &project.config.test_command {
             Some(template) => user_command(
@@ -183,13 +214,21 @@ impl Cargo {
         ids: Option<&[String]>,
         builder: &mut Builder,
     ) {
-        let mut wanted: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut wanted: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
         for (binary, test) in ids.unwrap_or(&[]).iter().map(|id| split_id(id)) {
             wanted.entry(binary).or_default().push(test);
         }
         for (index, binary) in binaries.iter().enumerate() {
-            let names = wanted.get(binary.binary_id.as_str());
-            if ids.is_some() && names.is_none() {
+            // Tests named without a binary are looked for in every binary.
+            let names: Option<Vec<&str>> = ids.map(|_| {
+                [Some(binary.binary_id.as_str()), None]
+                    .iter()
+                    .filter_map(|key| wanted.get(key))
+                    .flatten()
+                    .copied()
+                    .collect()
+            });
+            if names.as_ref().is_some_and(Vec::is_empty) {
                 continue;
             }
             let mut argv = vec![binary.executable.to_string_lossy().into_owned()];
@@ -224,6 +263,53 @@ impl Cargo {
                     last_line_suffix(&ran.stderr)
                 )),
             }
+            builder.invocation(ran.invocation);
+        }
+    }
+}
+
+impl Cargo {
+    /// nextest's JUnit report leaves `#[ignore]`d tests out; each binary lists
+    /// them (`--list --ignored`) so they read as skipped instead of vanishing.
+    fn list_ignored(
+        &self,
+        project: &Project,
+        scratch: &Scratch,
+        binaries: &[TestBinary],
+        builder: &mut Builder,
+    ) {
+        for (index, binary) in binaries.iter().enumerate() {
+            let argv = vec![
+                binary.executable.to_string_lossy().into_owned(),
+                "--list".into(),
+                "--format".into(),
+                "terse".into(),
+                "--ignored".into(),
+            ];
+            let label = format!("ignored-{index}");
+            let job = Job {
+                label: &label,
+                argv,
+                cwd: binary.package_dir.as_deref(),
+                report: ReportAt::Stdout,
+                env: Vec::new(),
+            };
+            let ran = execute(project, scratch, job);
+            let ignored =
+                cargo_messages::parse_list(ran.report.as_deref().unwrap_or(b""), &binary.binary_id);
+            builder.merge(ParsedReport {
+                tests: ignored
+                    .into_iter()
+                    .map(|id| {
+                        let skipped = TestResult {
+                            outcome: Outcome::Skipped,
+                            failure: None,
+                        };
+                        (id, skipped)
+                    })
+                    .collect(),
+                ..ParsedReport::default()
+            });
             builder.invocation(ran.invocation);
         }
     }
@@ -264,6 +350,8 @@ impl Adapter for Cargo {
                     .extend(listed.iter().map(|id| builder.qualify(id)));
                 builder.invocation(ran.invocation);
             }
+            let doctests = doctest::list(project, &scratch, &build.binaries, &mut builder);
+            collection.ids.extend(doctests);
             collection.errors = build.errors;
         }
         let observation = builder.finish(&Selection::All);
@@ -277,9 +365,10 @@ impl Adapter for Cargo {
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let scratch = Scratch::new()?;
         let mut builder = Builder::new(project, self.kind());
-        let ids = match selection {
-            Selection::All => None,
-            Selection::Tests(ids) => Some(ids.as_slice()),
+        let (ids, except) = match selection {
+            Selection::All => (None, &[][..]),
+            Selection::Tests(ids) => (Some(ids.as_slice()), &[][..]),
+            Selection::AllExcept(ids) => (None, ids.as_slice()),
         };
         if let Some(build) = self.build(project, &scratch, &mut builder) {
             let clean = build.errors.is_empty();
@@ -287,32 +376,51 @@ impl Adapter for Cargo {
                 collection_errors: build.errors,
                 ..ParsedReport::default()
             });
-            if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
-                self.run_nextest(project, &scratch, ids, &mut builder)?;
-            } else {
-                self.run_binaries(project, &scratch, &build.binaries, ids, &mut builder);
+            // Doctests run through `cargo test --doc`, the other tests as before.
+            let (doc_ids, test_ids): (Vec<String>, Vec<String>) = ids
+                .unwrap_or(&[])
+                .iter()
+                .cloned()
+                .partition(|id| doctest::is_doctest(id));
+            let tests = ids.map(|_| test_ids.as_slice());
+            let docs = ids.map(|_| doc_ids.as_slice());
+            if tests.is_none_or(|ids| !ids.is_empty()) {
+                if project.config.test_command.is_some() || (clean && nextest_installed(project)) {
+                    self.run_nextest(project, &scratch, tests, except, &mut builder)?;
+                    self.list_ignored(project, &scratch, &build.binaries, &mut builder);
+                } else {
+                    self.run_binaries(project, &scratch, &build.binaries, tests, &mut builder);
+                }
+            }
+            if docs.is_none_or(|ids| !ids.is_empty()) {
+                doctest::run(project, &scratch, &build.binaries, docs, &mut builder);
             }
         }
         Ok(builder.finish(selection))
     }
 
     fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
-        let (binary, test) = split_id(native_id);
-        vec![
-            "-E".to_string(),
-            format!("binary_id(={binary}) & test(={test})"),
-        ]
+        vec!["-E".to_string(), filterset(native_id)]
     }
 
     fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
-        let (binary, _) = split_id(native_id);
-        let package = binary.split("::").next().unwrap_or(binary).to_string();
         let id = format!("{}::{native_id}", project.name);
-        TargetKey {
-            collected_as: id.clone(),
-            id,
-            scopes: vec![binary.to_string(), package],
-        }
+        let (Some(binary), _) = split_id(native_id) else {
+            // A test path without its binary: the one test of that path in
+            // any binary.
+            let suffix = format!(" {native_id}");
+            return TargetKey {
+                collected_as: id.clone(),
+                id,
+                scopes: Vec::new(),
+                partial: Some(Partial::Unique {
+                    run: suffix.clone(),
+                    collected: suffix,
+                }),
+            };
+        };
+        let package = binary.split("::").next().unwrap_or(binary).to_string();
+        TargetKey::exact(id, vec![binary.to_string(), package])
     }
 
     fn stub_hint(&self) -> &'static str {
@@ -323,6 +431,8 @@ impl Adapter for Cargo {
         vec!["cargo".into(), "--version".into()]
     }
 }
+
+mod doctest;
 
 #[cfg(test)]
 mod tests;

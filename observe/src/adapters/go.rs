@@ -28,6 +28,7 @@ use crate::gostream;
 use crate::gostream::GoStream;
 use crate::model::Collection;
 use crate::model::Observation;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The go adapter.
@@ -132,7 +133,9 @@ impl Adapter for Go {
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let scratch = Scratch::new()?;
         let args = match selection {
-            Selection::All => vec!["./...".to_string()],
+            // `-skip` matches names in every package, so it could drop a same-named test
+            // of another package: the rest of the suite runs whole.
+            Selection::All | Selection::AllExcept(_) => vec!["./...".to_string()],
             Selection::Tests(ids) => {
                 let mut by_package: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
                 for id in ids {
@@ -166,10 +169,23 @@ impl Adapter for Go {
     fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
         let (package, name) = split_id(native_id);
         let top = name.split('/').next().unwrap_or(name);
+        if !native_id.contains("::") {
+            // A name without its package: the one test of that name under `./...`.
+            return TargetKey {
+                id: format!("{}::{native_id}", project.name),
+                collected_as: format!("{}::{top}", project.name),
+                scopes: Vec::new(),
+                partial: Some(Partial::Unique {
+                    run: format!("::{name}"),
+                    collected: format!("::{top}"),
+                }),
+            };
+        }
         TargetKey {
             id: format!("{}::{native_id}", project.name),
             collected_as: format!("{}::{package}::{top}", project.name),
             scopes: vec![package.to_string()],
+            partial: None,
         }
     }
 

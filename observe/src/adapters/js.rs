@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use super::file_of;
+use super::name_alternatives;
 use super::record_missing_report;
-use super::regex_escape;
 use super::titles_of;
 use crate::Project;
 use crate::Selection;
@@ -50,7 +50,7 @@ impl JsRunner {
         let files: BTreeSet<String> = ids.iter().map(|id| file_of(id)).collect();
         let names: Vec<String> = ids
             .iter()
-            .map(|id| regex_escape(&titles_of(id).join(" ")))
+            .map(|id| name_alternatives(&titles_of(id).join(" ")))
             .collect();
         let mut args: Vec<String> = self.files_flag.iter().map(|f| f.to_string()).collect();
         args.extend(files);
@@ -114,7 +114,9 @@ impl JsRunner {
         selection: &Selection,
     ) -> Result<Observation, ObserveError> {
         let args = match selection {
-            Selection::All => Vec::new(),
+            // The js runners deselect by name pattern only, which could drop same-named
+            // tests elsewhere: the rest of the suite runs whole.
+            Selection::All | Selection::AllExcept(_) => Vec::new(),
             Selection::Tests(ids) => self.selection_args(ids),
         };
         Ok(self.observe(project, args)?.finish(selection))
@@ -145,11 +147,7 @@ impl JsRunner {
 /// The target key of a `file > describe > title` id.
 pub(crate) fn target_key(project: &Project, native_id: &str) -> TargetKey {
     let id = format!("{}::{native_id}", project.name);
-    TargetKey {
-        collected_as: id.clone(),
-        id,
-        scopes: vec![file_of(native_id)],
-    }
+    TargetKey::exact(id, vec![file_of(native_id)])
 }
 
 /// The stub idiom for JavaScript and TypeScript.

@@ -186,7 +186,7 @@ impl Adapter for JunitCommand {
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let target = match selection {
-            Selection::All => Vec::new(),
+            Selection::All | Selection::AllExcept(_) => Vec::new(),
             Selection::Tests(ids) => ids.clone(),
         };
         Ok(self
@@ -204,11 +204,7 @@ impl Adapter for JunitCommand {
             .rsplit_once('.')
             .map_or(native_id, |(class, _)| class)
             .to_string();
-        TargetKey {
-            collected_as: id.clone(),
-            id,
-            scopes: vec![scope],
-        }
+        TargetKey::exact(id, vec![scope])
     }
 
     fn stub_hint(&self) -> &'static str {

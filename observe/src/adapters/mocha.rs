@@ -1,19 +1,23 @@
 //! mocha, observed through its `json` reporter written to an engine-owned
 //! file (`--reporter-option output=FILE`).
 //!
-//! Ids are `file > full title` (mocha's report joins describe titles with
-//! spaces and does not keep them apart). A file that fails to load makes
+//! Ids are `file > describe > ... > title`, like every other JavaScript
+//! adapter: the report is written by a small reporter of ours that adds each
+//! test's title path to the json reporter's fields (mocha's json reporter
+//! joins the titles with spaces and cannot keep them apart). A report
+//! without title paths (a user's `test_command` with its own reporter) falls
+//! back to `file > full title`. A file that fails to load makes
 //! mocha abort before writing any report; the adapter then runs each test
 //! file on its own, so the file that failed is a collection error and the
 //! other files are still observed.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 
 use super::discover;
 use super::file_of;
-use super::regex_escape;
+use super::name_alternatives;
 use super::test_globs;
 use super::titles_of;
 use crate::Adapter;
@@ -53,11 +57,29 @@ const DEFAULT_GLOBS: &[&str] = &["test/*.{js,cjs,mjs}"];
 #[derive(Debug, Deserialize)]
 struct Report {
     stats: Stats,
-    tests: Vec<Test>,
+    tests: Vec<serde_json::Value>,
     #[serde(default)]
-    pending: Vec<Test>,
+    pending: Vec<serde_json::Value>,
     #[serde(default)]
-    failures: Vec<Test>,
+    failures: Vec<serde_json::Value>,
+}
+
+/// The records of one list of the report; a malformed one is skipped with a
+/// diagnostic.
+fn records(list: &str, values: Vec<serde_json::Value>, diagnostics: &mut Vec<String>) -> Vec<Test> {
+    values
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, value)| match serde_json::from_value(value) {
+            Ok(test) => Some(test),
+            Err(err) => {
+                diagnostics.push(format!(
+                    "skipped {list} record {index} of the report: {err}"
+                ));
+                None
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,10 +90,57 @@ struct Stats {
     failures: Option<u64>,
 }
 
+/// A mocha reporter, written to the scratch directory and passed to
+/// `--reporter`, that writes the json reporter's report plus each test's
+/// `titlePath`: mocha's own json reporter only joins the titles with
+/// spaces, so describe blocks could not be told apart. It needs nothing but
+/// node's `fs` and the runner's events.
+const REPORTER: &str = r#"'use strict';
+const fs = require('fs');
+function clean(test) {
+  const err = test.err || {};
+  const plain = {};
+  for (const key of ['message', 'stack', 'name', 'code']) {
+    if (typeof err[key] === 'string') plain[key] = err[key];
+  }
+  return {
+    title: test.title,
+    titlePath: typeof test.titlePath === 'function' ? test.titlePath() : undefined,
+    fullTitle: test.fullTitle(),
+    file: test.file,
+    err: plain,
+  };
+}
+function TddReporter(runner, options) {
+  const output = ((options || {}).reporterOption || (options || {}).reporterOptions || {}).output;
+  const tests = [], pending = [], failures = [];
+  runner.on('test end', (test) => tests.push(test));
+  runner.on('pending', (test) => pending.push(test));
+  runner.on('fail', (test, err) => {
+    if (!test.err) test.err = err;
+    failures.push(test);
+  });
+  runner.once('end', () => {
+    const report = {
+      stats: runner.stats || {},
+      tests: tests.map(clean),
+      pending: pending.map(clean),
+      failures: failures.map(clean),
+    };
+    fs.writeFileSync(output, JSON.stringify(report));
+  });
+}
+module.exports = TddReporter;
+"#;
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Test {
     full_title: String,
+    /// The describe titles and the test's own, from our reporter; absent
+    /// from mocha's json reporter.
+    #[serde(default)]
+    title_path: Option<Vec<String>>,
     #[serde(default)]
     file: Option<String>,
     #[serde(default)]
@@ -91,9 +160,17 @@ pub(crate) fn parse_report(
             .as_deref()
             .map(|f| relative_path(f, root))
             .unwrap_or_default();
-        format!("{file} > {}", test.full_title)
+        match &test.title_path {
+            Some(path) if !path.is_empty() => format!("{file} > {}", path.join(" > ")),
+            _ => format!("{file} > {}", test.full_title),
+        }
     };
+    let mut diagnostics = Vec::new();
+    let tests = records("tests", report.tests, &mut diagnostics);
+    let pending_records = records("pending", report.pending, &mut diagnostics);
+    let failures = records("failures", report.failures, &mut diagnostics);
     let mut parsed = ParsedReport {
+        diagnostics,
         runner_counts: Some(crate::model::RunnerCounts {
             tests: report.stats.tests,
             passed: report.stats.passes,
@@ -103,40 +180,58 @@ pub(crate) fn parse_report(
         }),
         ..ParsedReport::default()
     };
-    let pending: Vec<String> = report.pending.iter().map(id).collect();
-    // `tests` lists failed tests too; they are read from `failures` below.
-    let failed: HashSet<String> = report.failures.iter().map(id).collect();
-    for test in &report.tests {
+    // Same-named tests are told apart by how often each name is still owed
+    // to `pending` and `failures`: every record of `tests` is one test.
+    let mut pending: HashMap<String, usize> = HashMap::new();
+    for test in &pending_records {
+        *pending.entry(id(test)).or_default() += 1;
+    }
+    let mut failed: HashMap<String, usize> = HashMap::new();
+    for test in &failures {
+        *failed.entry(id(test)).or_default() += 1;
+    }
+    for test in &tests {
         let test_id = id(test);
-        if failed.contains(&test_id) {
-            continue;
-        }
-        let outcome = if pending.contains(&test_id) {
-            Outcome::Skipped
-        } else {
-            Outcome::Passed
-        };
-        parsed.tests.push((
-            test_id,
+        let has_error = test.err.as_object().is_some_and(|e| !e.is_empty());
+        let result = if has_error {
+            if let Some(count) = failed.get_mut(&test_id) {
+                *count = count.saturating_sub(1);
+            }
+            failed_result(&test.err)
+        } else if let Some(count) = pending.get_mut(&test_id).filter(|c| **c > 0) {
+            *count -= 1;
             TestResult {
-                outcome,
+                outcome: Outcome::Skipped,
                 failure: None,
-            },
-        ));
+            }
+        } else {
+            TestResult {
+                outcome: Outcome::Passed,
+                failure: None,
+            }
+        };
+        parsed.tests.push((test_id, result));
     }
     // Hook failures appear only under `failures`, as '"before all" hook ...'.
-    for test in &report.failures {
-        let failure = Failure {
-            kind: classify(&test.err),
-            message: clip(&error_text(&test.err), MESSAGE_KEEP),
-        };
-        let result = TestResult {
-            outcome: Outcome::Failed,
-            failure: Some(failure),
-        };
-        parsed.tests.push((id(test), result));
+    for test in &failures {
+        let test_id = id(test);
+        match failed.get_mut(&test_id) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => continue,
+        }
+        parsed.tests.push((test_id, failed_result(&test.err)));
     }
     Ok(parsed)
+}
+
+fn failed_result(err: &serde_json::Value) -> TestResult {
+    TestResult {
+        outcome: Outcome::Failed,
+        failure: Some(Failure {
+            kind: classify(err),
+            message: clip(&error_text(err), MESSAGE_KEEP),
+        }),
+    }
 }
 
 fn error_text(err: &serde_json::Value) -> String {
@@ -172,9 +267,16 @@ impl Mocha {
         builder: &mut Builder,
     ) -> (bool, Vec<u8>) {
         let report = scratch.path(&format!("{label}.json"));
+        let reporter = match scratch.write("tdd-mocha-reporter.cjs", REPORTER) {
+            Ok(path) => path.display().to_string(),
+            Err(err) => {
+                builder.fail(format!("could not write the mocha reporter: {err}"));
+                return (false, Vec::new());
+            }
+        };
         let report_flags = vec![
             "--reporter".to_string(),
-            "json".to_string(),
+            reporter,
             "--reporter-option".to_string(),
             format!("output={}", report.display()),
         ];
@@ -289,7 +391,7 @@ impl Adapter for Mocha {
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let (files, extra) = match selection {
-            Selection::All => (Vec::new(), Vec::new()),
+            Selection::All | Selection::AllExcept(_) => (Vec::new(), Vec::new()),
             Selection::Tests(ids) => {
                 let mut files: Vec<String> = ids.iter().map(|id| file_of(id)).collect();
                 files.sort();
@@ -320,10 +422,11 @@ impl Adapter for Mocha {
 }
 
 impl Mocha {
+    /// mocha's `--grep` matches the full title: the titles joined by spaces.
     fn grep(&self, ids: &[String]) -> Vec<String> {
         let names: Vec<String> = ids
             .iter()
-            .map(|id| regex_escape(&titles_of(id).join(" > ")))
+            .map(|id| name_alternatives(&titles_of(id).join(" ")))
             .collect();
         vec!["--grep".to_string(), format!("^(?:{})$", names.join("|"))]
     }

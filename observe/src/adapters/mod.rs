@@ -90,6 +90,18 @@ pub(crate) fn titles_of(native_id: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A pattern matching `name` exactly, or the name it repeats when it ends in
+/// an occurrence suffix (`adds #2` also matches `adds`), escaped for a
+/// JavaScript regular expression.
+pub(crate) fn name_alternatives(name: &str) -> String {
+    let base = crate::build::without_occurrence(name);
+    if base == name {
+        regex_escape(name)
+    } else {
+        format!("(?:{}|{})", regex_escape(name), regex_escape(base))
+    }
+}
+
 /// Escapes `text` for a JavaScript or RE2 regular expression.
 pub(crate) fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -104,7 +116,7 @@ pub(crate) fn regex_escape(text: &str) -> String {
 
 /// Files under `root` matching any of `globs` (relative, `/`-separated),
 /// skipping `node_modules` and hidden directories, in sorted order.
-pub(crate) fn discover(root: &Path, globs: &[&str]) -> Vec<String> {
+pub(crate) fn discover(root: &Path, globs: &[String]) -> Vec<String> {
     let mut builder = globset::GlobSetBuilder::new();
     for glob in globs {
         if let Ok(glob) = globset::Glob::new(glob) {
@@ -140,16 +152,25 @@ pub(crate) fn discover(root: &Path, globs: &[&str]) -> Vec<String> {
     found
 }
 
-/// The project's `test_paths`, or `defaults` when it declares none.
-pub(crate) fn test_globs<'a>(project: &'a Project, defaults: &'a [&'a str]) -> Vec<&'a str> {
+/// The project's `test_paths`, or `defaults` when it declares none. An
+/// entry that names a directory (`test/` or `test`) stands for the
+/// JavaScript files anywhere under it, as the runners read a directory.
+pub(crate) fn test_globs(project: &Project, defaults: &[&str]) -> Vec<String> {
     if project.config.test_paths.is_empty() {
-        defaults.to_vec()
-    } else {
-        project
-            .config
-            .test_paths
-            .iter()
-            .map(String::as_str)
-            .collect()
+        return defaults.iter().map(|g| g.to_string()).collect();
     }
+    project
+        .config
+        .test_paths
+        .iter()
+        .map(|entry| {
+            let dir = entry.trim_end_matches('/');
+            let is_glob = entry.contains(['*', '?', '[', '{']);
+            if !is_glob && (entry.ends_with('/') || project.root.join(dir).is_dir()) {
+                format!("{dir}/**/*.{{js,mjs,cjs}}")
+            } else {
+                entry.clone()
+            }
+        })
+        .collect()
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::discover;
 use super::file_of;
-use super::regex_escape;
+use super::name_alternatives;
 use super::test_globs;
 use super::titles_of;
 use crate::Adapter;
@@ -206,7 +206,7 @@ impl Adapter for NodeTest {
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
         let mut builder = Builder::new(project, self.kind());
         match selection {
-            Selection::All => {
+            Selection::All | Selection::AllExcept(_) => {
                 let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
                 self.observe(project, &files, None, &mut builder)?;
             }
@@ -256,7 +256,7 @@ impl Adapter for NodeTest {
 fn name_pattern(ids: &[String]) -> String {
     let names: Vec<String> = ids
         .iter()
-        .map(|id| regex_escape(titles_of(id).last().copied().unwrap_or("")))
+        .map(|id| name_alternatives(titles_of(id).last().copied().unwrap_or("")))
         .collect();
     format!("^(?:{})$", names.join("|"))
 }

@@ -40,6 +40,7 @@ use crate::model::FailureKind;
 use crate::model::Observation;
 use crate::model::Outcome;
 use crate::model::TestResult;
+use crate::target::Partial;
 use crate::target::TargetKey;
 
 /// The pytest adapter.
@@ -144,11 +145,72 @@ impl Adapter for Pytest {
     }
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
+        let Selection::AllExcept(ids) = selection else {
+            return self.run_once(project, selection);
+        };
+        // `--deselect` matches node id prefixes: `t::test_a` also drops `t::test_ab`. The
+        // run counts only when pytest left out exactly as many tests as it was given ids;
+        // otherwise the whole suite runs.
+        let rest = self.run_once(project, selection)?;
+        let summary = rest.invocations.last().map(|i| i.stdout.as_str());
+        if summary.and_then(deselected) == Some(ids.len()) {
+            return Ok(rest);
+        }
+        let mut whole = self.run_once(project, &Selection::All)?;
+        whole.wall_ms += rest.wall_ms;
+        whole.invocations.splice(0..0, rest.invocations);
+        Ok(whole)
+    }
+
+    fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
+        vec![native_id.to_string()]
+    }
+
+    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
+        let id = format!("{}::{native_id}", project.name);
+        let file = native_id
+            .split("::")
+            .next()
+            .unwrap_or(native_id)
+            .to_string();
+        // A file, a class or a parametrized test without its parameters
+        // stands for every test pytest runs under it.
+        let partial = Partial::Group(vec![format!("{id}::"), format!("{id}[")]);
+        TargetKey {
+            collected_as: id.clone(),
+            id,
+            scopes: vec![file],
+            partial: Some(partial),
+        }
+    }
+
+    fn stub_hint(&self) -> &'static str {
+        "def name(*args, **kwargs):\n    raise NotImplementedError(\"name is not implemented yet\")"
+    }
+
+    fn version_command(&self, project: &Project) -> Vec<String> {
+        let mut argv = launcher(&project.root);
+        argv.push("--version".into());
+        argv
+    }
+}
+
+impl Pytest {
+    /// One pytest run of `selection`, observed.
+    fn run_once(
+        &self,
+        project: &Project,
+        selection: &Selection,
+    ) -> Result<Observation, ObserveError> {
         let scratch = Scratch::new()?;
         let report = scratch.path("report.xml");
-        let targets = match selection {
-            Selection::All => Vec::new(),
-            Selection::Tests(ids) => ids.clone(),
+        let (targets, deselect) = match selection {
+            Selection::All => (Vec::new(), Vec::new()),
+            Selection::Tests(ids) => (ids.clone(), Vec::new()),
+            Selection::AllExcept(ids) => (
+                Vec::new(),
+                ids.iter().map(|id| format!("--deselect={id}")).collect(),
+            ),
         };
         let report_flags = vec![
             format!("--junitxml={}", report.display()),
@@ -176,6 +238,7 @@ impl Adapter for Pytest {
                     ]
                     .map(String::from),
                 );
+                argv.extend(deselect);
                 argv.extend(targets);
                 argv
             }
@@ -198,7 +261,9 @@ impl Adapter for Pytest {
                 "pytest reported a usage error (exit 4){}",
                 super::last_line_suffix(&ran.stderr)
             )),
-            Some(5) => builder.fail("pytest collected no tests (exit 5)"),
+            Some(5) if !matches!(selection, Selection::AllExcept(_)) => {
+                builder.fail("pytest collected no tests (exit 5)");
+            }
             _ => {}
         }
         record_missing_report(&mut builder, &ran, "pytest");
@@ -211,34 +276,19 @@ impl Adapter for Pytest {
         builder.invocation(ran.invocation);
         Ok(builder.finish(selection))
     }
+}
 
-    fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
-        vec![native_id.to_string()]
-    }
-
-    fn target_key(&self, project: &Project, native_id: &str) -> TargetKey {
-        let id = format!("{}::{native_id}", project.name);
-        let file = native_id
-            .split("::")
-            .next()
-            .unwrap_or(native_id)
-            .to_string();
-        TargetKey {
-            collected_as: id.clone(),
-            id,
-            scopes: vec![file],
-        }
-    }
-
-    fn stub_hint(&self) -> &'static str {
-        "def name(*args, **kwargs):\n    raise NotImplementedError(\"name is not implemented yet\")"
-    }
-
-    fn version_command(&self, project: &Project) -> Vec<String> {
-        let mut argv = launcher(&project.root);
-        argv.push("--version".into());
-        argv
-    }
+/// How many tests pytest's summary line (`2 failed, 197 passed, 1 deselected in 0.52s`)
+/// says it deselected; `None` without such a line.
+fn deselected(stdout: &str) -> Option<usize> {
+    stdout.lines().rev().find_map(|line| {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let at = words.iter().position(|w| *w == "deselected")?;
+        words.get(at.checked_sub(1)?)?.parse().ok()
+    })
 }
 
 /// Parses pytest's JUnit report into node ids, outcomes and collection errors.
@@ -301,11 +351,7 @@ fn result_of(case: &JunitCase) -> TestResult {
             } else {
                 classify(case)
             };
-            let message = if case.text.is_empty() {
-                case.message.clone()
-            } else {
-                format!("{}\n\n{}", case.message, case.text)
-            };
+            let message = headline_and_traceback(&case.message, &case.text);
             Some(Failure {
                 kind,
                 message: clip(&message, MESSAGE_KEEP),
@@ -315,6 +361,27 @@ fn result_of(case: &JunitCase) -> TestResult {
     TestResult {
         outcome: case.outcome,
         failure,
+    }
+}
+
+/// pytest's message first, as the headline, then its traceback without the
+/// `E ` lines that only repeat the message.
+fn headline_and_traceback(message: &str, text: &str) -> String {
+    let message = message.trim();
+    let traceback: Vec<&str> = text
+        .trim()
+        .lines()
+        .filter(|line| {
+            let Some(rest) = line.strip_prefix("E ") else {
+                return true;
+            };
+            message.is_empty() || !message.contains(rest.trim())
+        })
+        .collect();
+    match (message.is_empty(), traceback.is_empty()) {
+        (true, _) => traceback.join("\n"),
+        (false, true) => message.to_string(),
+        (false, false) => format!("{message}\n\n{}", traceback.join("\n")),
     }
 }
 
@@ -373,4 +440,51 @@ pub(crate) fn parse_collection(
 /// each run: about half a second per observation.)
 fn no_bytecode() -> (String, String) {
     ("PYTHONDONTWRITEBYTECODE".into(), "1".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pytest 8 xunit1: a failure's message is the assertion its traceback
+    /// already ends with, so the excerpt holds it once, as its first line.
+    #[test]
+    fn a_failure_message_is_not_repeated() -> Result<(), ReportError> {
+        let parsed = parse_report(
+            include_bytes!("../../tests/fixtures/pytest-junit.xml"),
+            Path::new("/nonexistent"),
+        )?;
+        let message = parsed
+            .tests
+            .iter()
+            .find(|(id, _)| id == "tests/test_a.py::test_fail")
+            .and_then(|(_, r)| r.failure.as_ref())
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            message.matches("assert (1 + 1) == 3").count(),
+            1,
+            "{message}"
+        );
+        assert!(message.starts_with("assert (1 + 1) == 3\n"), "{message}");
+        assert!(message.contains("AssertionError"), "{message}");
+        Ok(())
+    }
+
+    #[test]
+    fn the_summary_names_how_many_tests_were_deselected() {
+        for (stdout, count) in [
+            ("..\n2 passed, 1 deselected in 0.05s\n", Some(1)),
+            (
+                "F.\n1 failed, 197 passed, 12 deselected in 0.52s\n",
+                Some(12),
+            ),
+            ("== 3 deselected, 1 warning in 0.01s ==\n", Some(3)),
+            ("===== 199 passed, 2 deselected in 1.20s =====", Some(2)),
+            ("..\n2 passed in 0.05s\n", None),
+            ("", None),
+        ] {
+            assert_eq!(deselected(stdout), count, "{stdout}");
+        }
+    }
 }

@@ -94,3 +94,35 @@ fn text_without_events_is_an_error() {
     assert!(parse(b"hello\nworld\n", b"").is_err());
     assert!(parse(b"", b"").is_err());
 }
+
+/// go 1.19.8 `go test -json -count=1` over a table test whose second case
+/// fails: the parent's message names the failing subtest and quotes it, and
+/// test2json's `=== RUN` lines are left out.
+#[test]
+fn a_parent_names_its_failing_subtest() -> Result<(), ReportError> {
+    let stream = parse(
+        include_bytes!("../../tests/fixtures/go-test-subtests.jsonl"),
+        b"",
+    )?;
+    let message = |id: &str| {
+        stream
+            .parsed
+            .tests
+            .iter()
+            .find(|(test, _)| test == id)
+            .and_then(|(_, r)| r.failure.as_ref())
+            .map(|f| f.message.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        message("example.com/gt/sub::TestTable"),
+        "failing subtests: TestTable/off_by_one\nTestTable/off_by_one:\n\
+         sub_test.go:7: expected 3, got 2\n    --- FAIL: TestTable/off_by_one (0.00s)\n\
+         --- FAIL: TestTable (0.00s)"
+    );
+    assert_eq!(
+        message("example.com/gt/sub::TestTable/off_by_one"),
+        "sub_test.go:7: expected 3, got 2\n    --- FAIL: TestTable/off_by_one (0.00s)"
+    );
+    Ok(())
+}

@@ -143,3 +143,58 @@ fn recorded_jest_report() -> Result<(), ReportError> {
     );
     Ok(())
 }
+
+/// jest 22 writes a test named by an array with an array title: it is read
+/// as the runner prints it, and a malformed record is skipped with a
+/// diagnostic while every other record is still read.
+#[test]
+fn one_bad_record_never_costs_the_others() -> Result<(), ReportError> {
+    let parsed = parse(
+        include_bytes!("../../tests/fixtures/jest-json/jest22-array-title.json"),
+        Path::new("/fixture"),
+    )?;
+    assert_eq!(
+        outcomes(&parsed),
+        vec![
+            ("date.test.js > parse > 2010,6", Outcome::Passed, None),
+            ("date.test.js > parse > 2011,1", Outcome::Passed, None),
+            ("date.test.js > parse > plain", Outcome::Passed, None),
+            (
+                "calc.test.js > adds",
+                Outcome::Failed,
+                Some(FailureKind::Assertion)
+            ),
+        ]
+    );
+    assert_eq!(parsed.diagnostics.len(), 1, "{:?}", parsed.diagnostics);
+    assert!(
+        parsed.diagnostics[0].starts_with("date.test.js: skipped test record 3"),
+        "{:?}",
+        parsed.diagnostics
+    );
+    Ok(())
+}
+
+/// A target in a file whose records are fine is `not_found` when it is
+/// absent, even though another file of the report holds a malformed record.
+#[test]
+fn a_missing_target_beside_a_bad_record_is_not_found() {
+    use crate::model::Collection;
+    use crate::model::TargetStatus;
+    use crate::parsers::Format;
+    use crate::target::TargetKey;
+    let bytes = include_bytes!("../../tests/fixtures/jest-json/jest22-array-title.json");
+    let observation = crate::parsers::observe_bytes(Format::JestJson, bytes);
+    assert_eq!(observation.runner_error, None);
+    assert_eq!(observation.diagnostics.len(), 1);
+    let collection = Collection {
+        ids: observation.tests.keys().cloned().collect(),
+        ..Collection::default()
+    };
+    let key = TargetKey::exact(
+        "p::fixture/calc.test.js > subtracts".into(),
+        vec!["fixture/calc.test.js".into()],
+    );
+    let verdict = crate::target::lookup(&observation, Some(&collection), &key);
+    assert_eq!(verdict.status, TargetStatus::NotFound);
+}

@@ -5,8 +5,17 @@ use tdd_observe::config::AdapterKind;
 use crate::common::Fixture;
 use crate::common::TestResult;
 use crate::common::require;
+use tdd_observe::Outcome;
+use tdd_observe::observe_target;
 
 const LIB: &str = r#"
+/// ```
+/// assert_eq!(calc::add(1, 1), 2);
+/// ```
+///
+/// ```
+/// assert_eq!(calc::add(1, 1), 3);
+/// ```
 pub fn add(a: i32, b: i32) -> i32 {
     a + b
 }
@@ -80,8 +89,36 @@ fn expected_outcomes(fx: &Fixture) -> TestResult {
     fx.expect_alone("calc tests::passes", Passed)?;
     fx.expect_alone("calc tests::fails", FailedAssertion)?;
     fx.expect_alone("calc tests::nope", NotFound)?;
+    // An ignored test is reported skipped by a whole run, not left out.
+    let skipped = observation.tests.get("app::calc tests::skipped");
+    assert_eq!(
+        skipped.map(|r| r.outcome),
+        Some(Outcome::Skipped),
+        "{observation:?}"
+    );
+    // Doctests run and are reported under the library's `doc/lib` binary id.
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            (DOC_PASSES, Passed),
+            (DOC_FAILS, FailedAssertion),
+            ("calc::doc/lib src/lib.rs - add (line 99)", NotFound),
+        ],
+    );
+    fx.expect_alone(DOC_FAILS, FailedAssertion)?;
+    fx.expect_alone(DOC_PASSES, Passed)?;
+    // A test path without its binary finds the one test of that path.
+    fx.expect_alone("tests::passes", Passed)?;
+    fx.expect_alone("tests::fails", FailedAssertion)?;
+    fx.expect_alone("tests::nope", NotFound)?;
+    let (_, verdict) = observe_target(fx.adapter.as_ref(), &fx.project, "works")?;
+    assert_eq!(verdict.matched, vec!["app::calc::integ works"]);
     Ok(())
 }
+
+const DOC_PASSES: &str = "calc::doc/lib src/lib.rs - add (line 2)";
+const DOC_FAILS: &str = "calc::doc/lib src/lib.rs - add (line 6)";
 
 /// A test binary that does not compile forces the per-binary libtest path
 /// and reads `compile_error` for its tests while the others still run.

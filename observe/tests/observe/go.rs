@@ -5,6 +5,7 @@ use tdd_observe::config::AdapterKind;
 use crate::common::Fixture;
 use crate::common::TestResult;
 use crate::common::require;
+use tdd_observe::observe_target;
 
 const CALC: &str = r#"package calc
 
@@ -82,5 +83,36 @@ fn go_outcomes() -> TestResult {
     fx.expect_alone("example.com/m/calc::TestSub/two", FailedAssertion)?;
     fx.expect_alone("example.com/m/broken::TestX", CompileError)?;
     fx.expect_alone("example.com/m/calc::TestNope", NotFound)?;
+    Ok(())
+}
+
+/// A test name without its package finds the one test of that name under
+/// `./...`; a name two packages share is ambiguous and names both.
+#[test]
+fn go_names_without_their_package() -> TestResult {
+    let fx = fixture()?;
+    std::fs::create_dir_all(fx.dir.path().join("again"))?;
+    std::fs::write(
+        fx.dir.path().join("again/again_test.go"),
+        "package again\n\nimport \"testing\"\n\nfunc TestSkip(t *testing.T) {}\n",
+    )?;
+    let alone = |native: &str| observe_target(fx.adapter.as_ref(), &fx.project, native);
+    let (_, add) = alone("TestAdd")?;
+    assert_eq!(add.status, Passed, "{add:?}");
+    assert_eq!(add.matched, vec!["app::example.com/m/calc::TestAdd"]);
+    let (_, two) = alone("TestSub/two")?;
+    assert_eq!(two.status, FailedAssertion, "{two:?}");
+    assert_eq!(two.matched, vec!["app::example.com/m/calc::TestSub/two"]);
+    let (_, shared) = alone("TestSkip")?;
+    assert_eq!(shared.status, NotFound, "{shared:?}");
+    assert!(
+        shared
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains("ambiguous")),
+        "{shared:?}"
+    );
+    assert_eq!(shared.matched.len(), 2, "{shared:?}");
+    fx.expect_alone("TestNope", NotFound)?;
     Ok(())
 }

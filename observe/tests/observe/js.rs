@@ -103,3 +103,31 @@ fn jest_outcomes() -> TestResult {
     )?;
     check(&fx, "calc.test.js", "broken.test.js")
 }
+
+/// Two jest tests of one name in one describe are two tests.
+#[test]
+fn jest_same_named_tests_stay_apart() -> TestResult {
+    let fx = fixture(
+        AdapterKind::Jest,
+        &[
+            ("package.json", "{}"),
+            (
+                "dup.test.js",
+                "describe('math', () => {\n  test('adds', () => { expect(1 + 1).toBe(2); });\n  test('adds', () => { expect(1 + 1).toBe(3); });\n});\n",
+            ),
+        ],
+    )?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.totals.total, 2, "{observation:?}");
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("dup.test.js > math > adds", Passed),
+            ("dup.test.js > math > adds #2", FailedAssertion),
+        ],
+    );
+    fx.expect_alone("dup.test.js > math > adds #2", FailedAssertion)?;
+    Ok(())
+}

@@ -46,25 +46,25 @@ fn mocha_outcomes() -> TestResult {
     assert!(
         collection
             .ids
-            .contains("app::test/calc.spec.js > math adds"),
+            .contains("app::test/calc.spec.js > math > adds"),
         "{collection:?}"
     );
     fx.expect(
         &observation,
         &collection,
         &[
-            ("test/calc.spec.js > math adds", Passed),
-            ("test/calc.spec.js > math fails", FailedAssertion),
-            ("test/calc.spec.js > math throws", FailedError),
-            ("test/calc.spec.js > math skipped", NotRun),
+            ("test/calc.spec.js > math > adds", Passed),
+            ("test/calc.spec.js > math > fails", FailedAssertion),
+            ("test/calc.spec.js > math > throws", FailedError),
+            ("test/calc.spec.js > math > skipped", NotRun),
             ("test/broken.spec.js > x", FailedError),
-            ("test/calc.spec.js > math nope", NotFound),
+            ("test/calc.spec.js > math > nope", NotFound),
         ],
     );
-    fx.expect_alone("test/calc.spec.js > math adds", Passed)?;
-    fx.expect_alone("test/calc.spec.js > math fails", FailedAssertion)?;
+    fx.expect_alone("test/calc.spec.js > math > adds", Passed)?;
+    fx.expect_alone("test/calc.spec.js > math > fails", FailedAssertion)?;
     fx.expect_alone("test/broken.spec.js > x", FailedError)?;
-    fx.expect_alone("test/calc.spec.js > math nope", NotFound)?;
+    fx.expect_alone("test/calc.spec.js > math > nope", NotFound)?;
     fx.expect_alone("test/gone.spec.js > x", NotFound)?;
     Ok(())
 }
@@ -197,5 +197,64 @@ fn junit_without_command_is_a_runner_error() -> TestResult {
             .runner_error
             .is_some_and(|e| e.contains("test_command"))
     );
+    Ok(())
+}
+
+const DUPLICATES: &str = r#"
+const assert = require('assert');
+describe('math', () => {
+  it('adds', () => { assert.strictEqual(1 + 1, 2); });
+  it('adds', () => { assert.strictEqual(1 + 1, 3); });
+});
+"#;
+
+/// Two tests of one name in one describe are two tests: the second is
+/// `adds #2`, and each can be run alone.
+#[test]
+fn mocha_same_named_tests_stay_apart() -> TestResult {
+    require(&["node", "--version"], "install Node.js 20");
+    let fx = Fixture::new(
+        AdapterKind::Mocha,
+        &[("package.json", "{}"), ("test/dup.spec.js", DUPLICATES)],
+    )?;
+    fx.link_node_modules()?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.totals.total, 2, "{observation:?}");
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("test/dup.spec.js > math > adds", Passed),
+            ("test/dup.spec.js > math > adds #2", FailedAssertion),
+        ],
+    );
+    fx.expect_alone("test/dup.spec.js > math > adds #2", FailedAssertion)?;
+    Ok(())
+}
+
+/// node:test too, and a directory in `test_paths` stands for the files in it.
+#[test]
+fn node_test_same_named_tests_and_a_test_directory() -> TestResult {
+    require(&["node", "--version"], "install Node.js 20");
+    let source = format!("const {{ describe, it }} = require('node:test');\n{DUPLICATES}");
+    let fx = Fixture::with_config(
+        AdapterKind::NodeTest,
+        &[("package.json", "{}"), ("spec/dup.js", &source)],
+        |config| config.test_paths = vec!["spec/".to_string()],
+    )?;
+    let observation = fx.run_all()?;
+    let collection = fx.collect()?;
+    assert_eq!(observation.runner_error, None, "{observation:?}");
+    assert_eq!(observation.totals.total, 2, "{observation:?}");
+    fx.expect(
+        &observation,
+        &collection,
+        &[
+            ("spec/dup.js > math > adds", Passed),
+            ("spec/dup.js > math > adds #2", FailedAssertion),
+        ],
+    );
+    fx.expect_alone("spec/dup.js > math > adds #2", FailedAssertion)?;
     Ok(())
 }

@@ -5,6 +5,7 @@ use tdd_observe::config::AdapterKind;
 use crate::common::Fixture;
 use crate::common::TestResult;
 use crate::common::require;
+use tdd_observe::observe_target;
 
 const TESTS: &str = r#"
 import pytest
@@ -140,5 +141,56 @@ fn pytest_empty_project_is_never_green() -> TestResult {
     let observation = fx.run_all()?;
     assert!(observation.runner_error.is_some());
     assert!(!observation.is_green());
+    Ok(())
+}
+
+/// A file, a class or a parametrized test without its parameters stands for
+/// every test under it, and the verdict names the tests it matched.
+#[test]
+fn pytest_partial_targets() -> TestResult {
+    let fx = fixture()?;
+    let alone = |native: &str| observe_target(fx.adapter.as_ref(), &fx.project, native);
+    let (_, class) = alone("tests/test_calc.py::TestGroup")?;
+    assert_eq!(class.status, Passed, "{class:?}");
+    assert_eq!(
+        class.matched,
+        vec!["app::tests/test_calc.py::TestGroup::test_method"]
+    );
+    let (_, params) = alone("tests/test_calc.py::test_param")?;
+    assert_eq!(params.status, FailedAssertion, "{params:?}");
+    assert_eq!(params.matched.len(), 2, "{params:?}");
+    let (_, file) = alone("tests/test_calc.py")?;
+    assert_eq!(file.status, FailedError, "{file:?}");
+    assert_eq!(file.matched.len(), 7, "{file:?}");
+    assert!(
+        file.detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with("app::tests/test_calc.py::test_exception: ")),
+        "{file:?}"
+    );
+    fx.expect_alone("tests/test_broken.py", FailedError)?;
+    fx.expect_alone("tests/test_nothing_here.py", NotFound)?;
+    fx.expect_alone("tests/test_calc.py::TestAbsent", NotFound)?;
+    Ok(())
+}
+
+/// The engine sets nothing of its own in a test's environment beyond what the
+/// adapter needs: a project's tests see no `NO_COLOR` unless the project has it.
+#[test]
+fn pytest_tests_see_the_projects_environment() -> TestResult {
+    require(
+        &["python3", "-m", "pytest", "--version"],
+        "pip install pytest",
+    );
+    let mut fx = Fixture::new(
+        AdapterKind::Pytest,
+        &[(
+            "test_env.py",
+            "import os\n\ndef test_no_color_is_unset():\n    assert 'NO_COLOR' not in os.environ\n",
+        )],
+    )?;
+    let pinned = tdd_observe::hermetic::PinnedEnv::capture(["python3"]);
+    fx.project = fx.project.clone().hermetic(std::sync::Arc::new(pinned));
+    fx.expect_alone("test_env.py::test_no_color_is_unset", Passed)?;
     Ok(())
 }

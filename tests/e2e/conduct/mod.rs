@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::support::Env;
 
 mod bails;
+mod github;
 mod resume;
 mod worktree;
 
@@ -108,7 +109,23 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
         PathBuf::from(value["data"]["dir"].as_str().expect("dir")).join("thread.md"),
     )
     .expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 3, "{thread}");
+    // The run comment, then one per step.
+    assert_eq!(thread.matches("<!-- comment ").count(), 4, "{thread}");
+    // Each step's comment names the chain head its last commit anchors.
+    let anchors = git_in(
+        &dir.join("calc"),
+        &["log", "--format=%(trailers:key=TDD-Ledger,valueonly)"],
+    );
+    let heads: Vec<&str> = thread
+        .lines()
+        .filter_map(|l| l.strip_prefix("Ledger chain head at "))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    assert_eq!(heads.len(), 3, "{thread}");
+    assert!(
+        heads.iter().all(|h| anchors.lines().any(|a| a == *h)),
+        "{heads:?} {anchors}"
+    );
     assert_traced(&value);
 }
 

@@ -169,7 +169,8 @@ fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str, tes
     assert_eq!(committed, test, "{points:?}");
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 1, "{thread}");
+    // The run comment and step 1's.
+    assert_eq!(thread.matches("<!-- comment ").count(), 2, "{thread}");
     let pr = read(&value["data"]["pr"]);
     assert!(pr.contains("- [x] Step 1:"), "{pr}");
     for phase in ["RED", "GREEN", "REFACTOR"] {
@@ -292,7 +293,7 @@ fn a_stop_between_a_green_reject_and_its_revise_resumes_to_the_same_commits() {
     assert!(pr.contains("- GREEN ACCEPT"), "{pr}");
 }
 
-const ISSUE_TWO: &str = "# Subtraction and negation\n\nUsers need to subtract and negate.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n- [ ] `calc::neg(4)` returns -4\n";
+pub(super) const ISSUE_TWO: &str = "# Subtraction and negation\n\nUsers need to subtract and negate.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n- [ ] `calc::neg(4)` returns -4\n";
 const PLAN_TWO: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n  - n: 2\n    project: app\n    title: negation\n    test: app::calc::neg negates\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"2\"\n---\n";
 const NEG_TEST: &str = "#[test]\nfn negates() {\n    assert_eq!(calc::neg(4), -4);\n}\n";
 const NEG_STUB: &str = "\npub fn neg(_a: i32) -> i32 {\n    0\n}\n";
@@ -301,7 +302,7 @@ const NEG_IMPL: &str = "\npub fn neg(a: i32) -> i32 {\n    -a\n}\n";
 /// A two-step issue (subtraction, negation) whose step 1 REFACTOR is rejected once
 /// (its verifier doing `before_verdict` first) and revised into `DOCUMENTED`; the
 /// issue's path.
-fn project_two(env: &Env, before_verdict: &str) -> String {
+pub(super) fn project_two(env: &Env, before_verdict: &str) -> String {
     project_two_with(env, before_verdict, "")
 }
 
@@ -404,7 +405,13 @@ fn finish_two(env: &Env, issue: &str, revises: usize) {
     );
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
     let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
-    assert_eq!(thread.matches("<!-- comment ").count(), 2, "{thread}");
+    // The run comment and one per step (and the stop's comment, after a stop).
+    let stops = thread.matches("**Stopped**").count();
+    assert_eq!(
+        thread.matches("<!-- comment ").count() - stops,
+        3,
+        "{thread}"
+    );
     // Step 1's REFACTOR: one REJECT, one revise round; step 2's RED: one verifier.
     assert_eq!(
         prompts(&value, "developer-i1-s1-refactor-a2").len(),

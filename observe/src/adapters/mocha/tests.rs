@@ -26,7 +26,8 @@ fn message<'a>(parsed: &'a ParsedReport, id: &str) -> &'a str {
 }
 
 /// mocha 10.8.2 `--reporter json` on one file: the report lists failed
-/// tests under `tests` as well as `failures`; each test is read once.
+/// tests under `tests` as well as `failures`; each test is read once, in
+/// the order mocha ran them.
 #[test]
 fn recorded_mocha_report() -> Result<(), ReportError> {
     let parsed = parse_report(
@@ -39,13 +40,6 @@ fn recorded_mocha_report() -> Result<(), ReportError> {
         vec![
             (&*format!("{file} > top level"), Outcome::Passed, None),
             (&*format!("{file} > math adds"), Outcome::Passed, None),
-            (&*format!("{file} > math skipped"), Outcome::Skipped, None),
-            (&*format!("{file} > math later"), Outcome::Skipped, None),
-            (
-                &*format!("{file} > math nested deep"),
-                Outcome::Passed,
-                None
-            ),
             (
                 &*format!("{file} > math fails"),
                 Outcome::Failed,
@@ -55,6 +49,13 @@ fn recorded_mocha_report() -> Result<(), ReportError> {
                 &*format!("{file} > math throws"),
                 Outcome::Failed,
                 Some(FailureKind::Exception)
+            ),
+            (&*format!("{file} > math skipped"), Outcome::Skipped, None),
+            (&*format!("{file} > math later"), Outcome::Skipped, None),
+            (
+                &*format!("{file} > math nested deep"),
+                Outcome::Passed,
+                None
             ),
         ]
     );
@@ -127,6 +128,61 @@ fn recorded_load_failure_is_a_collection_error() -> Result<(), Box<dyn std::erro
             ("app::test/calc.spec.js > math skipped", Outcome::Skipped),
             ("app::test/calc.spec.js > math throws", Outcome::Failed),
             ("app::test/calc.spec.js > top level", Outcome::Passed),
+        ]
+    );
+    Ok(())
+}
+
+/// One malformed record (a `fullTitle` that is not a string) is skipped with a
+/// diagnostic; the report's other records are still read.
+#[test]
+fn a_malformed_record_is_skipped_alone() -> Result<(), Box<dyn std::error::Error>> {
+    let mut report: serde_json::Value = serde_json::from_slice(include_bytes!(
+        "../../../tests/fixtures/mocha-json/calc.spec.json"
+    ))?;
+    report["tests"][0]["fullTitle"] = serde_json::json!(5);
+    let parsed = parse_report(&serde_json::to_vec(&report)?, Path::new("/fixture"))?;
+    assert_eq!(parsed.tests.len(), 6, "{parsed:?}");
+    assert_eq!(parsed.diagnostics.len(), 1, "{parsed:?}");
+    assert!(parsed.diagnostics[0].starts_with("skipped tests record 0"));
+    Ok(())
+}
+
+/// mocha 10.8.2 with the adapter's reporter: ids join the title path with
+/// ` > ` like every other JavaScript adapter, and a failing hook is reported
+/// under its own title.
+#[test]
+fn recorded_title_path_report() -> Result<(), ReportError> {
+    let parsed = parse_report(
+        include_bytes!("../../../tests/fixtures/mocha-json/titlepath.json"),
+        Path::new("/fixture"),
+    )?;
+    let file = "test/calc.spec.js";
+    assert_eq!(
+        outcomes(&parsed),
+        vec![
+            (&*format!("{file} > math > adds"), Outcome::Passed, None),
+            (
+                &*format!("{file} > math > fails"),
+                Outcome::Failed,
+                Some(FailureKind::Assertion)
+            ),
+            (
+                &*format!("{file} > math > throws"),
+                Outcome::Failed,
+                Some(FailureKind::Exception)
+            ),
+            (&*format!("{file} > math > skipped"), Outcome::Skipped, None),
+            (
+                &*format!("{file} > math > nested > deep"),
+                Outcome::Passed,
+                None
+            ),
+            (
+                &*format!("{file} > hooks > \"before all\" hook for \"never runs\""),
+                Outcome::Failed,
+                Some(FailureKind::Exception)
+            ),
         ]
     );
     Ok(())

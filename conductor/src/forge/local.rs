@@ -1,53 +1,16 @@
-//! Where an issue comes from and where progress goes: the `Forge` trait and the
-//! local forge, which keeps the thread and the draft PR as markdown files.
+//! The local forge: the thread and the draft PR as markdown files.
 
 use std::path::Path;
 use std::path::PathBuf;
 
 use tdd_prompts::Issue;
 
+use super::Forge;
+use super::ForgeError;
 use crate::events::CommentPosted;
 use crate::events::ConductorEvent;
 use crate::events::PrOpened;
-use crate::issue::IssueError;
 use crate::journal::Journal;
-
-/// Why the forge could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum ForgeError {
-    /// The issue could not be read.
-    #[error(transparent)]
-    Issue(#[from] IssueError),
-    /// A forge file could not be written.
-    #[error("failed to write {}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The ledger that keeps comment ids failed.
-    #[error(transparent)]
-    Ledger(#[from] tdd_engine::ledger::LedgerError),
-}
-
-/// An issue tracker with comments and draft pull requests.
-pub trait Forge {
-    /// The issue being conducted.
-    fn issue(&self) -> Result<Issue, ForgeError>;
-
-    /// Creates or edits in place the one comment under `key`; returns its id. The id is
-    /// kept in the ledger, so a resumed run edits the comment instead of posting again.
-    fn comment(&self, key: &str, body: &str) -> Result<String, ForgeError>;
-
-    /// Opens the draft PR of `branch`, or updates its title and body; returns where it is.
-    fn open_or_update_draft_pr(
-        &self,
-        branch: &str,
-        title: &str,
-        body: &str,
-    ) -> Result<String, ForgeError>;
-}
 
 /// A forge on local files: `thread.md` (the issue and its comments, in order of
 /// first posting) and `pr.md` in the conduct run's directory.
@@ -145,9 +108,15 @@ impl Forge for LocalForge {
         if !self.journal.pr_opened()? {
             self.journal.record(&ConductorEvent::PrOpened(PrOpened {
                 branch: branch.to_string(),
-                path: self.pr_path(),
+                path: Some(self.pr_path()),
+                number: None,
+                url: None,
             }))?;
         }
         Ok(self.pr_path().display().to_string())
+    }
+
+    fn pr_location(&self) -> String {
+        self.pr_path().display().to_string()
     }
 }

@@ -1,0 +1,320 @@
+//! Public projects, observed exactly: on a pinned release of a real project per
+//! ecosystem, `tdd init` then `tdd test --all` reports the same tests as the runner's own
+//! listing, with the same counts, and a broken assertion is reported failed with its
+//! values in the excerpt.
+//!
+//! Each project is fetched once by its ecosystem's own client (pip for a PyPI sdist,
+//! `cargo vendor` for a crate, apt for the Go module Debian packages) into a cache under
+//! the target directory, then copied into a fresh repository per test.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+/// Where fetched projects are kept between runs.
+fn cache() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("corpus");
+    std::fs::create_dir_all(&dir).expect("corpus cache");
+    dir
+}
+
+/// Runs `program args` in `dir`, failing the test with its output when it fails.
+fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} {args:?} did not start: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed in {}:\n{}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The standard output of `program args` in `dir`, whatever its exit code.
+fn output(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} {args:?} did not start: {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fetches once: `fetch` fills a scratch directory outside any cargo workspace and
+/// names the project in it, which is then kept in the cache as `name`.
+fn fetched(name: &str, fetch: impl FnOnce(&Path) -> PathBuf) -> PathBuf {
+    let done = cache().join(name);
+    if !done.exists() {
+        let scratch = tempfile::tempdir().expect("scratch");
+        let source = fetch(scratch.path());
+        let partial = cache().join(format!("{name}.partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&partial);
+        run(
+            Path::new("."),
+            "cp",
+            &[
+                "-R",
+                &source.display().to_string(),
+                &partial.display().to_string(),
+            ],
+        );
+        // Another test process may have finished first; either copy is the same.
+        if std::fs::rename(&partial, &done).is_err() {
+            let _ = std::fs::remove_dir_all(&partial);
+        }
+    }
+    done
+}
+
+/// A repository holding a copy of `source` (its tests included), committed.
+fn repository(source: &Path) -> Env {
+    let env = Env::new();
+    run(
+        Path::new("."),
+        "cp",
+        &[
+            "-R",
+            &format!("{}/.", source.display()),
+            &env.root().display().to_string(),
+        ],
+    );
+    env.commit_all("the project as released");
+    env
+}
+
+/// `tdd init`, committed, then `tdd test --all`: the one observation and its native ids.
+fn observed(env: &Env) -> (Value, BTreeSet<String>) {
+    let (exit, init) = env.json(&["init"]);
+    assert_eq!(exit, 0, "{init}");
+    env.commit_all("tdd.toml");
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 0, "{}", value["error"]);
+    let observations = value["data"]["observations"]
+        .as_array()
+        .expect("observations");
+    assert_eq!(observations.len(), 1);
+    let observation = observations[0].clone();
+    let project = observation["project"]
+        .as_str()
+        .expect("project")
+        .to_string();
+    let ids = observation["tests"]
+        .as_object()
+        .expect("tests")
+        .keys()
+        .map(|id| {
+            id.strip_prefix(&format!("{project}::"))
+                .unwrap_or(id)
+                .to_string()
+        })
+        .collect();
+    (observation, ids)
+}
+
+/// Checks that `tdd` observed exactly the tests the runner lists itself, none failing.
+fn assert_same(observation: &Value, ids: &BTreeSet<String>, own: &BTreeSet<String>) {
+    assert_eq!(
+        ids.symmetric_difference(own).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "ids only one side reports"
+    );
+    let totals = &observation["totals"];
+    assert_eq!(totals["failed"], 0, "{totals}");
+}
+
+/// Adds the test file `path` whose test `name` fails, commits it, runs `tdd test --all`
+/// and gives the failure excerpt `tdd` reports for it.
+fn broken(env: &Env, path: &str, contents: &str, name: &str) -> String {
+    env.write(path, contents);
+    env.commit_all("a broken assertion");
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 0, "{}", value["error"]);
+    failure_of(&value["data"]["observations"][0], name)
+}
+
+/// The failure excerpt of the one test whose native id ends with `name`.
+fn failure_of(observation: &Value, name: &str) -> String {
+    let tests = observation["tests"].as_object().expect("tests");
+    let (_, result) = tests
+        .iter()
+        .find(|(id, _)| id.ends_with(name))
+        .unwrap_or_else(|| panic!("{name} not observed among {} tests", tests.len()));
+    assert_eq!(result["outcome"], "failed", "{result}");
+    result["failure"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn more_itertools() -> PathBuf {
+    fetched("more-itertools-10.5.0", |scratch| {
+        run(
+            scratch,
+            "python3",
+            &[
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "more-itertools==10.5.0",
+                "-d",
+                ".",
+            ],
+        );
+        run(scratch, "tar", &["xzf", "more-itertools-10.5.0.tar.gz"]);
+        scratch.join("more-itertools-10.5.0")
+    })
+}
+
+#[test]
+fn pytest_more_itertools_matches_pytests_own_collection() {
+    let env = repository(&more_itertools());
+    let own = run(
+        env.root(),
+        "python3",
+        &[
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+    );
+    let own: BTreeSet<String> = own
+        .lines()
+        .filter(|l| l.contains("::"))
+        .map(str::to_string)
+        .collect();
+    assert!(own.len() > 600, "{own:?}");
+    let (observation, ids) = observed(&env);
+    assert_same(&observation, &ids, &own);
+    assert_eq!(observation["totals"]["total"], own.len());
+
+    let excerpt = broken(
+        &env,
+        "tests/test_broken.py",
+        "import more_itertools\n\n\ndef test_first_is_broken():\n    assert more_itertools.first([1, 2]) == 2\n",
+        "test_first_is_broken",
+    );
+    assert!(excerpt.contains("assert 1 == 2"), "{excerpt}");
+}
+
+fn strsim() -> PathBuf {
+    fetched("strsim-0.11.1", |scratch| {
+        run(
+            scratch,
+            "cargo",
+            &["init", "-q", "--lib", "--name", "corpus_fetch"],
+        );
+        run(scratch, "cargo", &["add", "-q", "strsim@=0.11.1"]);
+        run(scratch, "cargo", &["vendor", "-q", "vendor"]);
+        let crate_dir = scratch.join("vendor/strsim");
+        std::fs::remove_file(crate_dir.join(".cargo-checksum.json")).expect("checksum file");
+        std::fs::write(crate_dir.join(".gitignore"), "target/\n").expect(".gitignore");
+        run(
+            &crate_dir,
+            "cargo",
+            &["generate-lockfile", "-q", "--offline"],
+        );
+        crate_dir
+    })
+}
+
+#[test]
+fn cargo_strsim_matches_nextests_own_listing() {
+    let env = repository(&strsim());
+    let listed = run(
+        env.root(),
+        "cargo",
+        &["nextest", "list", "--message-format", "json"],
+    );
+    let listed: Value = serde_json::from_str(&listed).expect("nextest list JSON");
+    let mut own = BTreeSet::new();
+    for (binary, suite) in listed["rust-suites"].as_object().expect("suites") {
+        for test in suite["testcases"].as_object().expect("testcases").keys() {
+            own.insert(format!("{binary} {test}"));
+        }
+    }
+    assert!(own.len() > 90, "{own:?}");
+    let (observation, ids) = observed(&env);
+    // Doctests are observed too; nextest does not list them.
+    let ids: BTreeSet<String> = ids
+        .into_iter()
+        .filter(|id| !id.contains("doctest"))
+        .collect();
+    assert_same(&observation, &ids, &own);
+
+    let excerpt = broken(
+        &env,
+        "tests/broken.rs",
+        "#[test]\nfn hamming_is_broken() {\n    assert_eq!(strsim::hamming(\"ab\", \"ac\"), Ok(0));\n}\n",
+        "hamming_is_broken",
+    );
+    assert!(excerpt.contains("left: Ok(1)"), "{excerpt}");
+    assert!(excerpt.contains("right: Ok(0)"), "{excerpt}");
+}
+
+fn google_uuid() -> PathBuf {
+    fetched("golang-github-google-uuid", |scratch| {
+        let download = ["download", "-q", "golang-github-google-uuid-dev"];
+        let fetched = Command::new("apt-get")
+            .args(download)
+            .current_dir(scratch)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !fetched {
+            // A fresh machine may have no package lists yet.
+            run(scratch, "apt-get", &["update", "-q"]);
+            run(scratch, "apt-get", &download);
+        }
+        let deb = std::fs::read_dir(scratch)
+            .expect("scratch")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "deb"))
+            .expect("the .deb apt downloaded");
+        run(scratch, "dpkg", &["-x", &deb.display().to_string(), "pkg"]);
+        scratch.join("pkg/usr/share/gocode/src/github.com/google/uuid")
+    })
+}
+
+#[test]
+fn go_google_uuid_matches_go_tests_own_report() {
+    let env = repository(&google_uuid());
+    let report = output(env.root(), "go", &["test", "-json", "./..."]);
+    let mut own = BTreeSet::new();
+    for line in report.lines() {
+        let event: Value = serde_json::from_str(line).expect("go test -json line");
+        let ended = matches!(event["Action"].as_str(), Some("pass" | "fail" | "skip"));
+        if let (true, Some(package), Some(test)) =
+            (ended, event["Package"].as_str(), event["Test"].as_str())
+        {
+            own.insert(format!("{package}::{test}"));
+        }
+    }
+    assert!(own.len() > 25, "{own:?}");
+    let (observation, ids) = observed(&env);
+    assert_same(&observation, &ids, &own);
+
+    let excerpt = broken(
+        &env,
+        "broken_test.go",
+        "package uuid\n\nimport \"testing\"\n\nfunc TestVersionIsBroken(t *testing.T) {\n\tif got, want := Must(NewRandom()).Version(), Version(3); got != want {\n\t\tt.Errorf(\"got version %d, want %d\", got, want)\n\t}\n}\n",
+        "TestVersionIsBroken",
+    );
+    assert!(excerpt.contains("got version 4, want 3"), "{excerpt}");
+}

@@ -11,7 +11,6 @@ use crate::error::Halt;
 use crate::events::Bailed;
 use crate::events::ConductorEvent;
 use crate::events::ForgeUnreachable;
-use crate::forge::Forge;
 use crate::forge::ForgeError;
 use crate::forge::RunMark;
 

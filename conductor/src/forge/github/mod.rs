@@ -485,7 +485,9 @@ impl Forge for GitHubForge {
         let mut failed = None;
         for status in statuses {
             let done = posted.iter().chain(now.iter()).any(|p: &PostedStatus| {
-                p.sha == status.sha && p.context == status.context && p.state == status.state.as_str()
+                p.sha == status.sha
+                    && p.context == status.context
+                    && p.state == status.state.as_str()
             });
             if done {
                 continue;
@@ -510,7 +512,9 @@ impl Forge for GitHubForge {
         // those posted before a failure are recorded too.
         if !now.is_empty() {
             self.journal
-                .record(&ConductorEvent::StatusesPosted(StatusesPosted { statuses: now }))?;
+                .record(&ConductorEvent::StatusesPosted(StatusesPosted {
+                    statuses: now,
+                }))?;
         }
         failed.map_or(Ok(()), Err)
     }

@@ -101,19 +101,7 @@ pub fn lookup(
         detail,
         matched: Vec::new(),
     };
-    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
-        return verdict(TargetStatus::RunnerError, Some(error));
-    }
-    let errors = observation
-        .collection_errors
-        .iter()
-        .chain(collection.iter().flat_map(|c| c.errors.iter()));
-    if let Some(error) = covering_error(errors, &key.scopes) {
-        let status = match error.kind {
-            FailureKind::Compile => TargetStatus::CompileError,
-            _ => TargetStatus::FailedError,
-        };
-        let detail = format!("{}: {}", error.scope, error.message);
+    if let Some((status, detail)) = broken(observation, collection, key) {
         return verdict(status, Some(detail));
     }
     if let Some(collection) = collection
@@ -176,19 +164,7 @@ fn lookup_partial(
             detail,
             matched,
         };
-    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
-        return verdict(TargetStatus::RunnerError, Some(error), Vec::new());
-    }
-    let errors = observation
-        .collection_errors
-        .iter()
-        .chain(collection.iter().flat_map(|c| c.errors.iter()));
-    if let Some(error) = covering_error(errors, &key.scopes) {
-        let status = match error.kind {
-            FailureKind::Compile => TargetStatus::CompileError,
-            _ => TargetStatus::FailedError,
-        };
-        let detail = format!("{}: {}", error.scope, error.message);
+    if let Some((status, detail)) = broken(observation, collection, key) {
         return verdict(status, Some(detail), Vec::new());
     }
     let matched: Vec<(&String, &TestResult)> = observation
@@ -221,7 +197,36 @@ fn lookup_partial(
     if let Some(error) = &observation.runner_error {
         return verdict(TargetStatus::RunnerError, Some(error.clone()), names);
     }
-    let (status, detail) = matched
+    let (status, detail) = worst(&matched, partial);
+    verdict(status, detail, names)
+}
+
+/// The status of an untrusted collection, or of a collection error covering
+/// the target's scopes, if either applies.
+fn broken(
+    observation: &Observation,
+    collection: Option<&Collection>,
+    key: &TargetKey,
+) -> Option<(TargetStatus, String)> {
+    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
+        return Some((TargetStatus::RunnerError, error));
+    }
+    let errors = observation
+        .collection_errors
+        .iter()
+        .chain(collection.iter().flat_map(|c| c.errors.iter()));
+    let error = covering_error(errors, &key.scopes)?;
+    let status = match error.kind {
+        FailureKind::Compile => TargetStatus::CompileError,
+        _ => TargetStatus::FailedError,
+    };
+    Some((status, format!("{}: {}", error.scope, error.message)))
+}
+
+/// The worst status among the tests a partial target matched; for a group
+/// the detail names the test it comes from.
+fn worst(matched: &[(&String, &TestResult)], partial: &Partial) -> (TargetStatus, Option<String>) {
+    matched
         .iter()
         .map(|(id, result)| {
             let (status, detail) = status_of(result);
@@ -232,8 +237,7 @@ fn lookup_partial(
             (status, detail)
         })
         .max_by_key(|(status, _)| weight(*status))
-        .unwrap_or((TargetStatus::NotFound, None));
-    verdict(status, detail, names)
+        .unwrap_or((TargetStatus::NotFound, None))
 }
 
 fn covering_error<'a>(

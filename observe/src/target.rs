@@ -90,8 +90,11 @@ pub fn lookup(
     collection: Option<&Collection>,
     key: &TargetKey,
 ) -> TargetVerdict {
+    // A partial target resolves to other tests only when it is not itself a
+    // test the run or the collection knows.
     if let Some(partial) = &key.partial
         && !observation.tests.contains_key(&key.id)
+        && !collection.is_some_and(|c| c.ids.contains(&key.collected_as))
     {
         return lookup_partial(observation, collection, key, partial);
     }
@@ -245,4 +248,41 @@ fn covering_error<'a>(
     scopes: &[String],
 ) -> Option<&'a CollectionError> {
     errors.find(|error| scopes.contains(&error.scope))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AdapterKind;
+    use crate::model::Totals;
+
+    /// A test the collection lists under the exact id is that test, even
+    /// when its key could also be read as partial: a run that timed out
+    /// before reporting it is a runner error, never `not_found`.
+    #[test]
+    fn an_exact_collected_id_is_not_resolved_as_partial() {
+        let observation = Observation {
+            project: "app".into(),
+            adapter: AdapterKind::Pytest,
+            invocations: Vec::new(),
+            wall_ms: 0,
+            tests: Default::default(),
+            collection_errors: Vec::new(),
+            totals: Totals::default(),
+            runner_counts: None,
+            runner_error: Some("the runner timed out".into()),
+            diagnostics: Vec::new(),
+        };
+        let id = "app::test_hang.py::test_hang".to_string();
+        let collection = Collection {
+            ids: [id.clone()].into(),
+            ..Collection::default()
+        };
+        let key = TargetKey {
+            partial: Some(Partial::Group(vec![format!("{id}::"), format!("{id}[")])),
+            ..TargetKey::exact(id, vec!["test_hang.py".into()])
+        };
+        let verdict = lookup(&observation, Some(&collection), &key);
+        assert_eq!(verdict.status, TargetStatus::RunnerError, "{verdict:?}");
+    }
 }

@@ -90,8 +90,11 @@ pub fn lookup(
     collection: Option<&Collection>,
     key: &TargetKey,
 ) -> TargetVerdict {
+    // A partial target resolves to other tests only when it is not itself a
+    // test the run or the collection knows.
     if let Some(partial) = &key.partial
         && !observation.tests.contains_key(&key.id)
+        && !collection.is_some_and(|c| c.ids.contains(&key.collected_as))
     {
         return lookup_partial(observation, collection, key, partial);
     }
@@ -101,19 +104,7 @@ pub fn lookup(
         detail,
         matched: Vec::new(),
     };
-    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
-        return verdict(TargetStatus::RunnerError, Some(error));
-    }
-    let errors = observation
-        .collection_errors
-        .iter()
-        .chain(collection.iter().flat_map(|c| c.errors.iter()));
-    if let Some(error) = covering_error(errors, &key.scopes) {
-        let status = match error.kind {
-            FailureKind::Compile => TargetStatus::CompileError,
-            _ => TargetStatus::FailedError,
-        };
-        let detail = format!("{}: {}", error.scope, error.message);
+    if let Some((status, detail)) = broken(observation, collection, key) {
         return verdict(status, Some(detail));
     }
     if let Some(collection) = collection
@@ -176,19 +167,7 @@ fn lookup_partial(
             detail,
             matched,
         };
-    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
-        return verdict(TargetStatus::RunnerError, Some(error), Vec::new());
-    }
-    let errors = observation
-        .collection_errors
-        .iter()
-        .chain(collection.iter().flat_map(|c| c.errors.iter()));
-    if let Some(error) = covering_error(errors, &key.scopes) {
-        let status = match error.kind {
-            FailureKind::Compile => TargetStatus::CompileError,
-            _ => TargetStatus::FailedError,
-        };
-        let detail = format!("{}: {}", error.scope, error.message);
+    if let Some((status, detail)) = broken(observation, collection, key) {
         return verdict(status, Some(detail), Vec::new());
     }
     let matched: Vec<(&String, &TestResult)> = observation
@@ -221,7 +200,36 @@ fn lookup_partial(
     if let Some(error) = &observation.runner_error {
         return verdict(TargetStatus::RunnerError, Some(error.clone()), names);
     }
-    let (status, detail) = matched
+    let (status, detail) = worst(&matched, partial);
+    verdict(status, detail, names)
+}
+
+/// The status of an untrusted collection, or of a collection error covering
+/// the target's scopes, if either applies.
+fn broken(
+    observation: &Observation,
+    collection: Option<&Collection>,
+    key: &TargetKey,
+) -> Option<(TargetStatus, String)> {
+    if let Some(error) = collection.and_then(|c| c.runner_error.clone()) {
+        return Some((TargetStatus::RunnerError, error));
+    }
+    let errors = observation
+        .collection_errors
+        .iter()
+        .chain(collection.iter().flat_map(|c| c.errors.iter()));
+    let error = covering_error(errors, &key.scopes)?;
+    let status = match error.kind {
+        FailureKind::Compile => TargetStatus::CompileError,
+        _ => TargetStatus::FailedError,
+    };
+    Some((status, format!("{}: {}", error.scope, error.message)))
+}
+
+/// The worst status among the tests a partial target matched; for a group
+/// the detail names the test it comes from.
+fn worst(matched: &[(&String, &TestResult)], partial: &Partial) -> (TargetStatus, Option<String>) {
+    matched
         .iter()
         .map(|(id, result)| {
             let (status, detail) = status_of(result);
@@ -232,8 +240,7 @@ fn lookup_partial(
             (status, detail)
         })
         .max_by_key(|(status, _)| weight(*status))
-        .unwrap_or((TargetStatus::NotFound, None));
-    verdict(status, detail, names)
+        .unwrap_or((TargetStatus::NotFound, None))
 }
 
 fn covering_error<'a>(
@@ -241,4 +248,41 @@ fn covering_error<'a>(
     scopes: &[String],
 ) -> Option<&'a CollectionError> {
     errors.find(|error| scopes.contains(&error.scope))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AdapterKind;
+    use crate::model::Totals;
+
+    /// A test the collection lists under the exact id is that test, even
+    /// when its key could also be read as partial: a run that timed out
+    /// before reporting it is a runner error, never `not_found`.
+    #[test]
+    fn an_exact_collected_id_is_not_resolved_as_partial() {
+        let observation = Observation {
+            project: "app".into(),
+            adapter: AdapterKind::Pytest,
+            invocations: Vec::new(),
+            wall_ms: 0,
+            tests: Default::default(),
+            collection_errors: Vec::new(),
+            totals: Totals::default(),
+            runner_counts: None,
+            runner_error: Some("the runner timed out".into()),
+            diagnostics: Vec::new(),
+        };
+        let id = "app::test_hang.py::test_hang".to_string();
+        let collection = Collection {
+            ids: [id.clone()].into(),
+            ..Collection::default()
+        };
+        let key = TargetKey {
+            partial: Some(Partial::Group(vec![format!("{id}::"), format!("{id}[")])),
+            ..TargetKey::exact(id, vec!["test_hang.py".into()])
+        };
+        let verdict = lookup(&observation, Some(&collection), &key);
+        assert_eq!(verdict.status, TargetStatus::RunnerError, "{verdict:?}");
+    }
 }

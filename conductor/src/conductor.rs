@@ -174,9 +174,12 @@ impl Conductor<'_> {
     }
 }
 
-/// The conduct run to resume in `work_tree` for issue `n`: the last one started there
-/// that did not complete.
-fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<String>, ConductError> {
+/// The conduct run started last in `work_tree` for issue `n`, and whether it completed.
+fn last_conduct(
+    database: &Path,
+    work_tree: &Path,
+    n: u64,
+) -> Result<Option<(String, bool)>, ConductError> {
     let events = crate::journal::every_conduct(database)?;
     let here = work_tree.display().to_string();
     let last = events
@@ -188,12 +191,20 @@ fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<Stri
             }
             _ => None,
         });
-    let completed = |id: &String| {
-        events
+    Ok(last.map(|id| {
+        let completed = events
             .iter()
-            .any(|(c, e)| c == id && matches!(e, ConductorEvent::Completed(_)))
-    };
-    Ok(last.filter(|id| !completed(id)).cloned())
+            .any(|(c, e)| c == id && matches!(e, ConductorEvent::Completed(_)));
+        (id.clone(), completed)
+    }))
+}
+
+/// The conduct run to resume in `work_tree` for issue `n`: the last one started there
+/// that did not complete.
+fn open_conduct(database: &Path, work_tree: &Path, n: u64) -> Result<Option<String>, ConductError> {
+    Ok(last_conduct(database, work_tree, n)?
+        .filter(|(_, completed)| !completed)
+        .map(|(id, _)| id))
 }
 
 /// The conduct run that completed issue `n` in `work_tree` last, when `branch` still
@@ -205,28 +216,12 @@ fn finished_conduct(
     branch: &str,
     plan_path: &str,
 ) -> Result<Option<String>, ConductError> {
-    let events = crate::journal::every_conduct(database)?;
-    let here = work_tree.display().to_string();
-    let last = events
-        .iter()
-        .rev()
-        .find_map(|(conduct, event)| match event {
-            ConductorEvent::ConductStarted(s) if s.worktree == here && s.issue == n => {
-                Some(conduct)
-            }
-            _ => None,
-        });
-    let completed = |id: &&String| {
-        events
-            .iter()
-            .any(|(c, e)| c == *id && matches!(e, ConductorEvent::Completed(_)))
-    };
-    let Some(id) = last.filter(completed) else {
+    let Some((id, true)) = last_conduct(database, work_tree, n)? else {
         return Ok(None);
     };
     let ticks = crate::plan::ticks_at(work_tree, &format!("refs/heads/{branch}"), plan_path);
     let done = !ticks.is_empty() && ticks.iter().all(|(_, t)| *t);
-    Ok(done.then(|| id.to_string()))
+    Ok(done.then_some(id))
 }
 
 /// A provider chosen by name at run time.

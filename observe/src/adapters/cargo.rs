@@ -153,7 +153,8 @@ impl Cargo {
         if let Some(ids) = ids {
             let filters: Vec<String> = ids.iter().map(|id| filterset(id)).collect();
             target = vec!["-E".to_string(), filters.join(" | ")];
-        } else if !except.is_empty() {
+        } else if !except.is_empty() && project.config.test_command.is_none() {
+            // A user's command gets `{target}` empty for a whole-suite run, as before.
             let filters: Vec<String> = except.iter().map(|id| filterset(id)).collect();
             target = vec!["-E".to_string(), format!("not ({})", filters.join(" | "))];
         }

@@ -280,24 +280,7 @@ impl Cargo {
         builder: &mut Builder,
     ) {
         for (index, binary) in binaries.iter().enumerate() {
-            let argv = vec![
-                binary.executable.to_string_lossy().into_owned(),
-                "--list".into(),
-                "--format".into(),
-                "terse".into(),
-                "--ignored".into(),
-            ];
-            let label = format!("ignored-{index}");
-            let job = Job {
-                label: &label,
-                argv,
-                cwd: binary.package_dir.as_deref(),
-                report: ReportAt::Stdout,
-                env: Vec::new(),
-            };
-            let ran = execute(project, scratch, job);
-            let ignored =
-                cargo_messages::parse_list(ran.report.as_deref().unwrap_or(b""), &binary.binary_id);
+            let (ignored, invocation) = list_tests(project, scratch, binary, index, true);
             builder.merge(ParsedReport {
                 tests: ignored
                     .into_iter()
@@ -311,9 +294,41 @@ impl Cargo {
                     .collect(),
                 ..ParsedReport::default()
             });
-            builder.invocation(ran.invocation);
+            builder.invocation(invocation);
         }
     }
+}
+
+/// The test names `binary` lists (`--list --format terse`), only its `#[ignore]`d ones
+/// when `ignored`, and the invocation that listed them.
+fn list_tests(
+    project: &Project,
+    scratch: &Scratch,
+    binary: &TestBinary,
+    index: usize,
+    ignored: bool,
+) -> (Vec<String>, crate::model::Invocation) {
+    let mut argv = vec![
+        binary.executable.to_string_lossy().into_owned(),
+        "--list".into(),
+        "--format".into(),
+        "terse".into(),
+    ];
+    if ignored {
+        argv.push("--ignored".into());
+    }
+    let label = format!("{}-{index}", if ignored { "ignored" } else { "list" });
+    let job = Job {
+        label: &label,
+        argv,
+        cwd: binary.package_dir.as_deref(),
+        report: ReportAt::Stdout,
+        env: Vec::new(),
+    };
+    let ran = execute(project, scratch, job);
+    let listed =
+        cargo_messages::parse_list(ran.report.as_deref().unwrap_or(b""), &binary.binary_id);
+    (listed, ran.invocation)
 }
 
 impl Adapter for Cargo {
@@ -327,29 +342,11 @@ impl Adapter for Cargo {
         let mut collection = Collection::default();
         if let Some(build) = self.build(project, &scratch, &mut builder) {
             for (index, binary) in build.binaries.iter().enumerate() {
-                let argv = vec![
-                    binary.executable.to_string_lossy().into_owned(),
-                    "--list".into(),
-                    "--format".into(),
-                    "terse".into(),
-                ];
-                let label = format!("list-{index}");
-                let job = Job {
-                    label: &label,
-                    argv,
-                    cwd: binary.package_dir.as_deref(),
-                    report: ReportAt::Stdout,
-                    env: Vec::new(),
-                };
-                let ran = execute(project, &scratch, job);
-                let listed = cargo_messages::parse_list(
-                    ran.report.as_deref().unwrap_or(b""),
-                    &binary.binary_id,
-                );
+                let (listed, invocation) = list_tests(project, &scratch, binary, index, false);
                 collection
                     .ids
                     .extend(listed.iter().map(|id| builder.qualify(id)));
-                builder.invocation(ran.invocation);
+                builder.invocation(invocation);
             }
             let doctests = doctest::list(project, &scratch, &build.binaries, &mut builder);
             collection.ids.extend(doctests);

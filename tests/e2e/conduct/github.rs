@@ -793,3 +793,46 @@ fn an_issue_without_criteria_bails_needs_user_with_the_question_on_the_thread() 
     drop(state);
     assert_eq!(env.git(&["rev-parse", "HEAD"]), head);
 }
+
+#[test]
+fn a_token_in_the_issue_or_in_a_leaf_verdict_is_posted_redacted() {
+    let issue = ISSUE_TWO
+        .replace(
+            "# Subtraction and negation",
+            &format!("# Subtraction and negation {TOKEN}"),
+        )
+        .replace("returns 3", &format!("returns 3, see {TOKEN}"));
+    let github = GitHub::start(&issue);
+    let (env, _origin) = github_env(&github);
+    super::resume::project_two_rejecting(&env, &format!("sub is undocumented; {TOKEN}"));
+    let (code, value) = conduct(&env);
+    assert_eq!(code, 0, "{value}");
+    let posted: Vec<Seen> = github.writes();
+    for seen in &posted {
+        assert!(!seen.body.contains(TOKEN), "the token in {}", seen.line());
+    }
+    let redacted = |marker: &str, text: &str| {
+        posted
+            .iter()
+            .any(|s| s.body.contains(marker) && s.body.contains(&format!("{text}{}", "[redacted]")))
+    };
+    // The verifier's reason reaches step 1's comment, the issue's criterion the run
+    // comment, and the title the PR: each with the token replaced.
+    assert!(
+        redacted("tdd-conduct:step-1", "sub is undocumented; "),
+        "{:#?}",
+        posted.iter().map(|s| &s.body).collect::<Vec<_>>()
+    );
+    assert!(
+        redacted("tdd-conduct:run", "returns 3, see "),
+        "{:#?}",
+        posted.iter().map(|s| &s.body).collect::<Vec<_>>()
+    );
+    let pr = &github.state().pulls[0];
+    let title = pr["title"].as_str().unwrap_or_default();
+    assert!(!title.contains(TOKEN), "{title}");
+    assert!(
+        !value.to_string().contains(TOKEN),
+        "the token in the envelope"
+    );
+}

@@ -306,8 +306,18 @@ pub(super) fn project_two(env: &Env, before_verdict: &str) -> String {
     project_two_with(env, before_verdict, "")
 }
 
+/// `project_two` whose step 1 REFACTOR verifier gives `reason` for its rejection.
+pub(super) fn project_two_rejecting(env: &Env, reason: &str) -> String {
+    project_two_built(env, "", "", reason)
+}
+
 /// `project_two` with `extra` leaf entries appended to the fixture.
 fn project_two_with(env: &Env, before_verdict: &str, extra: &str) -> String {
+    project_two_built(env, before_verdict, extra, "sub is undocumented")
+}
+
+/// `project_two_with` whose step 1 REFACTOR rejection gives `reason`.
+fn project_two_built(env: &Env, before_verdict: &str, extra: &str, reason: &str) -> String {
     let developer = |step: u32, phase: &str, attempt: &str, writes: &[(&str, String)]| {
         let mut entry = format!(
             "[[leaf]]\nrole = \"developer\"\nstep = {step}\nphase = \"{phase}\"\n{attempt}"
@@ -324,6 +334,7 @@ fn project_two_with(env: &Env, before_verdict: &str, extra: &str) -> String {
     };
     let reject = REFACTOR_REJECT
         .replace("phase = \"refactor\"", "step = 1\nphase = \"refactor\"")
+        .replace("sub is undocumented", reason)
         .replace(
             "[[leaf.do]]\naction = \"verdict\"",
             &format!("{before_verdict}[[leaf.do]]\naction = \"verdict\""),

@@ -49,6 +49,7 @@ impl Conductor<'_> {
         request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
+        request.sandbox = self.sandbox_for(who, &request);
         let span = tracing::info_span!(
             "leaf",
             role = role.as_str(),
@@ -123,6 +124,41 @@ impl Conductor<'_> {
         }
     }
 
+    /// The confinement of a leaf of `who` working on `request`.
+    fn sandbox_for(&self, who: Who, request: &Request) -> tdd_supervisor::Sandbox {
+        let provider = match who {
+            Who::Developer => &self.developer,
+            Who::Verifier => &self.verifier,
+        };
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let ledger_dir = self
+            .leaves
+            .database()
+            .parent()
+            .unwrap_or(&self.dir)
+            .to_path_buf();
+        let plan = std::path::Path::new(&self.plan_path);
+        if request.role() == tdd_prompts::Role::Planner
+            && let Some(dir) = plan.parent()
+        {
+            // A confined planner may write only the plan's directory, which must be
+            // there for the grant to name it.
+            let _ = std::fs::create_dir_all(request.workdir.join(dir));
+        }
+        crate::sandbox::for_leaf(
+            &self.config.sandbox,
+            &crate::sandbox::Place {
+                role: request.role(),
+                provider: provider.name(),
+                workdir: &request.workdir,
+                plan,
+                ledger_dir: &ledger_dir,
+                home: home.as_deref(),
+                own_worktree: self.own_worktree,
+            },
+        )
+    }
+
     fn leaf_bail(&self, class: &ExitClass, response: &Response, step: u32, phase: &str) -> Bail {
         let (cause, action) = match class {
             ExitClass::KillStuck { .. } => (
@@ -133,14 +169,22 @@ impl Conductor<'_> {
                 BailCause::KilledExternal,
                 "something outside tdd killed the leaf: find out what, then run `tdd conduct` again",
             ),
+            ExitClass::SpawnFailed { error } if error.starts_with("sandbox") => (
+                BailCause::SupervisorLost,
+                "this machine cannot confine leaves as [sandbox] require = true asks: run `tdd doctor`, or set require = false to run with what the kernel offers",
+            ),
             _ => (
                 BailCause::SupervisorLost,
                 "the leaf's supervisor was lost or the leaf never started: check `tdd leaves show` and the provider's command, then run `tdd conduct` again",
             ),
         };
+        let ended = match class {
+            ExitClass::SpawnFailed { error } => format!("spawn_failed: {error}"),
+            _ => class.tag().to_string(),
+        };
         Bail::new(
             cause,
-            format!("leaf {} ended as {}", response.leaf_id, class.tag()),
+            format!("leaf {} ended as {ended}", response.leaf_id),
             action,
         )
         .at(step, phase)

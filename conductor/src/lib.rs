@@ -15,6 +15,7 @@ pub mod lock;
 pub mod plan;
 mod report;
 mod revise;
+pub mod sandbox;
 mod step;
 mod verify;
 pub mod worktree;

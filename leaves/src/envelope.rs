@@ -50,6 +50,9 @@ pub struct Request {
     pub wall_timeout: Duration,
     /// Silence limit.
     pub idle_timeout: Option<Duration>,
+    /// How the leaf is confined. A confined leaf also gets a private temporary
+    /// directory (`TMPDIR`) that its policy lets it write.
+    pub sandbox: tdd_supervisor::Sandbox,
 }
 
 impl Request {
@@ -66,6 +69,7 @@ impl Request {
             max_turns: None,
             wall_timeout: Duration::from_secs(1800),
             idle_timeout: Some(Duration::from_secs(300)),
+            sandbox: tdd_supervisor::Sandbox::Off,
         }
     }
 

@@ -42,6 +42,10 @@ pub struct LeafStarted {
     pub leaf_id: String,
     /// The supervisor's id of its process.
     pub supervisor_id: String,
+    /// The confinement it ran under (`landlock-v7`, `none`, `disabled`); absent when
+    /// none was asked for, and in events written before confinement existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// The payload of `leaf_aborted`.

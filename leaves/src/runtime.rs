@@ -356,6 +356,7 @@ impl Leaves {
             };
             set.push(("PATH".to_string(), path));
         }
+        let sandbox = confined(&request.sandbox, files, &mut set);
         let env = leaf_env(&self.caller_env, &invocation.pass_env, &set);
         let mut spec = LeafSpec::new(invocation.argv.clone())
             .name(id)
@@ -371,7 +372,11 @@ impl Leaves {
         for (key, value) in env {
             spec = spec.env(key, value);
         }
-        spec
+        match sandbox {
+            tdd_supervisor::Sandbox::Off => spec,
+            tdd_supervisor::Sandbox::Disabled => spec.sandbox_disabled(),
+            tdd_supervisor::Sandbox::Confined { policy, require } => spec.sandbox(policy, require),
+        }
     }
 
     /// Launches a prepared leaf. Refuses one that was aborted, here or in another
@@ -396,9 +401,16 @@ impl Leaves {
             return Err(LeafError::Aborted { id: run.id.clone() });
         }
         let handle = self.supervisor.launch(spec)?;
+        let sandbox = handle
+            .launch_record()
+            .ok()
+            .flatten()
+            .and_then(|launch| launch.sandbox)
+            .map(|level| level.label());
         let event = LeavesEvent::LeafStarted(LeafStarted {
             leaf_id: run.id.clone(),
             supervisor_id: handle.id().to_string(),
+            sandbox,
         });
         ledger.record(run.run_id.as_deref(), &event)?;
         run.state = State::Running(Box::new(handle));
@@ -541,6 +553,28 @@ impl Leaves {
 
     fn ledger(&self) -> Result<Ledger, LedgerError> {
         Ledger::open(&self.database)
+    }
+}
+
+/// `sandbox` completed for one leaf: a confined leaf may also write its own files
+/// directory and a private temporary directory, which becomes its `TMPDIR`.
+fn confined(
+    sandbox: &tdd_supervisor::Sandbox,
+    files: &LeafFiles,
+    set: &mut Vec<(String, String)>,
+) -> tdd_supervisor::Sandbox {
+    let tdd_supervisor::Sandbox::Confined { policy, require } = sandbox else {
+        return sandbox.clone();
+    };
+    let mut policy = policy.clone();
+    let tmp = files.dir.join("tmp");
+    if std::fs::create_dir_all(&tmp).is_ok() {
+        set.push(("TMPDIR".to_string(), tmp.display().to_string()));
+    }
+    policy.write.push(files.dir.clone());
+    tdd_supervisor::Sandbox::Confined {
+        policy,
+        require: *require,
     }
 }
 

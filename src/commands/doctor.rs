@@ -95,6 +95,7 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
     }
     checks.push(ledger_check(ctx));
     checks.extend(agent_checks());
+    checks.push(sandbox_check());
     checks.push(forge_token_check());
     if let Some(check) = github_check(work_tree.as_deref()) {
         checks.push(check);
@@ -122,6 +123,30 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
                 .data(data)
                 .text(text),
         )
+    }
+}
+
+/// Whether leaves can be confined here: the kernel's Landlock, as `[sandbox]` gets it.
+fn sandbox_check() -> Check {
+    let level = tdd_sandbox::probe();
+    match &level {
+        tdd_sandbox::Level::Full { abi } => Check::pass(
+            "sandbox",
+            format!("Landlock ABI {abi}: leaves can be fully confined ([sandbox] enabled = true)"),
+        ),
+        tdd_sandbox::Level::Partial { abi, missing } => Check::fail(
+            "sandbox",
+            Severity::Warning,
+            format!("Landlock ABI {abi} confines leaves partly: {missing}"),
+            "a kernel of Linux 6.12 or newer confines leaves fully; `[sandbox] require = true` refuses to start leaves here",
+        ),
+        tdd_sandbox::Level::None { reason } => Check::fail(
+            "sandbox",
+            Severity::Warning,
+            format!("leaves cannot be confined: {reason}"),
+            "enable Landlock (the kernel's `lsm=` boot list) to confine leaves; `[sandbox] require = true` refuses to start leaves here",
+        ),
+        tdd_sandbox::Level::Disabled => Check::pass("sandbox", "disabled"),
     }
 }
 

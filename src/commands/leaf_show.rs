@@ -21,9 +21,16 @@ pub struct ShowArgs {
 /// Runs `tdd leaves show`.
 pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandError> {
     let location = ctx.ledger_location()?;
-    let record = match Ledger::open_read_only(&location.database)? {
-        Some(ledger) => tdd_leaves::identity::find_leaf(&ledger, &args.id)?,
-        None => None,
+    let (record, sandbox) = match Ledger::open_read_only(&location.database)? {
+        Some(ledger) => {
+            let record = tdd_leaves::identity::find_leaf(&ledger, &args.id)?;
+            let sandbox = match &record {
+                Some(r) => sandbox_of(&ledger, &r.leaf_id)?,
+                None => None,
+            };
+            (record, sandbox)
+        }
+        None => (None, None),
     };
     let Some(record) = record else {
         return Err(CommandError::bad_input(
@@ -39,8 +46,9 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
         let data = json!({ "leaf_id": record.leaf_id, "prompt": record.prompt });
         return Ok(Outcome::new(data, record.prompt.text.clone()));
     }
+    let sandbox_text = sandbox.as_deref().unwrap_or("not asked for");
     let text = format!(
-        "leaf {}\n  role: {}\n  provider: {}\n  issue #{} · step {} · {} · attempt {}\n  prompt: {} ({} bytes, {} fixed, {} issue-specific)\n",
+        "leaf {}\n  role: {}\n  provider: {}\n  issue #{} · step {} · {} · attempt {}\n  prompt: {} ({} bytes, {} fixed, {} issue-specific)\n  sandbox: {sandbox_text}\n",
         record.leaf_id,
         record.role,
         record.provider,
@@ -57,5 +65,19 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
     if let Some(prompt) = data.get_mut("prompt").and_then(|p| p.as_object_mut()) {
         prompt.remove("text");
     }
+    if let Some(object) = data.as_object_mut() {
+        object.insert("sandbox".into(), json!(sandbox));
+    }
     Ok(Outcome::new(data, text))
+}
+
+/// The confinement the leaf ran under, from its `leaf_started` event: `None` when it
+/// never started or no confinement was asked for.
+fn sandbox_of(ledger: &Ledger, leaf_id: &str) -> Result<Option<String>, CommandError> {
+    let started = ledger.events_of_kind(None, "leaf_started")?;
+    Ok(started
+        .iter()
+        .rev()
+        .find(|e| e.payload["leaf_id"] == leaf_id)
+        .and_then(|e| e.payload["sandbox"].as_str().map(str::to_string)))
 }

@@ -294,5 +294,6 @@ fn resolve(spec: &LeafSpec, id: &str, state_dir: &Path, here: &Path, dir: &LeafD
         grace_ms: clock::millis(spec.grace),
         heartbeat_ms: clock::millis(spec.heartbeat).max(1),
         created_at: clock::now_rfc3339(),
+        sandbox: spec.sandbox.clone(),
     }
 }

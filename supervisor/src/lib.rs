@@ -50,6 +50,7 @@ pub use records::FORMAT_VERSION;
 pub use records::Heartbeat;
 pub use records::LaunchRecord;
 pub use records::ProcessId;
+pub use records::Sandbox;
 pub use report::JsonLinesReporter;
 pub use report::LeafEvent;
 pub use report::NoopReporter;

@@ -76,6 +76,9 @@ pub(crate) struct Job {
     pub grace_ms: u64,
     pub heartbeat_ms: u64,
     pub created_at: String,
+    /// How the leaf is confined; absent in jobs written before confinement existed.
+    #[serde(default)]
+    pub sandbox: Sandbox,
 }
 
 /// What the supervisor recorded once the leaf was spawned (`launch.json`).
@@ -94,6 +97,29 @@ pub struct LaunchRecord {
     pub supervisor: ProcessId,
     /// When the leaf was spawned (UTC RFC 3339).
     pub launched_at: String,
+    /// The confinement the leaf actually ran under; absent in records written before
+    /// confinement existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<tdd_sandbox::Level>,
+}
+
+/// How a leaf is to be confined.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Sandbox {
+    /// No confinement asked for: the leaf runs as its caller could.
+    #[default]
+    Off,
+    /// Confinement turned off by configuration; recorded as `disabled`.
+    Disabled,
+    /// Confined by `policy`; with `require`, a leaf that cannot be confined fully
+    /// (no Landlock, or an older ABI) is not started.
+    Confined {
+        /// What the leaf may touch.
+        policy: tdd_sandbox::Policy,
+        /// Refuse to start without full confinement.
+        require: bool,
+    },
 }
 
 /// The supervisor's periodic sign of life (`heartbeat.json`).

@@ -36,6 +36,7 @@ pub struct LeafSpec {
     pub(crate) max_output_bytes: Option<u64>,
     pub(crate) grace: Duration,
     pub(crate) heartbeat: Duration,
+    pub(crate) sandbox: crate::records::Sandbox,
 }
 
 impl LeafSpec {
@@ -62,6 +63,7 @@ impl LeafSpec {
             max_output_bytes: None,
             grace: DEFAULT_GRACE,
             heartbeat: DEFAULT_HEARTBEAT,
+            sandbox: crate::records::Sandbox::Off,
         }
     }
 
@@ -164,6 +166,20 @@ impl LeafSpec {
     /// requests (requests made through this crate also wake it at once).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat = interval;
+        self
+    }
+
+    /// Confines the leaf and everything it starts to `policy`. With `require`, a leaf
+    /// that cannot be fully confined here is not started: its exit is `spawn_failed`
+    /// naming what is missing.
+    pub fn sandbox(mut self, policy: tdd_sandbox::Policy, require: bool) -> Self {
+        self.sandbox = crate::records::Sandbox::Confined { policy, require };
+        self
+    }
+
+    /// Records that confinement was turned off by configuration (`disabled`).
+    pub fn sandbox_disabled(mut self) -> Self {
+        self.sandbox = crate::records::Sandbox::Disabled;
         self
     }
 

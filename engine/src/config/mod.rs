@@ -25,6 +25,7 @@ pub use schema::ArtifactConfig;
 pub use schema::ConductorConfig;
 pub use schema::Config;
 pub use schema::ProviderConfig;
+pub use schema::SandboxConfig;
 pub use tdd_observe::config::AdapterKind;
 pub use tdd_observe::config::LockConfig;
 pub use tdd_observe::config::ProjectConfig;

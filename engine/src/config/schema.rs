@@ -33,6 +33,29 @@ pub struct Config {
     /// Paths never counted as touched by a cycle (tdd-cli's top-level `ignore`).
     #[serde(default)]
     pub ignore: Vec<String>,
+    /// How `tdd conduct` confines its leaves.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// The `[sandbox]` table: confinement of the leaves `tdd conduct` starts.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Confine leaves (Landlock). Off unless set; `false` is recorded as `disabled`.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Refuse to start a leaf that cannot be fully confined on this kernel.
+    #[serde(default)]
+    pub require: bool,
+    /// More paths no leaf may read (`~/` is the home directory), beside the
+    /// credential files that are always denied.
+    #[serde(default)]
+    pub deny_read: Vec<String>,
+    /// More paths a leaf may write (`~/` is the home directory): caches or state a
+    /// provider's CLI needs.
+    #[serde(default)]
+    pub write: Vec<String>,
 }
 
 /// One `[artifact.NAME]` table.

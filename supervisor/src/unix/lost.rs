@@ -118,6 +118,7 @@ mod tests {
                 start_time: 40,
             },
             launched_at: String::new(),
+            sandbox: None,
         }
     }
 

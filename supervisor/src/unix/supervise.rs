@@ -101,6 +101,7 @@ fn record_launch(dir: &LeafDir, job: &Job, spawned: &Spawned, reporter: &dyn Rep
         pgid: spawned.leaf.pid,
         supervisor: own_identity(),
         launched_at: crate::clock::now_rfc3339(),
+        sandbox: spawned.sandbox.clone(),
     };
     if let Err(error) = records::write_json(&dir.launch(), &launch) {
         log(format_args!("{}", error_chain(&error)));
@@ -171,6 +172,8 @@ pub(super) struct Spawned {
     pub started: Instant,
     pub stdout: Stream,
     pub stderr: Option<Stream>,
+    /// The confinement the leaf got, when the job asked for one.
+    pub sandbox: Option<tdd_sandbox::Level>,
 }
 
 /// Opens the files and spawns the leaf in a new process group with exactly the job's
@@ -215,6 +218,7 @@ fn spawn_leaf(job: &Job) -> Result<Spawned, String> {
         // Its own process group, led by the leaf: one `killpg` reaches the leaf and
         // everything it starts that does not deliberately leave the group.
         .process_group(0);
+    let sandbox = confine(&job.sandbox, &mut command)?;
     let child = command
         .spawn()
         .map_err(|error| format!("{program}: {error}"))?;
@@ -232,7 +236,40 @@ fn spawn_leaf(job: &Job) -> Result<Spawned, String> {
         started,
         stdout,
         stderr,
+        sandbox,
     })
+}
+
+/// Makes `command` confine the leaf as the job asks; the level it will have. An
+/// error (the text of a `spawn_failed` class) when the job requires confinement this
+/// kernel cannot give, or the rules cannot be built.
+fn confine(
+    sandbox: &crate::records::Sandbox,
+    command: &mut Command,
+) -> Result<Option<tdd_sandbox::Level>, String> {
+    use crate::records::Sandbox;
+    match sandbox {
+        Sandbox::Off => Ok(None),
+        Sandbox::Disabled => Ok(Some(tdd_sandbox::Level::Disabled)),
+        Sandbox::Confined { policy, require } => {
+            let confinement = tdd_sandbox::Confinement::prepare(policy)
+                .map_err(|error| format!("sandbox: {error}"))?;
+            let level = confinement.level().clone();
+            if *require && !matches!(level, tdd_sandbox::Level::Full { .. }) {
+                return Err(format!(
+                    "sandbox required but unavailable: {} ({})",
+                    level.label(),
+                    match &level {
+                        tdd_sandbox::Level::Partial { missing, .. } => missing.clone(),
+                        tdd_sandbox::Level::None { reason } => reason.clone(),
+                        _ => String::new(),
+                    }
+                ));
+            }
+            confinement.install(command);
+            Ok(Some(level))
+        }
+    }
 }
 
 fn open_stream(reader: io::PipeReader, path: &Path, cap: Option<u64>) -> Result<Stream, String> {

@@ -11,6 +11,7 @@ use crate::support::Env;
 mod bails;
 mod github;
 mod resume;
+mod sandbox;
 mod worktree;
 
 const MARKER: &str = "DEVELOPER-LEAF-MARKER-3f9c";

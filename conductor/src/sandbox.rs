@@ -1,0 +1,183 @@
+//! What each leaf may touch, from its role and the `[sandbox]` table.
+//!
+//! Every confined leaf reads and runs what the machine has, except the credential
+//! files below and `[sandbox] deny_read`. It writes only:
+//! - a developer: its work tree, but not the git directory in it (`.git`, a directory
+//!   when working in place, a pointer file in the conductor's worktree, whose git
+//!   directory lives outside and is out of reach);
+//! - a verifier: its scratch worktree (builds and caches its tests write), never the
+//!   developer's work tree;
+//! - a planner: the directory of the plan file;
+//! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state in
+//!   the home directory, `[sandbox] write`, and the ledger directory, which `tdd test`
+//!   and `tdd verdict` inside a leaf still write directly.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use tdd_engine::config::SandboxConfig;
+use tdd_prompts::Role;
+use tdd_sandbox::Policy;
+use tdd_supervisor::Sandbox;
+
+/// Credential files no leaf may read, relative to the home directory.
+pub const CREDENTIALS: &[&str] = &[
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".ssh",
+    ".netrc",
+    ".gnupg",
+    ".aws",
+    ".docker/config.json",
+];
+
+/// The state each built-in provider's CLI writes in the home directory.
+fn provider_state(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "claude" => &[".claude", ".claude.json", ".cache/claude", ".npm"],
+        "codex" => &[".codex", ".npm"],
+        "aider" => &[".aider", ".cache"],
+        _ => &[],
+    }
+}
+
+/// Where a leaf works, for its policy.
+pub(crate) struct Place<'a> {
+    /// The leaf's role.
+    pub role: Role,
+    /// The provider that runs it.
+    pub provider: &'a str,
+    /// The leaf's working directory (the developer's work tree, the verifier's
+    /// scratch worktree).
+    pub workdir: &'a Path,
+    /// The plan file, for a planner.
+    pub plan: &'a Path,
+    /// The repository's ledger directory.
+    pub ledger_dir: &'a Path,
+    /// The caller's home directory.
+    pub home: Option<&'a Path>,
+    /// Whether the work tree is the conductor's own worktree (its git directory is
+    /// elsewhere) rather than the user's checkout.
+    pub own_worktree: bool,
+}
+
+/// The confinement `config` asks for a leaf at `place`.
+pub(crate) fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
+    match config.enabled {
+        None => return Sandbox::Off,
+        Some(false) => return Sandbox::Disabled,
+        Some(true) => {}
+    }
+    let in_home = |rel: &str| -> Option<PathBuf> {
+        match rel.strip_prefix("~/") {
+            Some(rest) => place.home.map(|h| h.join(rest)),
+            None => Some(PathBuf::from(rel)),
+        }
+    };
+    let mut policy = Policy::default();
+    match place.role {
+        Role::Developer => {
+            policy.write.push(place.workdir.to_path_buf());
+            // In place, `.git` is the repository itself; in the conductor's worktree it
+            // is a pointer file whose git directory is outside and out of reach anyway.
+            if !place.own_worktree {
+                policy.deny_write.push(place.workdir.join(".git"));
+            }
+        }
+        Role::Verifier => {
+            // A scratch worktree made for this verifier alone: its tests build there.
+            // Its git directory lives in the repository, out of reach.
+            policy.write.push(place.workdir.to_path_buf());
+        }
+        Role::Planner => {
+            let dir = place.plan.parent().unwrap_or(place.workdir);
+            policy.write.push(place.workdir.join(dir));
+        }
+    }
+    policy.write.push(place.ledger_dir.to_path_buf());
+    for rel in provider_state(place.provider) {
+        policy.write.extend(place.home.map(|h| h.join(rel)));
+    }
+    policy
+        .write
+        .extend(config.write.iter().filter_map(|p| in_home(p)));
+    if let Some(home) = place.home {
+        policy
+            .deny_read
+            .extend(CREDENTIALS.iter().map(|rel| home.join(rel)));
+    }
+    policy
+        .deny_read
+        .extend(config.deny_read.iter().filter_map(|p| in_home(p)));
+    policy.write_files = ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    policy.without_landlock = std::env::var_os(tdd_sandbox::NO_LANDLOCK_VAR).is_some();
+    Sandbox::Confined {
+        policy,
+        require: config.require,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place<'a>(role: Role, home: &'a Path) -> Place<'a> {
+        Place {
+            role,
+            provider: "claude",
+            workdir: Path::new("/w/repo"),
+            plan: Path::new(".tdd/issue-1.md"),
+            ledger_dir: Path::new("/l/repos/r"),
+            home: Some(home),
+            own_worktree: false,
+        }
+    }
+
+    #[test]
+    fn each_role_writes_its_own_place_and_nobody_reads_credentials() {
+        let on = SandboxConfig {
+            enabled: Some(true),
+            deny_read: vec!["~/secrets".into()],
+            write: vec!["~/.cache/pip".into()],
+            ..SandboxConfig::default()
+        };
+        let home = Path::new("/h");
+        let Sandbox::Confined { policy, require } = for_leaf(&on, &place(Role::Developer, home))
+        else {
+            panic!("confined")
+        };
+        assert!(!require);
+        assert!(policy.write.contains(&PathBuf::from("/w/repo")));
+        assert!(policy.deny_write.contains(&PathBuf::from("/w/repo/.git")));
+        assert!(policy.write.contains(&PathBuf::from("/h/.claude")));
+        assert!(policy.write.contains(&PathBuf::from("/h/.cache/pip")));
+        assert!(
+            policy
+                .deny_read
+                .contains(&PathBuf::from("/h/.git-credentials"))
+        );
+        assert!(policy.deny_read.contains(&PathBuf::from("/h/.config/gh")));
+        assert!(policy.deny_read.contains(&PathBuf::from("/h/secrets")));
+        let Sandbox::Confined { policy, .. } = for_leaf(&on, &place(Role::Planner, home)) else {
+            panic!("confined")
+        };
+        assert!(policy.write.contains(&PathBuf::from("/w/repo/.tdd")));
+        assert!(!policy.write.contains(&PathBuf::from("/w/repo")));
+        assert_eq!(
+            for_leaf(&SandboxConfig::default(), &place(Role::Developer, home)),
+            Sandbox::Off
+        );
+        let off = SandboxConfig {
+            enabled: Some(false),
+            ..SandboxConfig::default()
+        };
+        assert_eq!(
+            for_leaf(&off, &place(Role::Developer, home)),
+            Sandbox::Disabled
+        );
+    }
+}

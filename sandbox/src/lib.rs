@@ -1,0 +1,321 @@
+//! Confinement of a process tree to what a [`Policy`] allows, with Landlock.
+//!
+//! A policy says which hierarchies the process may write, which paths it must not
+//! write even there, and which it must not read at all; everything else is readable
+//! and executable. The rules are built in the parent ([`Confinement::prepare`]) and
+//! applied in the child between fork and exec ([`Confinement::install`]), so they hold
+//! for the program and everything it starts, and cannot be lifted.
+//!
+//! Where the kernel has no Landlock the confinement is empty and its [`Level`] says so;
+//! a caller that requires confinement checks the level before starting anything.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use landlock::ABI;
+use landlock::Access;
+use landlock::AccessFs;
+use landlock::CompatLevel;
+use landlock::Compatible;
+use landlock::LandlockStatus;
+use landlock::PathBeneath;
+use landlock::PathFd;
+use landlock::Ruleset;
+use landlock::RulesetAttr;
+use landlock::RulesetCreated;
+use landlock::RulesetCreatedAttr;
+use landlock::Scope;
+use serde::Deserialize;
+use serde::Serialize;
+
+mod cover;
+
+/// The newest Landlock ABI whose rights a policy uses: filesystem rights up to
+/// truncation and device ioctls, and the signal and abstract-socket scopes (ABI 6).
+const WANTED: ABI = ABI::V6;
+
+/// What a confined process may touch. Paths should be absolute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Hierarchies the process may write: create, remove, rename and write files.
+    pub write: Vec<PathBuf>,
+    /// Paths under `write` that stay read-only (a work tree's `.git`).
+    #[serde(default)]
+    pub deny_write: Vec<PathBuf>,
+    /// Paths that cannot be read at all (credentials, the ledger). They stay
+    /// unwritable too.
+    #[serde(default)]
+    pub deny_read: Vec<PathBuf>,
+    /// Files the process may write but not create or remove (`/dev/null`, a terminal).
+    #[serde(default)]
+    pub write_files: Vec<PathBuf>,
+    /// Act as on a kernel without Landlock: nothing is enforced and the level is
+    /// `none`. The path such a machine takes, for tests and for comparison.
+    #[serde(default)]
+    pub without_landlock: bool,
+}
+
+/// How confined a process actually is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "level", rename_all = "snake_case")]
+pub enum Level {
+    /// Every rule of the policy is enforced (Landlock ABI `abi`).
+    Full {
+        /// The kernel's Landlock ABI version.
+        abi: u32,
+    },
+    /// Landlock is there but older than the policy wants: the filesystem rules of
+    /// `abi` are enforced, and `missing` names what is not.
+    Partial {
+        /// The kernel's Landlock ABI version.
+        abi: u32,
+        /// What this ABI cannot enforce.
+        missing: String,
+    },
+    /// Not confined: the kernel has no Landlock, or it is off.
+    None {
+        /// Why.
+        reason: String,
+    },
+    /// Not confined because the configuration turned confinement off.
+    Disabled,
+}
+
+impl Level {
+    /// The short name recorded and shown: `landlock-v7`, `landlock-v3-partial`,
+    /// `none`, `disabled`.
+    pub fn label(&self) -> String {
+        match self {
+            Level::Full { abi } => format!("landlock-v{abi}"),
+            Level::Partial { abi, .. } => format!("landlock-v{abi}-partial"),
+            Level::None { .. } => "none".to_string(),
+            Level::Disabled => "disabled".to_string(),
+        }
+    }
+
+    /// Whether the filesystem rules hold.
+    pub fn confines(&self) -> bool {
+        matches!(self, Level::Full { .. } | Level::Partial { .. })
+    }
+}
+
+/// What this kernel offers, as the level a policy would get here.
+pub fn probe() -> Level {
+    if std::env::var_os(NO_LANDLOCK_VAR).is_some() {
+        return Level::None {
+            reason: format!("{NO_LANDLOCK_VAR} is set"),
+        };
+    }
+    match kernel_status() {
+        LandlockStatus::Available { effective_abi, .. } => {
+            let abi = effective_abi as u32;
+            if abi >= WANTED as u32 {
+                Level::Full { abi }
+            } else {
+                Level::Partial {
+                    abi,
+                    missing: missing_below(abi),
+                }
+            }
+        }
+        LandlockStatus::NotEnabled => Level::None {
+            reason: "Landlock is built into the kernel but not enabled at boot".into(),
+        },
+        LandlockStatus::NotImplemented => Level::None {
+            reason: "the kernel has no Landlock".into(),
+        },
+    }
+}
+
+/// The kernel's Landlock status, read once per process.
+///
+/// Landlock restricts only the thread that asks, so a throwaway thread restricts
+/// itself with an empty ruleset and reports what the kernel said.
+fn kernel_status() -> LandlockStatus {
+    static STATUS: std::sync::OnceLock<LandlockStatus> = std::sync::OnceLock::new();
+    *STATUS.get_or_init(|| {
+        let asked = std::thread::spawn(|| {
+            Ruleset::default()
+                .set_compatibility(CompatLevel::BestEffort)
+                .handle_access(AccessFs::from_all(WANTED))
+                .and_then(Ruleset::create)
+                .and_then(RulesetCreated::restrict_self)
+                .map(|status| status.landlock)
+        });
+        match asked.join() {
+            Ok(Ok(status)) => status,
+            _ => LandlockStatus::NotImplemented,
+        }
+    })
+}
+
+/// Set in the environment, [`probe`] reports no Landlock whatever the kernel has, and a
+/// caller building policies sets [`Policy::without_landlock`]: the path a machine
+/// without it takes, for tests and for comparison.
+pub const NO_LANDLOCK_VAR: &str = "TDD_SANDBOX_NO_LANDLOCK";
+
+fn missing_below(abi: u32) -> String {
+    let mut missing = Vec::new();
+    if abi < 2 {
+        missing.push("renames and links across directories stay allowed (ABI 2)");
+    }
+    if abi < 3 {
+        missing.push("truncating files stays allowed (ABI 3)");
+    }
+    if abi < 5 {
+        missing.push("device ioctls stay allowed (ABI 5)");
+    }
+    if abi < 6 {
+        missing.push("signals to processes outside the sandbox stay allowed (ABI 6)");
+    }
+    missing.join("; ")
+}
+
+/// Why a policy could not be turned into rules.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel refused the ruleset or a rule.
+    #[error("failed to build the Landlock rules: {0}")]
+    Rules(#[from] landlock::RulesetError),
+}
+
+/// A policy's rules, ready to apply to a child process.
+pub struct Confinement {
+    ruleset: Option<RulesetCreated>,
+    level: Level,
+}
+
+impl std::fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confinement")
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Confinement {
+    /// No confinement, for a configuration that turned it off.
+    pub fn disabled() -> Confinement {
+        Confinement {
+            ruleset: None,
+            level: Level::Disabled,
+        }
+    }
+
+    /// Builds the rules of `policy` for this kernel. Paths that do not exist are
+    /// skipped: nothing there to grant.
+    pub fn prepare(policy: &Policy) -> Result<Confinement, SandboxError> {
+        let level = if policy.without_landlock {
+            Level::None {
+                reason: "the policy asks to act as without Landlock".into(),
+            }
+        } else {
+            probe()
+        };
+        let abi = match &level {
+            Level::Full { abi } | Level::Partial { abi, .. } => ABI::from(*abi as i32),
+            Level::None { .. } | Level::Disabled => {
+                return Ok(Confinement {
+                    ruleset: None,
+                    level,
+                });
+            }
+        };
+        let read = AccessFs::from_read(abi);
+        let all = AccessFs::from_all(abi);
+        let file_write = AccessFs::from_file(abi);
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(all)?;
+        if abi as u32 >= 6 {
+            ruleset = ruleset.scope(Scope::Signal | Scope::AbstractUnixSocket)?;
+        }
+        let mut created = ruleset.create()?;
+        let unreadable = policy.deny_read.clone();
+        let mut unwritable = policy.deny_write.clone();
+        unwritable.extend(policy.deny_read.iter().cloned());
+        for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
+            created = add(created, &path, read)?;
+        }
+        for path in cover::cover(&policy.write, &unwritable) {
+            created = add(created, &path, all)?;
+        }
+        for path in &policy.write_files {
+            created = add(created, path, file_write & !AccessFs::Execute)?;
+        }
+        Ok(Confinement {
+            ruleset: Some(created),
+            level,
+        })
+    }
+
+    /// The level the child gets.
+    pub fn level(&self) -> &Level {
+        &self.level
+    }
+
+    /// Makes `command` apply the rules in its child before exec. A child that cannot
+    /// apply them does not run: the spawn fails with the error.
+    pub fn install(self, command: &mut Command) {
+        let Some(ruleset) = self.ruleset else {
+            return;
+        };
+        let mut ruleset = Some(ruleset);
+        let apply = move || -> std::io::Result<()> {
+            if let Some(ruleset) = ruleset.take() {
+                // `restrict_self` makes two system calls (prctl and
+                // landlock_restrict_self) and allocates nothing on success.
+                ruleset
+                    .restrict_self()
+                    .map_err(|_| std::io::Error::from_raw_os_error(libc_eperm()))?;
+            }
+            Ok(())
+        };
+        pre_exec(command, apply);
+    }
+}
+
+/// `EPERM`, for a child that could not confine itself.
+const fn libc_eperm() -> i32 {
+    1
+}
+
+#[expect(
+    unsafe_code,
+    reason = "the closure runs between fork and exec; it only calls prctl and \
+              landlock_restrict_self through `restrict_self`, which are async-signal-safe"
+)]
+fn pre_exec(
+    command: &mut Command,
+    apply: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) {
+    // SAFETY: see the `expect` reason above; the closure takes no lock and does not
+    // allocate on its success path.
+    unsafe {
+        command.pre_exec(apply);
+    }
+}
+
+/// Adds a rule granting `access` beneath `path`, skipping a path that is gone. A file
+/// gets only the rights that apply to files.
+fn add(
+    created: RulesetCreated,
+    path: &std::path::Path,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<RulesetCreated, SandboxError> {
+    let Ok(fd) = PathFd::new(path) else {
+        return Ok(created);
+    };
+    let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+    let access = if is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(ABI::V6)
+    };
+    Ok(created.add_rule(PathBeneath::new(fd, access))?)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! `[sandbox] enabled = true`: a hostile developer and a hostile verifier, played by
+//! the scripted provider, try to reach git's internals, another work tree and the
+//! user's credentials; every attempt fails and the honest work still completes.
+
+use super::*;
+use crate::support::Env;
+
+const CREDENTIAL: &str = "https://user:s3cret-credential@example.invalid";
+const GH_TOKEN: &str = "gho_plantedHostsToken";
+
+/// A shell script that tries every escape and never fails itself.
+fn hostile(other: &Path) -> String {
+    let other = other.display();
+    [
+        "echo '#!/bin/sh' > .git/hooks/pre-commit".to_string(),
+        "echo hostile >> .git/info/exclude".to_string(),
+        "git config core.hooksPath /tmp/evil".to_string(),
+        "git update-index --assume-unchanged tests/add.rs".to_string(),
+        "git commit -q --amend --allow-empty -m hacked".to_string(),
+        format!("echo planted > {other}/planted"),
+        "cat \"$HOME/.git-credentials\" > \"$TMPDIR/leak-credentials\"".to_string(),
+        "cat \"$HOME/.config/gh/hosts.yml\" > \"$TMPDIR/leak-hosts\"".to_string(),
+        "true".to_string(),
+    ]
+    .join("; ")
+}
+
+fn run_hostile(script: &str) -> String {
+    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("[[leaf.do]]\naction = \"run\"\nargv = [\"sh\", \"-c\", \"{script}\"]\n")
+}
+
+/// The one-step project with confinement on (`extra` appended to `[sandbox]`), a
+/// hostile script first in the RED developer and the verifier, credentials planted in
+/// the home directory, and another work tree beside it; the issue and that work tree.
+fn hostile_project(env: &Env, extra: &str) -> (String, tempfile::TempDir) {
+    let other = tempfile::tempdir().expect("other work tree");
+    let script = run_hostile(&hostile(other.path()));
+    let verifier = GOOD_VERIFIER.replace(
+        "role = \"verifier\"\n",
+        &format!("role = \"verifier\"\n{script}"),
+    );
+    let fixture = fixture(&good_planner(""), &verifier).replacen(
+        "phase = \"red\"\n",
+        &format!("phase = \"red\"\n{script}"),
+        1,
+    );
+    let issue = project(env, &fixture);
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &format!("{config}\n[sandbox]\nenabled = true\n{extra}"),
+    );
+    env.commit_all("confine leaves");
+    std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
+    std::fs::create_dir_all(env.home.path().join(".config/gh")).expect("mkdir");
+    std::fs::write(
+        env.home.path().join(".config/gh/hosts.yml"),
+        format!("github.com:\n    oauth_token: {GH_TOKEN}\n"),
+    )
+    .expect("plant");
+    (issue, other)
+}
+
+/// The sandbox level `tdd leaves show` gives each leaf `tdd leaves` lists, by id.
+fn levels(env: &Env) -> Vec<(String, String)> {
+    let (code, listed) = env.json(&["leaves"]);
+    assert_eq!(code, 0, "{listed}");
+    let ids: Vec<String> = listed["data"]["leaves"]
+        .as_array()
+        .expect("leaves")
+        .iter()
+        .filter_map(|l| l["id"].as_str().map(String::from))
+        .collect();
+    ids.into_iter()
+        .map(|id| {
+            let (code, shown) = env.json(&["leaves", "show", &id]);
+            assert_eq!(code, 0, "{shown}");
+            let level = shown["data"]["sandbox"]
+                .as_str()
+                .unwrap_or("absent")
+                .to_string();
+            (id, level)
+        })
+        .collect()
+}
+
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_completes() {
+    let env = Env::new();
+    let (issue, other) = hostile_project(&env, "");
+    let exclude_before =
+        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default();
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    // The honest work is there, as the engine committed it.
+    let log = subjects(env.root());
+    assert_eq!(
+        log[log.len() - 3..],
+        [
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ],
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|s| s == "hacked"), "{log:?}");
+    // Nothing of git's changed.
+    assert!(!env.root().join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default(),
+        exclude_before
+    );
+    let hooks = std::process::Command::new("git")
+        .args(["config", "--get", "core.hooksPath"])
+        .current_dir(env.root())
+        .output()
+        .expect("git");
+    assert!(hooks.stdout.is_empty(), "core.hooksPath was set");
+    let flags = env.git(&["ls-files", "-v"]);
+    assert!(
+        flags
+            .lines()
+            .all(|l| !l.starts_with(|c: char| c.is_ascii_lowercase())),
+        "{flags}"
+    );
+    // Nothing in the other work tree, no credential anywhere tdd keeps files.
+    assert!(!other.path().join("planted").exists());
+    for (path, text) in files_under(env.ledger_home.path()) {
+        assert!(
+            !text.contains("s3cret-credential") && !text.contains(GH_TOKEN),
+            "a credential reached {}",
+            path.display()
+        );
+    }
+    // Every leaf says what it ran under.
+    let levels = levels(&env);
+    assert!(levels.len() >= 3, "{levels:?}");
+    for (id, level) in &levels {
+        assert!(level.starts_with("landlock-v"), "{id}: {level}");
+    }
+}
+
+#[test]
+fn without_landlock_the_run_records_none_and_require_refuses_to_start() {
+    let env = Env::new().with_env("TDD_SANDBOX_NO_LANDLOCK", "1");
+    let (issue, _other) = hostile_project(&env, "");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let levels = levels(&env);
+    assert!(!levels.is_empty());
+    for (id, level) in &levels {
+        assert_eq!(level, "none", "{id}");
+    }
+
+    let env = Env::new().with_env("TDD_SANDBOX_NO_LANDLOCK", "1");
+    let (issue, _other) = hostile_project(&env, "require = true\n");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 4, "{value}");
+    assert!(
+        value
+            .to_string()
+            .contains("sandbox required but unavailable"),
+        "{value}"
+    );
+    // No leaf ran: the repository is as the user left it.
+    assert_eq!(
+        subjects(env.root()).last().map(String::as_str),
+        Some("confine leaves")
+    );
+}

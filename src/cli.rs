@@ -115,6 +115,9 @@ pub fn main() -> Exit {
         Ok(cli) => cli,
         Err(err) => return usage_error(err, json_flag),
     };
+    if let Some(exit) = relayed(&cli, &args) {
+        return exit;
+    }
     let out = Output::new(cli.json, cli.quiet, cli.verbose);
     let name = cli.command.name();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli, out.clone())));
@@ -127,6 +130,40 @@ pub fn main() -> Exit {
                     .hint("this is a bug in tdd: report it with the command you ran"),
             ),
         ),
+    }
+}
+
+/// Inside a confined leaf (`TDD_ENGINE_RELAY` set), `tdd test`, `tdd status` and
+/// `tdd verdict` are run by the conductor on the leaf's behalf: their output and exit
+/// code are the conductor's run's. `None` for every other case.
+fn relayed(cli: &Cli, args: &[std::ffi::OsString]) -> Option<Exit> {
+    use std::io::Write;
+    if !matches!(
+        cli.command,
+        Command::Test(_) | Command::Status(_) | Command::Verdict(_)
+    ) {
+        return None;
+    }
+    let socket = std::env::var_os(tdd_conductor::relay::RELAY_VAR)?;
+    let mut cwd = std::env::current_dir().ok()?;
+    if let Some(dir) = &cli.directory {
+        cwd = cwd.join(dir);
+    }
+    let args = tdd_conductor::relay::without_directory(
+        args.iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
+    match tdd_conductor::relay::forward(std::path::Path::new(&socket), &args, &cwd) {
+        Ok(reply) => {
+            let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
+            let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
+            Some(Exit::Relayed(u8::try_from(reply.code).unwrap_or(70)))
+        }
+        Err(error) => {
+            let _ = writeln!(std::io::stderr(), "tdd: {error}");
+            Some(Exit::Internal)
+        }
     }
 }
 

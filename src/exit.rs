@@ -21,6 +21,9 @@ pub enum Exit {
     /// on (124 kill_stuck, 125 supervisor_lost, 127 spawn_failed, 130 stopped, 137
     /// killed_external); `tdd wait` gives 1 and 2 their documented meanings.
     Leaf(u8),
+    /// The exit code of the same command run by the conductor on a confined leaf's
+    /// behalf (one of the codes above).
+    Relayed(u8),
 }
 
 impl Exit {
@@ -34,7 +37,7 @@ impl Exit {
             Exit::Bailed => 4,
             Exit::Stopped => 5,
             Exit::Internal => 70,
-            Exit::Leaf(code) => code,
+            Exit::Leaf(code) | Exit::Relayed(code) => code,
         }
     }
 }

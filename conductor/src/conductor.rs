@@ -120,6 +120,8 @@ pub struct Conductor<'p> {
     /// Whether the issue was already completed by the run this one continues: then it
     /// is only published again, which changes nothing that is up to date.
     pub(crate) finished: bool,
+    /// The engine's door for confined leaves, when `[sandbox]` confines them.
+    pub(crate) relay: Option<crate::relay::Relay>,
 }
 
 impl std::fmt::Debug for Conductor<'_> {
@@ -374,6 +376,15 @@ impl<'p> Conductor<'p> {
         let dir = location.dir.join("conduct").join(&conduct);
         let journal = Journal::new(&location.database, &conduct);
         let forge = connected.into_forge(&dir, journal.clone());
+        let relay = match config.sandbox.enabled {
+            Some(true) => Some(
+                crate::relay::Relay::start(options.tdd_exe.clone(), location.database.clone())
+                    .map_err(|e| {
+                        ConductError::config(format!("failed to open the engine relay: {e}"))
+                    })?,
+            ),
+            _ => None,
+        };
         Ok(Conductor {
             work_tree,
             config,
@@ -396,6 +407,7 @@ impl<'p> Conductor<'p> {
             steps_planned: std::cell::Cell::new(0),
             own_worktree,
             finished,
+            relay,
         })
     }
 

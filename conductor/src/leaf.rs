@@ -50,6 +50,12 @@ impl Conductor<'_> {
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
         request.sandbox = self.sandbox_for(who, &request);
+        if let Some(relay) = &self.relay {
+            request.set_env.push((
+                crate::relay::RELAY_VAR.to_string(),
+                relay.socket().display().to_string(),
+            ));
+        }
         let span = tracing::info_span!(
             "leaf",
             role = role.as_str(),
@@ -83,7 +89,21 @@ impl Conductor<'_> {
                 leaf_started_s: Some(tdd_engine::ledger::clock::unix_seconds()),
                 pid: std::process::id(),
             });
-            self.leaves.start(&mut run).doing(doing)?;
+            if let (Some(relay), Some(policy)) = (&self.relay, run.policy()) {
+                relay.admit(
+                    run.id(),
+                    &request.workdir,
+                    policy,
+                    &run.files().dir.join("tmp"),
+                );
+            }
+            let started = self.leaves.start(&mut run);
+            if started.is_err()
+                && let Some(relay) = &self.relay
+            {
+                relay.clear();
+            }
+            started.doing(doing)?;
             span.record("leaf", run.id());
             self.progress.event(
                 "leaf_started",
@@ -104,6 +124,9 @@ impl Conductor<'_> {
                         run.id()
                     )))
                 })?;
+            if let Some(relay) = &self.relay {
+                relay.clear();
+            }
             let elapsed = began.elapsed();
             tracing::info!(exit = ?response.exit, wall_ms = crate::step::ms(elapsed), "leaf ended");
             match &response.exit {

@@ -13,6 +13,7 @@ pub mod journal;
 mod leaf;
 pub mod lock;
 pub mod plan;
+pub mod relay;
 mod report;
 mod revise;
 pub mod sandbox;

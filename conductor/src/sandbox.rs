@@ -9,8 +9,9 @@
 //!   developer's work tree;
 //! - a planner: the directory of the plan file;
 //! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state in
-//!   the home directory, `[sandbox] write`, and the ledger directory, which `tdd test`
-//!   and `tdd verdict` inside a leaf still write directly.
+//!   the home directory, and `[sandbox] write`. The ledger directory is out of reach
+//!   (read and write) but for the leaf's own files; `tdd test`, `tdd status` and
+//!   `tdd verdict` inside a leaf go through the conductor ([`crate::relay`]).
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -95,7 +96,10 @@ pub(crate) fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
             policy.write.push(place.workdir.join(dir));
         }
     }
-    policy.write.push(place.ledger_dir.to_path_buf());
+    // The ledger and every run's files are out of reach, read or write (a blind
+    // verifier must not read a developer's output); `tdd test`, `tdd status` and
+    // `tdd verdict` reach the engine through the conductor's relay.
+    policy.deny_read.push(place.ledger_dir.to_path_buf());
     for rel in provider_state(place.provider) {
         policy.write.extend(place.home.map(|h| h.join(rel)));
     }

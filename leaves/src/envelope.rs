@@ -53,6 +53,8 @@ pub struct Request {
     /// How the leaf is confined. A confined leaf also gets a private temporary
     /// directory (`TMPDIR`) that its policy lets it write.
     pub sandbox: tdd_supervisor::Sandbox,
+    /// Variables set for this leaf on top of the provider's (the engine relay's socket).
+    pub set_env: Vec<(String, String)>,
 }
 
 impl Request {
@@ -70,6 +72,7 @@ impl Request {
             wall_timeout: Duration::from_secs(1800),
             idle_timeout: Some(Duration::from_secs(300)),
             sandbox: tdd_supervisor::Sandbox::Off,
+            set_env: Vec::new(),
         }
     }
 

@@ -143,6 +143,18 @@ impl LeafRun {
         self.handle().map(|handle| handle.id())
     }
 
+    /// The policy the leaf will be confined by, complete with its own files and
+    /// temporary directory; `None` once started, or when it is not confined.
+    pub fn policy(&self) -> Option<&tdd_sandbox::Policy> {
+        match &self.state {
+            State::Prepared(spec) => match spec.sandbox_mode() {
+                tdd_supervisor::Sandbox::Confined { policy, .. } => Some(policy),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The leaf's files (prompt, result).
     pub fn files(&self) -> &LeafFiles {
         &self.files
@@ -356,6 +368,7 @@ impl Leaves {
             };
             set.push(("PATH".to_string(), path));
         }
+        set.extend(request.set_env.iter().cloned());
         let sandbox = confined(&request.sandbox, files, &mut set);
         let env = leaf_env(&self.caller_env, &invocation.pass_env, &set);
         let mut spec = LeafSpec::new(invocation.argv.clone())

@@ -42,6 +42,10 @@ mod target;
 use std::path::Path;
 use std::path::PathBuf;
 
+/// Set to a sandbox policy (JSON), every runner this process starts is confined by it:
+/// how a command run on a confined leaf's behalf keeps the leaf's code confined.
+pub const RUNNER_SANDBOX_VAR: &str = "TDD_RUNNER_SANDBOX";
+
 pub use adapters::adapter_for;
 pub use error::ObserveError;
 pub use error::ReportError;

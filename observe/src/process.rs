@@ -58,6 +58,20 @@ pub(crate) fn run(spec: &ProcessSpec<'_>) -> Finished {
     }
 }
 
+/// Confines `command` by the policy in [`crate::RUNNER_SANDBOX_VAR`], when this process
+/// has one. A policy that cannot be read or applied stops the runner from starting:
+/// confinement fails closed.
+fn confine(command: &mut Command) -> Result<(), String> {
+    let Some(text) = std::env::var_os(crate::RUNNER_SANDBOX_VAR) else {
+        return Ok(());
+    };
+    let policy: tdd_sandbox::Policy = serde_json::from_str(&text.to_string_lossy())
+        .map_err(|e| format!("{} is not a sandbox policy: {e}", crate::RUNNER_SANDBOX_VAR))?;
+    let confinement = tdd_sandbox::Confinement::prepare(&policy).map_err(|e| e.to_string())?;
+    confinement.install(command);
+    Ok(())
+}
+
 fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
     let Some((program, args)) = spec.argv.split_first() else {
         return Exit::NotStarted {
@@ -88,6 +102,11 @@ fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
         .stderr(stderr);
     #[cfg(unix)]
     unix::own_process_group(&mut command);
+    if let Err(why) = confine(&mut command) {
+        return Exit::NotStarted {
+            message: format!("refused to start `{program}`: {why}"),
+        };
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => return not_started("start", err),

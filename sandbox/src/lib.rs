@@ -45,7 +45,7 @@ pub struct Policy {
     #[serde(default)]
     pub deny_write: Vec<PathBuf>,
     /// Paths that cannot be read at all (credentials, the ledger). They stay
-    /// unwritable too.
+    /// unwritable too, but for what `write` names inside them.
     #[serde(default)]
     pub deny_read: Vec<PathBuf>,
     /// Files the process may write but not create or remove (`/dev/null`, a terminal).
@@ -239,8 +239,18 @@ impl Confinement {
         for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
             created = add(created, &path, read)?;
         }
-        for path in cover::cover(&policy.write, &unwritable) {
-            created = add(created, &path, all)?;
+        for root in &policy.write {
+            // A hole that holds the root does not apply to it: a write grant names a
+            // place inside an unreadable one on purpose (a leaf's own files).
+            let resolved = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            let holes: Vec<PathBuf> = unwritable
+                .iter()
+                .filter(|hole| !resolved(root).starts_with(resolved(hole)))
+                .cloned()
+                .collect();
+            for path in cover::cover(std::slice::from_ref(root), &holes) {
+                created = add(created, &path, all)?;
+            }
         }
         for path in &policy.write_files {
             created = add(created, path, file_write & !AccessFs::Execute)?;

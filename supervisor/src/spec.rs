@@ -183,6 +183,11 @@ impl LeafSpec {
         self
     }
 
+    /// How the leaf is to be confined.
+    pub fn sandbox_mode(&self) -> &crate::records::Sandbox {
+        &self.sandbox
+    }
+
     /// The argument vector, program first.
     pub fn argv(&self) -> &[String] {
         &self.argv

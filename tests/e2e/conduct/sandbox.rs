@@ -7,10 +7,13 @@ use crate::support::Env;
 
 const CREDENTIAL: &str = "https://user:s3cret-credential@example.invalid";
 const GH_TOKEN: &str = "gho_plantedHostsToken";
+/// Python that adds a table to the SQLite database named by its first argument.
+const SQL: &str = "'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"create table hostile(x)\"); c.commit()'";
 
 /// A shell script that tries every escape and never fails itself.
-fn hostile(other: &Path) -> String {
+fn hostile(other: &Path, ledger_home: &Path) -> String {
     let other = other.display();
+    let ledgers = format!("{}/repos/*", ledger_home.display());
     [
         "echo '#!/bin/sh' > .git/hooks/pre-commit".to_string(),
         "echo hostile >> .git/info/exclude".to_string(),
@@ -20,6 +23,9 @@ fn hostile(other: &Path) -> String {
         format!("echo planted > {other}/planted"),
         "cat \"$HOME/.git-credentials\" > \"$TMPDIR/leak-credentials\"".to_string(),
         "cat \"$HOME/.config/gh/hosts.yml\" > \"$TMPDIR/leak-hosts\"".to_string(),
+        format!("for db in {ledgers}/ledger.sqlite3; do python3 -c {SQL} \"$db\"; done"),
+        format!("cat {ledgers}/leaves/*/stdout > \"$TMPDIR/leak-outputs\""),
+        "(setsid sleep 3141 > /dev/null 2>&1 &)".to_string(),
         "true".to_string(),
     ]
     .join("; ")
@@ -35,7 +41,7 @@ fn run_hostile(script: &str) -> String {
 /// the home directory, and another work tree beside it; the issue and that work tree.
 fn hostile_project(env: &Env, extra: &str) -> (String, tempfile::TempDir) {
     let other = tempfile::tempdir().expect("other work tree");
-    let script = run_hostile(&hostile(other.path()));
+    let script = run_hostile(&hostile(other.path(), env.ledger_home.path()));
     let verifier = GOOD_VERIFIER.replace(
         "role = \"verifier\"\n",
         &format!("role = \"verifier\"\n{script}"),
@@ -83,6 +89,18 @@ fn levels(env: &Env) -> Vec<(String, String)> {
             (id, level)
         })
         .collect()
+}
+
+/// Whether a `sleep 3141` the hostile script left is still running.
+fn sleeper_alive() -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"3141"))
+            && std::fs::read_to_string(p.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
+    })
 }
 
 fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
@@ -149,6 +167,31 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
             path.display()
         );
     }
+    // The ledger is intact and holds nothing of theirs; the leaves read no other
+    // leaf's output; no process of theirs is left.
+    let (code, verified) = env.json(&["ledger", "verify"]);
+    assert_eq!(code, 0, "{verified}");
+    for (path, text) in files_under(env.ledger_home.path()) {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("leak-"))
+        {
+            assert!(text.is_empty(), "{} holds {text}", path.display());
+        }
+        if path.extension().is_some_and(|e| e == "sqlite3") {
+            let tables = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import sqlite3,sys; print([r[0] for r in sqlite3.connect(sys.argv[1]).execute('select name from sqlite_master')])",
+                ])
+                .arg(&path)
+                .output()
+                .expect("python3");
+            let tables = String::from_utf8_lossy(&tables.stdout).into_owned();
+            assert!(!tables.contains("hostile"), "{tables}");
+        }
+    }
+    assert!(!sleeper_alive(), "a leaf's process outlived it");
     // Every leaf says what it ran under.
     let levels = levels(&env);
     assert!(levels.len() >= 3, "{levels:?}");

@@ -237,12 +237,39 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
         }
     }
     render_interruptions(&mut out, &events);
+    if let Some(line) = sandbox_line(c)? {
+        out.push_str(&format!("\n{line}\n"));
+    }
     out.push_str(&format!(
         "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
         c.run_id.as_deref().unwrap_or("-")
     ));
     Ok(out)
+}
+
+/// The "Sandbox" line: how many of the issue's leaves ran under each confinement
+/// level, from their `leaf_started` events. `None` when no leaf had one recorded
+/// (`[sandbox]` not configured).
+fn sandbox_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
+    let marker = format!("-i{}-", c.issue.number());
+    let mut levels: BTreeMap<String, usize> = BTreeMap::new();
+    for event in Ledger::open(c.journal.database())?.events_of_kind(None, "leaf_started")? {
+        let leaf = event.payload["leaf_id"].as_str().unwrap_or_default();
+        let ours = event.run_id.is_none() || event.run_id == c.run_id;
+        if ours && leaf.contains(&marker) {
+            let level = event.payload["sandbox"].as_str().unwrap_or("not confined");
+            *levels.entry(level.to_string()).or_default() += 1;
+        }
+    }
+    if levels.keys().all(|level| level == "not confined") {
+        return Ok(None);
+    }
+    let parts: Vec<String> = levels
+        .iter()
+        .map(|(level, n)| format!("{n} {} {level}", if *n == 1 { "leaf" } else { "leaves" }))
+        .collect();
+    Ok(Some(format!("**Sandbox:** {}.", parts.join(", "))))
 }
 
 /// Bails and stops that a resume got past, one line each; the run's bail in full

@@ -198,6 +198,16 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
     for (id, level) in &levels {
         assert!(level.starts_with("landlock-v"), "{id}: {level}");
     }
+    // And the draft PR says so.
+    let pr = read(&value["data"]["pr"]);
+    let line = pr
+        .lines()
+        .find(|l| l.starts_with("**Sandbox:**"))
+        .unwrap_or_else(|| panic!("no sandbox line in {pr}"));
+    assert!(
+        line.contains(&format!("{} leaves landlock-v", levels.len())),
+        "{line}"
+    );
 }
 
 #[test]

@@ -62,14 +62,31 @@ pub(crate) fn run(spec: &ProcessSpec<'_>) -> Finished {
 /// has one. A policy that cannot be read or applied stops the runner from starting:
 /// confinement fails closed.
 fn confine(command: &mut Command) -> Result<(), String> {
-    let Some(text) = std::env::var_os(crate::RUNNER_SANDBOX_VAR) else {
-        return Ok(());
-    };
-    let policy: tdd_sandbox::Policy = serde_json::from_str(&text.to_string_lossy())
-        .map_err(|e| format!("{} is not a sandbox policy: {e}", crate::RUNNER_SANDBOX_VAR))?;
-    let confinement = tdd_sandbox::Confinement::prepare(&policy).map_err(|e| e.to_string())?;
-    confinement.install(command);
-    Ok(())
+    // The rules are built once per process (the variable does not change) and cloned
+    // for each runner: a suite run starts several.
+    static RULES: std::sync::OnceLock<Result<Option<tdd_sandbox::Confinement>, String>> =
+        std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        let Some(text) = std::env::var_os(crate::RUNNER_SANDBOX_VAR) else {
+            return Ok(None);
+        };
+        let policy: tdd_sandbox::Policy = serde_json::from_str(&text.to_string_lossy())
+            .map_err(|e| format!("{} is not a sandbox policy: {e}", crate::RUNNER_SANDBOX_VAR))?;
+        tdd_sandbox::Confinement::prepare(&policy)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    });
+    match rules {
+        Ok(None) => Ok(()),
+        Ok(Some(rules)) => {
+            rules
+                .try_clone()
+                .map_err(|e| format!("failed to copy the sandbox rules: {e}"))?
+                .install(command);
+            Ok(())
+        }
+        Err(why) => Err(why.clone()),
+    }
 }
 
 fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {

@@ -261,6 +261,19 @@ impl Confinement {
         })
     }
 
+    /// The same rules again, for another child: building them once and cloning is
+    /// cheaper than building them per process.
+    pub fn try_clone(&self) -> std::io::Result<Confinement> {
+        Ok(Confinement {
+            ruleset: self
+                .ruleset
+                .as_ref()
+                .map(RulesetCreated::try_clone)
+                .transpose()?,
+            level: self.level.clone(),
+        })
+    }
+
     /// The level the child gets.
     pub fn level(&self) -> &Level {
         &self.level

@@ -2,7 +2,6 @@
 //! that records every request) and a bare repository as the `origin` remote.
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -340,26 +339,6 @@ fn conduct(env: &Env) -> (i32, Value) {
     ])
 }
 
-/// Every file under `dir`, read as text where it is.
-fn texts_under(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(texts_under(&path));
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            out.push((
-                path.display().to_string(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-            ));
-        }
-    }
-    out
-}
-
 fn assert_no_token_anywhere(github: &GitHub, env: &Env, value: &Value) {
     for seen in github.seen() {
         assert!(
@@ -381,8 +360,8 @@ fn assert_no_token_anywhere(github: &GitHub, env: &Env, value: &Value) {
     );
     // The ledger home holds the run directory (trace.jsonl, leaf files and their
     // recorded environments) and the ledger itself.
-    for (path, text) in texts_under(env.ledger_home.path()) {
-        assert!(!text.contains(TOKEN), "the token in {path}");
+    for (path, text) in files_under(env.ledger_home.path()) {
+        assert!(!text.contains(TOKEN), "the token in {}", path.display());
     }
 }
 
@@ -604,7 +583,7 @@ fn a_502_and_a_secondary_rate_limit_are_retried_and_recorded() {
         "the 502 is traced"
     );
     // The ledger records the retry (its database holds the payloads as text).
-    let recorded = texts_under(env.ledger_home.path())
+    let recorded = files_under(env.ledger_home.path())
         .into_iter()
         .any(|(_, text)| text.contains("forge_retry") && text.contains("HTTP 502"));
     assert!(recorded, "no forge_retry event in the ledger");

@@ -255,6 +255,23 @@ fn project(env: &Env, fixture: &str) -> String {
     issue.display().to_string()
 }
 
+/// Every file under `dir`, read as text (lossily).
+pub(super) fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    out
+}
+
 fn bail_of(value: &Value) -> (&str, &str) {
     (
         value["error"]["reason"].as_str().unwrap_or_default(),

@@ -103,22 +103,6 @@ fn sleeper_alive() -> bool {
     })
 }
 
-fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            out.extend(files_under(&path));
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
-        }
-    }
-    out
-}
-
 #[test]
 fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_completes() {
     let env = Env::new();

@@ -378,10 +378,14 @@ impl<'p> Conductor<'p> {
         let forge = connected.into_forge(&dir, journal.clone());
         let relay = match config.sandbox.enabled {
             Some(true) => Some(
-                crate::relay::Relay::start(options.tdd_exe.clone(), location.database.clone())
-                    .map_err(|e| {
-                        ConductError::config(format!("failed to open the engine relay: {e}"))
-                    })?,
+                crate::relay::Relay::start(
+                    options.tdd_exe.clone(),
+                    location.database.clone(),
+                    std::env::vars().collect(),
+                )
+                .map_err(|e| {
+                    ConductError::config(format!("failed to open the engine relay: {e}"))
+                })?,
             ),
             _ => None,
         };

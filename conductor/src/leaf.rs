@@ -160,6 +160,11 @@ impl Conductor<'_> {
             .parent()
             .unwrap_or(&self.dir)
             .to_path_buf();
+        if self.config.sandbox.enabled == Some(true)
+            && let Some(home) = &home
+        {
+            crate::sandbox::make_provider_state(provider.name(), home);
+        }
         let plan = std::path::Path::new(&self.plan_path);
         if request.role() == tdd_prompts::Role::Planner
             && let Some(dir) = plan.parent()

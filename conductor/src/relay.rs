@@ -109,8 +109,13 @@ impl std::fmt::Debug for Relay {
 
 impl Relay {
     /// Listens for leaves of the repository whose ledger is `database`; commands run as
-    /// `tdd` (the binary at `tdd`) with the conductor's environment.
-    pub fn start(tdd: PathBuf, database: PathBuf) -> std::io::Result<Relay> {
+    /// `tdd` (the binary at `tdd`) in exactly the environment `env` (the conductor's),
+    /// less forge tokens.
+    pub fn start(
+        tdd: PathBuf,
+        database: PathBuf,
+        env: BTreeMap<String, String>,
+    ) -> std::io::Result<Relay> {
         let dir = tempfile::Builder::new().prefix("tdd-relay-").tempdir()?;
         let socket = dir.path().join("engine.sock");
         let listener = UnixListener::bind(&socket)?;
@@ -119,6 +124,7 @@ impl Relay {
         let server = Server {
             tdd,
             database,
+            env: Arc::new(env),
             admitted: Arc::clone(&admitted),
         };
         let stopping = Arc::clone(&stop);
@@ -191,6 +197,7 @@ impl Drop for Relay {
 struct Server {
     tdd: PathBuf,
     database: PathBuf,
+    env: Arc<BTreeMap<String, String>>,
     admitted: Arc<Mutex<Option<Admitted>>>,
 }
 
@@ -224,6 +231,8 @@ impl Server {
         command
             .args(&request.args)
             .current_dir(&request.cwd)
+            .env_clear()
+            .envs(self.env.iter())
             .env_remove(RELAY_VAR)
             .env("TMPDIR", &admitted.tmp)
             .env(RUNNER_SANDBOX_VAR, &admitted.policy);

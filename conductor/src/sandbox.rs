@@ -33,7 +33,8 @@ pub const CREDENTIALS: &[&str] = &[
     ".docker/config.json",
 ];
 
-/// The state each built-in provider's CLI writes in the home directory.
+/// The state each built-in provider's CLI writes in the home directory: directories
+/// (made when missing, so that they can be granted) and files (ending in `.json`).
 fn provider_state(provider: &str) -> &'static [&'static str] {
     match provider {
         "claude" => &[".claude", ".claude.json", ".cache/claude", ".npm"],
@@ -43,8 +44,19 @@ fn provider_state(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// Makes the provider's state directories that are missing, so that a confined leaf
+/// can be granted them (Landlock grants only what exists). Best effort: a directory
+/// that cannot be made stays out of reach, and the CLI says so.
+pub fn make_provider_state(provider: &str, home: &Path) {
+    for rel in provider_state(provider) {
+        if !rel.ends_with(".json") {
+            let _ = std::fs::create_dir_all(home.join(rel));
+        }
+    }
+}
+
 /// Where a leaf works, for its policy.
-pub(crate) struct Place<'a> {
+pub struct Place<'a> {
     /// The leaf's role.
     pub role: Role,
     /// The provider that runs it.
@@ -64,7 +76,7 @@ pub(crate) struct Place<'a> {
 }
 
 /// The confinement `config` asks for a leaf at `place`.
-pub(crate) fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
+pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
     match config.enabled {
         None => return Sandbox::Off,
         Some(false) => return Sandbox::Disabled,

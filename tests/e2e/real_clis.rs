@@ -93,8 +93,8 @@ fn location(env: &Env) -> LedgerLocation {
     .expect("ledger location")
 }
 
-/// The conductor's side, with the CLI first on `PATH` and `api` as its environment.
-fn leaves(env: &Env, bin: &Path, api: &[(&str, String)]) -> Leaves {
+/// The conductor's environment, with the CLI first on `PATH` and `api` added.
+fn caller_env(env: &Env, bin: &Path, api: &[(&str, String)]) -> Vec<(String, String)> {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -112,7 +112,13 @@ fn leaves(env: &Env, bin: &Path, api: &[(&str, String)]) -> Leaves {
     .map(|(k, v)| (k.to_string(), v))
     .into();
     caller.extend(api.iter().map(|(k, v)| (k.to_string(), v.clone())));
-    Leaves::for_repository(&location(env), &assert_cmd::cargo::cargo_bin("tdd")).caller_env(caller)
+    caller
+}
+
+/// The conductor's side, with the CLI first on `PATH` and `api` as its environment.
+fn leaves(env: &Env, bin: &Path, api: &[(&str, String)]) -> Leaves {
+    Leaves::for_repository(&location(env), &assert_cmd::cargo::cargo_bin("tdd"))
+        .caller_env(caller_env(env, bin, api))
 }
 
 fn cycle() -> PlannedCycle {
@@ -549,4 +555,155 @@ fn claude_code_with_a_refused_key_is_unavailable_within_seconds() {
     );
     // Without the retry cap Claude Code retries for about three minutes.
     assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+/// Runs one leaf confined as the conductor would confine it, its `tdd` commands going
+/// through a relay; returns its response.
+fn run_confined(
+    env: &Env,
+    leaves: &Leaves,
+    provider: &dyn Provider,
+    mut request: Request,
+) -> Response {
+    let config = tdd_engine::config::SandboxConfig {
+        enabled: Some(true),
+        ..Default::default()
+    };
+    let ledger_dir = location(env).dir;
+    tdd_conductor::sandbox::make_provider_state(provider.name(), env.home.path());
+    request.sandbox = tdd_conductor::sandbox::for_leaf(
+        &config,
+        &tdd_conductor::sandbox::Place {
+            role: request.role(),
+            provider: provider.name(),
+            workdir: &request.workdir,
+            plan: Path::new(".tdd/issue-12.md"),
+            ledger_dir: &ledger_dir,
+            home: Some(env.home.path()),
+            own_worktree: true,
+        },
+    );
+    let relay = tdd_conductor::relay::Relay::start(
+        assert_cmd::cargo::cargo_bin("tdd"),
+        location(env).database,
+        caller_env(env, Path::new("/nonexistent"), &[])
+            .into_iter()
+            .collect(),
+    )
+    .expect("relay");
+    request.set_env.push((
+        tdd_conductor::relay::RELAY_VAR.to_string(),
+        relay.socket().display().to_string(),
+    ));
+    let workdir = request.workdir.clone();
+    let mut run = leaves.prepare(provider, request).expect("prepare");
+    let policy = run.policy().expect("a confined leaf").clone();
+    relay.admit(run.id(), &workdir, &policy, &run.files().dir.join("tmp"));
+    leaves.start(&mut run).expect("launch");
+    provider
+        .response(leaves, &mut run, Some(tdd_testutil::BOUND))
+        .expect("response")
+        .expect("the leaf ended")
+}
+
+#[test]
+fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
+    let Some(clis) = clis_dir("claude_code_runs_confined_and_reaches_the_engine_through_the_relay")
+    else {
+        return;
+    };
+    if !tdd_sandbox::probe().confines() {
+        eprintln!("skipped: this kernel cannot confine (tdd doctor says why)");
+        return;
+    }
+    let bin = bin_dir(&clis, "claude");
+    let env = project();
+    std::fs::write(
+        env.home.path().join(".git-credentials"),
+        "s3cret-credential",
+    )
+    .expect("plant");
+    let provider = tdd_leaves::providers::claude::Claude::new(None);
+    let api_env = |api: &FakeApi| {
+        vec![
+            ("ANTHROPIC_BASE_URL", api.url.clone()),
+            ("ANTHROPIC_API_KEY", "sk-ant-fake".to_string()),
+            ("DISABLE_TELEMETRY", "1".to_string()),
+            ("DISABLE_AUTOUPDATER", "1".to_string()),
+            ("DISABLE_ERROR_REPORTING", "1".to_string()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+        ]
+    };
+    // Confined, a developer works in the conductor's own worktree, whose git directory
+    // is outside it (in place, the root of the work tree is not writable).
+    let tree = env.home.path().join("worktree");
+    env.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        &tree.display().to_string(),
+    ]);
+    let tree = tree.canonicalize().expect("worktree");
+    let made = tree.join("notes.txt");
+    let hooks = env.root().join(".git/hooks/pre-commit");
+    let api = FakeApi::start(
+        Api::Anthropic,
+        vec![
+            Step::Tool(
+                "Bash",
+                json!({"command": "tdd status --json", "description": "assignment"}),
+            ),
+            Step::Tool(
+                "Bash",
+                json!({"command": "cat ~/.git-credentials", "description": "escape"}),
+            ),
+            Step::Tool(
+                "Bash",
+                json!({"command": format!("echo x > {}", hooks.display()), "description": "escape"}),
+            ),
+            Step::Tool(
+                "Write",
+                json!({"file_path": made.display().to_string(), "content": "written confined\n"}),
+            ),
+            Step::Text("Wrote notes.txt."),
+        ],
+    );
+    let leaves = leaves(&env, &bin, &api_env(&api));
+    let response = run_confined(&env, &leaves, &provider, developer_request(&tree));
+    assert_eq!(response.completion, Completion::Completed, "{response:?}");
+    let outputs = tool_outputs(&api);
+    assert!(
+        outputs.contains("leaf_id"),
+        "tdd status did not run: {outputs}"
+    );
+    assert!(!outputs.contains("s3cret-credential"), "{outputs}");
+    assert!(!hooks.exists());
+    assert_eq!(
+        std::fs::read_to_string(&made).expect("the developer wrote"),
+        "written confined\n"
+    );
+    std::fs::remove_file(&made).expect("clean");
+
+    let scratch = scratch(&env);
+    let api = FakeApi::start(
+        Api::Anthropic,
+        vec![
+            Step::Tool(
+                "Bash",
+                json!({"command": format!("tdd test {TARGET}"), "description": "run"}),
+            ),
+            Step::Tool(
+                "Bash",
+                json!({"command": "tdd verdict accept --reason 'the test pins the behaviour'", "description": "verdict"}),
+            ),
+            Step::Text("Accepted."),
+        ],
+    );
+    let leaves = self::leaves(&env, &bin, &api_env(&api));
+    let response = run_confined(&env, &leaves, &provider, verifier_request(&env, &scratch));
+    assert_eq!(response.completion, Completion::Completed, "{response:?}");
+    let given = verdicts(&env, &response.leaf_id);
+    assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
+    assert_eq!(given[0]["decision"], "accept");
 }

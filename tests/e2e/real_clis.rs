@@ -564,9 +564,11 @@ fn run_confined(
     leaves: &Leaves,
     provider: &dyn Provider,
     mut request: Request,
+    write: &[&Path],
 ) -> Response {
     let config = tdd_engine::config::SandboxConfig {
         enabled: Some(true),
+        write: write.iter().map(|p| p.display().to_string()).collect(),
         ..Default::default()
     };
     let ledger_dir = location(env).dir;
@@ -670,7 +672,7 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
-    let response = run_confined(&env, &leaves, &provider, developer_request(&tree));
+    let response = run_confined(&env, &leaves, &provider, developer_request(&tree), &[]);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     let outputs = tool_outputs(&api);
     assert!(
@@ -701,7 +703,111 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
         ],
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
-    let response = run_confined(&env, &leaves, &provider, verifier_request(&env, &scratch));
+    let response = run_confined(
+        &env,
+        &leaves,
+        &provider,
+        verifier_request(&env, &scratch),
+        &[],
+    );
+    assert_eq!(response.completion, Completion::Completed, "{response:?}");
+    let given = verdicts(&env, &response.leaf_id);
+    assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
+    assert_eq!(given[0]["decision"], "accept");
+}
+
+#[test]
+fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
+    let Some(clis) = clis_dir("codex_runs_confined_and_reaches_the_engine_through_the_relay")
+    else {
+        return;
+    };
+    if !tdd_sandbox::probe().confines() {
+        eprintln!("skipped: this kernel cannot confine (tdd doctor says why)");
+        return;
+    }
+    let bin = bin_dir(&clis, "codex");
+    let env = project();
+    let config = ProviderConfig {
+        model: Some("gpt-5-codex".into()),
+        ..ProviderConfig::default()
+    };
+    let provider = tdd_leaves::providers::codex::Codex::new(Some(&config));
+    let codex_home = env.home.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("codex home");
+    let api_env = |api: &FakeApi| {
+        vec![
+            ("OPENAI_BASE_URL", format!("{}/v1", api.url)),
+            ("OPENAI_API_KEY", "sk-fake".to_string()),
+            ("CODEX_HOME", codex_home.display().to_string()),
+        ]
+    };
+    let exec = |cmd: String| Step::Tool("exec_command", json!({ "cmd": cmd }));
+    let tree = env.home.path().join("worktree");
+    env.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        &tree.display().to_string(),
+    ]);
+    let tree = tree.canonicalize().expect("worktree");
+    std::fs::write(
+        env.home.path().join(".git-credentials"),
+        "s3cret-credential",
+    )
+    .expect("plant");
+    let hooks = env.root().join(".git/hooks/pre-commit");
+    let api = FakeApi::start(
+        Api::Responses,
+        vec![
+            exec("tdd status --json".into()),
+            // codex runs its commands without its own sandbox here: Landlock is it.
+            exec("cat \"$HOME/.git-credentials\"".into()),
+            exec(format!("echo x > {}", hooks.display())),
+            exec("printf 'written confined\\n' > notes.txt".into()),
+            Step::Text("Wrote notes.txt."),
+        ],
+    );
+    let leaves = leaves(&env, &bin, &api_env(&api));
+    let response = run_confined(
+        &env,
+        &leaves,
+        &provider,
+        developer_request(&tree),
+        &[&codex_home],
+    );
+    assert_eq!(response.completion, Completion::Completed, "{response:?}");
+    let outputs = tool_outputs(&api);
+    assert!(
+        outputs.contains("leaf_id"),
+        "tdd status did not run: {outputs}"
+    );
+    assert!(outputs.contains("Permission denied"), "{outputs}");
+    assert!(!outputs.contains("s3cret-credential"), "{outputs}");
+    assert!(!hooks.exists());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("notes.txt")).expect("the developer wrote"),
+        "written confined\n"
+    );
+
+    let scratch = scratch(&env);
+    let api = FakeApi::start(
+        Api::Responses,
+        vec![
+            exec(format!("tdd test {TARGET}")),
+            exec("tdd verdict accept --reason 'the test pins the behaviour'".into()),
+            Step::Text("Accepted."),
+        ],
+    );
+    let leaves = self::leaves(&env, &bin, &api_env(&api));
+    let response = run_confined(
+        &env,
+        &leaves,
+        &provider,
+        verifier_request(&env, &scratch),
+        &[&codex_home],
+    );
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     let given = verdicts(&env, &response.leaf_id);
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));

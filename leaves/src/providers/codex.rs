@@ -115,12 +115,24 @@ impl Provider for Codex {
         files: &LeafFiles,
     ) -> Result<Invocation, ProviderError> {
         let ledger = toml_string(&files.ledger_dir.display().to_string());
+        // A leaf tdd confines with Landlock runs codex without codex's own sandbox:
+        // bubblewrap cannot set up its namespaces inside Landlock, and tdd's rules are
+        // the stricter (no ledger, no credentials).
+        let confined_by_tdd = matches!(
+            &request.sandbox,
+            tdd_supervisor::Sandbox::Confined { policy, .. } if !policy.without_landlock
+        ) && tdd_sandbox::probe().confines();
+        let mode = if confined_by_tdd {
+            "danger-full-access"
+        } else {
+            "workspace-write"
+        };
         let mut argv = vec![
             self.command.clone(),
             "exec".into(),
             "--json".into(),
             "--sandbox".into(),
-            "workspace-write".into(),
+            mode.into(),
             "--skip-git-repo-check".into(),
             "-C".into(),
             request.workdir.display().to_string(),

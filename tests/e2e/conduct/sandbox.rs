@@ -11,7 +11,7 @@ const GH_TOKEN: &str = "gho_plantedHostsToken";
 const SQL: &str = "'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"create table hostile(x)\"); c.commit()'";
 
 /// A shell script that tries every escape and never fails itself.
-fn hostile(other: &Path, ledger_home: &Path) -> String {
+fn hostile(other: &Path, ledger_home: &Path, sleep: u32) -> String {
     let other = other.display();
     let ledgers = format!("{}/repos/*", ledger_home.display());
     [
@@ -25,7 +25,7 @@ fn hostile(other: &Path, ledger_home: &Path) -> String {
         "cat \"$HOME/.config/gh/hosts.yml\" > \"$TMPDIR/leak-hosts\"".to_string(),
         format!("for db in {ledgers}/ledger.sqlite3; do python3 -c {SQL} \"$db\"; done"),
         format!("cat {ledgers}/leaves/*/stdout > \"$TMPDIR/leak-outputs\""),
-        "(setsid sleep 3141 > /dev/null 2>&1 &)".to_string(),
+        format!("(setsid sleep {sleep} > /dev/null 2>&1 &)"),
         "true".to_string(),
     ]
     .join("; ")
@@ -39,9 +39,9 @@ fn run_hostile(script: &str) -> String {
 /// The one-step project with confinement on (`extra` appended to `[sandbox]`), a
 /// hostile script first in the RED developer and the verifier, credentials planted in
 /// the home directory, and another work tree beside it; the issue and that work tree.
-fn hostile_project(env: &Env, extra: &str) -> (String, tempfile::TempDir) {
+fn hostile_project(env: &Env, extra: &str, sleep: u32) -> (String, tempfile::TempDir) {
     let other = tempfile::tempdir().expect("other work tree");
-    let script = run_hostile(&hostile(other.path(), env.ledger_home.path()));
+    let script = run_hostile(&hostile(other.path(), env.ledger_home.path(), sleep));
     let verifier = GOOD_VERIFIER.replace(
         "role = \"verifier\"\n",
         &format!("role = \"verifier\"\n{script}"),
@@ -91,14 +91,16 @@ fn levels(env: &Env) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Whether a `sleep 3141` the hostile script left is still running.
-fn sleeper_alive() -> bool {
+/// Whether a `sleep SECS` the hostile script left is still running (each test sleeps
+/// its own number of seconds, so tests running at once do not see each other's).
+fn sleeper_alive(secs: u32) -> bool {
+    let secs = secs.to_string();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
     };
     procs.flatten().any(|p| {
         std::fs::read(p.path().join("cmdline"))
-            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"3141"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == secs.as_bytes()))
             && std::fs::read_to_string(p.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
     })
 }
@@ -106,7 +108,7 @@ fn sleeper_alive() -> bool {
 #[test]
 fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_completes() {
     let env = Env::new();
-    let (issue, other) = hostile_project(&env, "");
+    let (issue, other) = hostile_project(&env, "", 3141);
     let exclude_before =
         std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default();
     let (code, value) = env.json(&["conduct", &issue]);
@@ -175,7 +177,7 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
             assert!(!tables.contains("hostile"), "{tables}");
         }
     }
-    assert!(!sleeper_alive(), "a leaf's process outlived it");
+    assert!(!sleeper_alive(3141), "a leaf's process outlived it");
     // Every leaf says what it ran under.
     let levels = levels(&env);
     assert!(levels.len() >= 3, "{levels:?}");
@@ -197,7 +199,7 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
 #[test]
 fn without_landlock_the_run_records_none_and_require_refuses_to_start() {
     let env = Env::new().with_env("TDD_SANDBOX_NO_LANDLOCK", "1");
-    let (issue, _other) = hostile_project(&env, "");
+    let (issue, _other) = hostile_project(&env, "", 3143);
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
     let levels = levels(&env);
@@ -207,7 +209,7 @@ fn without_landlock_the_run_records_none_and_require_refuses_to_start() {
     }
 
     let env = Env::new().with_env("TDD_SANDBOX_NO_LANDLOCK", "1");
-    let (issue, _other) = hostile_project(&env, "require = true\n");
+    let (issue, _other) = hostile_project(&env, "require = true\n", 3144);
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 4, "{value}");
     assert!(
@@ -220,5 +222,91 @@ fn without_landlock_the_run_records_none_and_require_refuses_to_start() {
     assert_eq!(
         subjects(env.root()).last().map(String::as_str),
         Some("confine leaves")
+    );
+}
+
+/// A `command` provider: one shell script plays every role, trying every escape
+/// first and then doing the honest work its role and phase ask for.
+fn command_agent(env: &Env, other: &Path) -> PathBuf {
+    let home = env.home.path();
+    for (path, text) in [
+        ("agent/plan.md", PLAN_ONE.to_string()),
+        ("agent/sub.rs", TEST.to_string()),
+        ("agent/stub.rs", format!("{LIB}{STUB}")),
+        ("agent/impl.rs", format!("{LIB}{IMPL}")),
+    ] {
+        let path = home.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let agent = home.join("agent");
+    let a = agent.display();
+    let script = format!(
+        "#!/bin/sh\n{}\ncase \"$TDD_ROLE/$TDD_PHASE\" in\n\
+         planner/*) cp {a}/plan.md .tdd/issue-1.md ;;\n\
+         developer/red) cp {a}/sub.rs tests/sub.rs && cp {a}/stub.rs src/lib.rs ;;\n\
+         developer/green) cp {a}/impl.rs src/lib.rs ;;\n\
+         verifier/*) tdd test 'app::calc::sub subtracts' > /dev/null; tdd verdict accept --reason 'ran it' ;;\n\
+         esac\necho done\n",
+        hostile(other, env.ledger_home.path(), 3142).replace("; ", "\n")
+    );
+    let path = agent.join("agent.sh");
+    std::fs::write(&path, script).expect("script");
+    path
+}
+
+#[test]
+fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
+    let env = Env::new();
+    let other = tempfile::tempdir().expect("other work tree");
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let agent = command_agent(&env, other.path());
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    let config = config
+        .replace(
+            "provider = \"scripted\"\nverifier_provider = \"scripted\"",
+            "provider = \"agent\"\nverifier_provider = \"agent\"",
+        )
+        .replace("revise_budget = 1", "revise_budget = 0");
+    env.write(
+        "tdd.toml",
+        &format!(
+            "{config}\n[provider.agent]\ncommand = \"sh\"\nargs = [\"{}\"]\n\n[sandbox]\nenabled = true\n",
+            agent.display()
+        ),
+    );
+    env.commit_all("a command agent, confined");
+    std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
+    let exclude_before =
+        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default();
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let log = subjects(env.root());
+    assert_eq!(
+        log[log.len() - 3..],
+        [
+            "test: subtraction",
+            "feat: subtraction",
+            "refactor: subtraction"
+        ],
+        "{log:?}"
+    );
+    assert!(!env.root().join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default(),
+        exclude_before
+    );
+    assert!(!other.path().join("planted").exists());
+    let (code, verified) = env.json(&["ledger", "verify"]);
+    assert_eq!(code, 0, "{verified}");
+    for (path, text) in files_under(env.ledger_home.path()) {
+        assert!(!text.contains("s3cret-credential"), "{}", path.display());
+    }
+    assert!(!sleeper_alive(3142), "a leaf's process outlived it");
+    let levels = levels(&env);
+    assert!(levels.len() >= 5, "{levels:?}");
+    assert!(
+        levels.iter().all(|(_, l)| l.starts_with("landlock-v")),
+        "{levels:?}"
     );
 }

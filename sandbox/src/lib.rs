@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde::Serialize;
 
 mod cover;
+mod mounts;
 
 /// The newest Landlock ABI whose rights a policy uses: filesystem rights up to
 /// truncation and device ioctls, and the signal and abstract-socket scopes (ABI 6).
@@ -41,7 +42,10 @@ const WANTED: ABI = ABI::V6;
 pub struct Policy {
     /// Hierarchies the process may write: create, remove, rename and write files.
     pub write: Vec<PathBuf>,
-    /// Paths under `write` that stay read-only (a work tree's `.git`).
+    /// Paths under `write` that stay read-only (a work tree's `.git`). Where the kernel
+    /// allows unprivileged user namespaces they are mounted read-only in the process's
+    /// own mount namespace, and the hierarchy around them stays writable whole; else
+    /// they are left out of the grants, and so is the directory holding them.
     #[serde(default)]
     pub deny_write: Vec<PathBuf>,
     /// Paths that cannot be read at all (credentials, the ledger). They stay
@@ -184,6 +188,7 @@ pub enum SandboxError {
 /// A policy's rules, ready to apply to a child process.
 pub struct Confinement {
     ruleset: Option<RulesetCreated>,
+    mounts: Option<mounts::ReadOnly>,
     level: Level,
 }
 
@@ -200,6 +205,7 @@ impl Confinement {
     pub fn disabled() -> Confinement {
         Confinement {
             ruleset: None,
+            mounts: None,
             level: Level::Disabled,
         }
     }
@@ -219,6 +225,7 @@ impl Confinement {
             Level::None { .. } | Level::Disabled => {
                 return Ok(Confinement {
                     ruleset: None,
+                    mounts: None,
                     level,
                 });
             }
@@ -234,7 +241,15 @@ impl Confinement {
         }
         let mut created = ruleset.create()?;
         let unreadable = policy.deny_read.clone();
-        let mut unwritable = policy.deny_write.clone();
+        // Read-only mounts keep `deny_write` read-only without holes in the grants.
+        let mounts = (!policy.deny_write.is_empty() && mounts::available())
+            .then(|| mounts::ReadOnly::new(&policy.deny_write))
+            .filter(|m| !m.is_empty());
+        let mut unwritable = if mounts.is_some() {
+            Vec::new()
+        } else {
+            policy.deny_write.clone()
+        };
         unwritable.extend(policy.deny_read.iter().cloned());
         for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
             created = add(created, &path, read)?;
@@ -257,6 +272,7 @@ impl Confinement {
         }
         Ok(Confinement {
             ruleset: Some(created),
+            mounts,
             level,
         })
     }
@@ -270,6 +286,7 @@ impl Confinement {
                 .as_ref()
                 .map(RulesetCreated::try_clone)
                 .transpose()?,
+            mounts: self.mounts.clone(),
             level: self.level.clone(),
         })
     }
@@ -285,8 +302,13 @@ impl Confinement {
         let Some(ruleset) = self.ruleset else {
             return;
         };
+        let mounts = self.mounts;
         let mut ruleset = Some(ruleset);
         let apply = move || -> std::io::Result<()> {
+            // The mounts first: once Landlock holds, no mount can change.
+            if let Some(mounts) = &mounts {
+                mounts.apply()?;
+            }
             if let Some(ruleset) = ruleset.take() {
                 // `restrict_self` makes two system calls (prctl and
                 // landlock_restrict_self) and allocates nothing on success.

@@ -72,6 +72,17 @@ fn a_confined_process_writes_its_tree_and_nothing_else() {
         std::fs::read_to_string(root.join("work/src/lib.rs")).expect("lib"),
         "ok\n"
     );
+    // With read-only mounts, the directory holding `.git` stays writable whole.
+    if mounts::available() {
+        let (code, err) = confined(
+            &p,
+            &format!("echo new > {r}/work/top && mv {r}/work/top {r}/work/top2"),
+        );
+        assert_eq!(code, 0, "{err}");
+        let (code, _) = confined(&p, &format!("touch {r}/work/.git/new"));
+        assert_ne!(code, 0, "a file was made in .git");
+        assert!(!root.join("work/.git/new").exists());
+    }
     // A process started by the confined one is confined too.
     let (code, _) = confined(&p, &format!("sh -c 'echo x > {r}/other/nested'"));
     assert_ne!(code, 0);

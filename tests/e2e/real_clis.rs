@@ -582,7 +582,7 @@ fn run_confined(
             plan: Path::new(".tdd/issue-12.md"),
             ledger_dir: &ledger_dir,
             home: Some(env.home.path()),
-            own_worktree: true,
+            own_worktree: request.workdir != env.root(),
         },
     );
     let relay = tdd_conductor::relay::Relay::start(
@@ -636,17 +636,9 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
         ]
     };
-    // Confined, a developer works in the conductor's own worktree, whose git directory
-    // is outside it (in place, the root of the work tree is not writable).
-    let tree = env.home.path().join("worktree");
-    env.git(&[
-        "worktree",
-        "add",
-        "-q",
-        "--detach",
-        &tree.display().to_string(),
-    ]);
-    let tree = tree.canonicalize().expect("worktree");
+    // In place: `.git` is read-only, the rest of the work tree writable, so Claude
+    // Code's editor (a temporary file, then a rename) works at the top level.
+    let tree = env.root().to_path_buf();
     let made = tree.join("notes.txt");
     let hooks = env.root().join(".git/hooks/pre-commit");
     let api = FakeApi::start(

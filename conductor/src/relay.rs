@@ -92,7 +92,8 @@ struct Admitted {
 /// The conductor's end: a socket in a private temporary directory, served by one
 /// thread until dropped.
 pub struct Relay {
-    dir: tempfile::TempDir,
+    /// Holds the socket; removed when the relay is dropped.
+    _dir: tempfile::TempDir,
     socket: PathBuf,
     admitted: Arc<Mutex<Option<Admitted>>>,
     stop: Arc<AtomicBool>,
@@ -145,7 +146,7 @@ impl Relay {
                 }
             })?;
         Ok(Relay {
-            dir,
+            _dir: dir,
             socket,
             admitted,
             stop,
@@ -189,7 +190,6 @@ impl Drop for Relay {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let _ = self.dir.path();
     }
 }
 
@@ -359,4 +359,76 @@ pub fn forward(socket: &Path, args: &[String], cwd: &Path) -> Result<RelayReply,
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).map_err(io)?;
     Ok(serde_json::from_str(&line)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> (Server, Admitted, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = Server {
+            tdd: PathBuf::from("tdd"),
+            database: dir.path().join("ledger.sqlite3"),
+            env: Arc::new(BTreeMap::new()),
+            admitted: Arc::new(Mutex::new(None)),
+        };
+        let admitted = Admitted {
+            leaf_id: "dev-1".into(),
+            workdir: dir.path().to_path_buf(),
+            policy: String::new(),
+            tmp: dir.path().to_path_buf(),
+        };
+        (server, admitted, dir)
+    }
+
+    fn request(args: &[&str], cwd: &Path, leaf: Option<&str>) -> RelayRequest {
+        let mut env = BTreeMap::new();
+        if let Some(leaf) = leaf {
+            env.insert("TDD_LEAF_ID".to_string(), leaf.to_string());
+            env.insert("TDD_LEAF_TOKEN".to_string(), "t".to_string());
+        }
+        RelayRequest {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: cwd.to_path_buf(),
+            env,
+        }
+    }
+
+    #[test]
+    fn every_spelling_of_a_directory_is_dropped() {
+        let args = [
+            "-C",
+            "/x",
+            "--json",
+            "-C/y",
+            "--directory",
+            "/z",
+            "--directory=/w",
+            "test",
+        ];
+        assert_eq!(
+            without_directory(args.iter().map(|a| a.to_string())),
+            ["--json", "test"]
+        );
+    }
+
+    #[test]
+    fn only_the_running_leaf_with_its_token_may_run_the_three_commands_in_its_tree() {
+        let (server, admitted, dir) = server();
+        let here = dir.path();
+        let refused = |args: &[&str], cwd: &Path, leaf: Option<&str>| {
+            server.check(&admitted, &request(args, cwd, leaf)).is_err()
+        };
+        // Other commands, another directory, `-C`, another leaf: refused.
+        assert!(refused(&["advance"], here, Some("dev-1")));
+        assert!(refused(&["--json", "run", "start"], here, Some("dev-1")));
+        assert!(refused(&["status"], Path::new("/"), None));
+        assert!(refused(&["-C", "/", "status"], here, None));
+        assert!(refused(&["test", "x"], here, Some("dev-2")));
+        // The token is checked against the ledger: none here, so refused.
+        assert!(refused(&["test", "x"], here, Some("dev-1")));
+        // A status without identity records nothing and may run.
+        assert!(!refused(&["--json", "status"], here, None));
+    }
 }

@@ -48,8 +48,8 @@ pub struct Policy {
     /// they are left out of the grants, and so is the directory holding them.
     #[serde(default)]
     pub deny_write: Vec<PathBuf>,
-    /// Paths that cannot be read at all (credentials, the ledger). They stay
-    /// unwritable too, but for what `write` names inside them.
+    /// Paths whose contents cannot be read (credentials, the ledger); their names stay
+    /// listable. They stay unwritable too, but for what `write` names inside them.
     #[serde(default)]
     pub deny_read: Vec<PathBuf>,
     /// Files the process may write but not create or remove (`/dev/null`, a terminal).
@@ -254,6 +254,9 @@ impl Confinement {
         for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
             created = add(created, &path, read)?;
         }
+        // Every directory can be listed, those on the way to a hole included (the home
+        // directory, say): names stay visible, the contents of a hole do not.
+        created = add(created, std::path::Path::new("/"), AccessFs::ReadDir.into())?;
         for root in &policy.write {
             // A hole that holds the root does not apply to it: a write grant names a
             // place inside an unreadable one on purpose (a leaf's own files).

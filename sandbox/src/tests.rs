@@ -53,7 +53,9 @@ fn a_confined_process_writes_its_tree_and_nothing_else() {
     let r = root.display();
     let (code, err) = confined(
         &p,
-        &format!("echo ok > {r}/work/src/lib.rs && cat {r}/home/.profile >/dev/null"),
+        &format!(
+            "echo ok > {r}/work/src/lib.rs && cat {r}/home/.profile >/dev/null && ls {r}/home >/dev/null"
+        ),
     );
     assert_eq!(code, 0, "{err}");
     for script in [

@@ -360,6 +360,43 @@ fn report(provider: &str, role: &str, first: Duration, response: &Response, api:
     );
 }
 
+/// The codex provider on a model it has no metadata for (so it gets the plain
+/// `exec_command` tool), and its `CODEX_HOME`.
+fn codex(env: &Env) -> (tdd_leaves::providers::codex::Codex, PathBuf) {
+    let config = ProviderConfig {
+        model: Some("gpt-5-codex".into()),
+        ..ProviderConfig::default()
+    };
+    let codex_home = env.home.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("codex home");
+    (
+        tdd_leaves::providers::codex::Codex::new(Some(&config)),
+        codex_home,
+    )
+}
+
+/// codex's environment for the fake Responses API `api`.
+fn codex_env(api: &FakeApi, codex_home: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("OPENAI_BASE_URL", format!("{}/v1", api.url)),
+        ("OPENAI_API_KEY", "sk-fake".to_string()),
+        ("CODEX_HOME", codex_home.display().to_string()),
+    ]
+}
+
+/// Claude Code's environment for the fake Messages API `api`: no telemetry, updates
+/// or other traffic.
+fn claude_env(api: &FakeApi) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", api.url.clone()),
+        ("ANTHROPIC_API_KEY", "sk-ant-fake".to_string()),
+        ("DISABLE_TELEMETRY", "1".to_string()),
+        ("DISABLE_AUTOUPDATER", "1".to_string()),
+        ("DISABLE_ERROR_REPORTING", "1".to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+    ]
+}
+
 #[test]
 fn claude_code_develops_and_verifies_against_a_fake_api() {
     let Some(clis) = clis_dir("claude_code_develops_and_verifies_against_a_fake_api") else {
@@ -368,16 +405,7 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
     let bin = bin_dir(&clis, "claude");
     let env = project();
     let provider = tdd_leaves::providers::claude::Claude::new(None);
-    let api_env = |api: &FakeApi| {
-        vec![
-            ("ANTHROPIC_BASE_URL", api.url.clone()),
-            ("ANTHROPIC_API_KEY", "sk-ant-fake".to_string()),
-            ("DISABLE_TELEMETRY", "1".to_string()),
-            ("DISABLE_AUTOUPDATER", "1".to_string()),
-            ("DISABLE_ERROR_REPORTING", "1".to_string()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
-        ]
-    };
+    let api_env = claude_env;
 
     let made = env.root().join("notes.txt");
     let api = FakeApi::start(
@@ -457,21 +485,8 @@ fn codex_develops_and_verifies_against_a_fake_api() {
     };
     let bin = bin_dir(&clis, "codex");
     let env = project();
-    // A model codex has no metadata for gets the plain `exec_command` tool.
-    let config = ProviderConfig {
-        model: Some("gpt-5-codex".into()),
-        ..ProviderConfig::default()
-    };
-    let provider = tdd_leaves::providers::codex::Codex::new(Some(&config));
-    let codex_home = env.home.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("codex home");
-    let api_env = |api: &FakeApi| {
-        vec![
-            ("OPENAI_BASE_URL", format!("{}/v1", api.url)),
-            ("OPENAI_API_KEY", "sk-fake".to_string()),
-            ("CODEX_HOME", codex_home.display().to_string()),
-        ]
-    };
+    let (provider, codex_home) = codex(&env);
+    let api_env = |api: &FakeApi| codex_env(api, &codex_home);
     let exec = |cmd: String| Step::Tool("exec_command", json!({ "cmd": cmd }));
 
     let api = FakeApi::start(
@@ -626,16 +641,7 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     )
     .expect("plant");
     let provider = tdd_leaves::providers::claude::Claude::new(None);
-    let api_env = |api: &FakeApi| {
-        vec![
-            ("ANTHROPIC_BASE_URL", api.url.clone()),
-            ("ANTHROPIC_API_KEY", "sk-ant-fake".to_string()),
-            ("DISABLE_TELEMETRY", "1".to_string()),
-            ("DISABLE_AUTOUPDATER", "1".to_string()),
-            ("DISABLE_ERROR_REPORTING", "1".to_string()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
-        ]
-    };
+    let api_env = claude_env;
     // In place: `.git` is read-only, the rest of the work tree writable, so Claude
     // Code's editor (a temporary file, then a rename) works at the top level.
     let tree = env.root().to_path_buf();
@@ -720,20 +726,8 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
     }
     let bin = bin_dir(&clis, "codex");
     let env = project();
-    let config = ProviderConfig {
-        model: Some("gpt-5-codex".into()),
-        ..ProviderConfig::default()
-    };
-    let provider = tdd_leaves::providers::codex::Codex::new(Some(&config));
-    let codex_home = env.home.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("codex home");
-    let api_env = |api: &FakeApi| {
-        vec![
-            ("OPENAI_BASE_URL", format!("{}/v1", api.url)),
-            ("OPENAI_API_KEY", "sk-fake".to_string()),
-            ("CODEX_HOME", codex_home.display().to_string()),
-        ]
-    };
+    let (provider, codex_home) = codex(&env);
+    let api_env = |api: &FakeApi| codex_env(api, &codex_home);
     let exec = |cmd: String| Step::Tool("exec_command", json!({ "cmd": cmd }));
     let tree = env.home.path().join("worktree");
     env.git(&[

@@ -105,13 +105,14 @@ fn sleeper_alive(secs: u32) -> bool {
     })
 }
 
-#[test]
-fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_completes() {
-    let env = Env::new();
-    let (issue, other) = hostile_project(&env, "", 3141);
+/// Conducts `issue` and checks what every confined hostile run must show: exit 0; the
+/// honest commits and no other; git's internals, the other tree, the ledger and the
+/// credentials untouched; no process left (the script's `sleep SECS`); every leaf
+/// confined. Returns the envelope.
+fn conduct_confined(env: &Env, issue: &str, other: &Path, sleep: u32) -> Value {
     let exclude_before =
         std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default();
-    let (code, value) = env.json(&["conduct", &issue]);
+    let (code, value) = env.json(&["conduct", issue]);
     assert_eq!(code, 0, "{value}");
     // The honest work is there, as the engine committed it.
     let log = subjects(env.root());
@@ -145,7 +146,7 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
         "{flags}"
     );
     // Nothing in the other work tree, no credential anywhere tdd keeps files.
-    assert!(!other.path().join("planted").exists());
+    assert!(!other.join("planted").exists());
     for (path, text) in files_under(env.ledger_home.path()) {
         assert!(
             !text.contains("s3cret-credential") && !text.contains(GH_TOKEN),
@@ -177,13 +178,21 @@ fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_compl
             assert!(!tables.contains("hostile"), "{tables}");
         }
     }
-    assert!(!sleeper_alive(3141), "a leaf's process outlived it");
+    assert!(!sleeper_alive(sleep), "a leaf's process outlived it");
     // Every leaf says what it ran under.
-    let levels = levels(&env);
-    assert!(levels.len() >= 3, "{levels:?}");
-    for (id, level) in &levels {
+    for (id, level) in levels(env) {
         assert!(level.starts_with("landlock-v"), "{id}: {level}");
     }
+    value
+}
+
+#[test]
+fn confined_leaves_cannot_reach_git_other_trees_or_credentials_and_the_run_completes() {
+    let env = Env::new();
+    let (issue, other) = hostile_project(&env, "", 3141);
+    let value = conduct_confined(&env, &issue, other.path(), 3141);
+    let levels = levels(&env);
+    assert!(levels.len() >= 3, "{levels:?}");
     // And the draft PR says so.
     let pr = read(&value["data"]["pr"]);
     let line = pr
@@ -277,32 +286,7 @@ fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
     );
     env.commit_all("a command agent, confined");
     std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
-    let exclude_before =
-        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default();
-    let (code, value) = env.json(&["conduct", &issue]);
-    assert_eq!(code, 0, "{value}");
-    let log = subjects(env.root());
-    assert_eq!(
-        log[log.len() - 3..],
-        [
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ],
-        "{log:?}"
-    );
-    assert!(!env.root().join(".git/hooks/pre-commit").exists());
-    assert_eq!(
-        std::fs::read_to_string(env.root().join(".git/info/exclude")).unwrap_or_default(),
-        exclude_before
-    );
-    assert!(!other.path().join("planted").exists());
-    let (code, verified) = env.json(&["ledger", "verify"]);
-    assert_eq!(code, 0, "{verified}");
-    for (path, text) in files_under(env.ledger_home.path()) {
-        assert!(!text.contains("s3cret-credential"), "{}", path.display());
-    }
-    assert!(!sleeper_alive(3142), "a leaf's process outlived it");
+    conduct_confined(&env, &issue, other.path(), 3142);
     let levels = levels(&env);
     assert!(levels.len() >= 5, "{levels:?}");
     assert!(

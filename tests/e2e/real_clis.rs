@@ -623,16 +623,23 @@ fn run_confined(
         .expect("the leaf ended")
 }
 
+/// `clis_dir`, and `None` (the test skips) on a kernel that cannot confine.
+fn confining_clis_dir(test: &str) -> Option<PathBuf> {
+    let clis = clis_dir(test)?;
+    if !tdd_sandbox::probe().confines() {
+        eprintln!("skipped {test}: this kernel cannot confine (tdd doctor says why)");
+        return None;
+    }
+    Some(clis)
+}
+
 #[test]
 fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
-    let Some(clis) = clis_dir("claude_code_runs_confined_and_reaches_the_engine_through_the_relay")
+    let Some(clis) =
+        confining_clis_dir("claude_code_runs_confined_and_reaches_the_engine_through_the_relay")
     else {
         return;
     };
-    if !tdd_sandbox::probe().confines() {
-        eprintln!("skipped: this kernel cannot confine (tdd doctor says why)");
-        return;
-    }
     let bin = bin_dir(&clis, "claude");
     let env = project();
     std::fs::write(
@@ -716,14 +723,11 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
 
 #[test]
 fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
-    let Some(clis) = clis_dir("codex_runs_confined_and_reaches_the_engine_through_the_relay")
+    let Some(clis) =
+        confining_clis_dir("codex_runs_confined_and_reaches_the_engine_through_the_relay")
     else {
         return;
     };
-    if !tdd_sandbox::probe().confines() {
-        eprintln!("skipped: this kernel cannot confine (tdd doctor says why)");
-        return;
-    }
     let bin = bin_dir(&clis, "codex");
     let env = project();
     let (provider, codex_home) = codex(&env);

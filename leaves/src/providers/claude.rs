@@ -194,6 +194,11 @@ impl Provider for Claude {
             // `--tools` set this leaf is limited to.
             "--strict-mcp-config".into(),
         ];
+        if request.role() == Role::Verifier {
+            // The user's settings only: the checkout being judged may carry a
+            // `.claude/settings.json` (hooks, permission rules) the developer wrote.
+            argv.extend(["--setting-sources".into(), "user".into()]);
+        }
         if let Some(turns) = request.max_turns {
             argv.extend(["--max-turns".into(), turns.to_string()]);
         }

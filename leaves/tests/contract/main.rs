@@ -438,6 +438,11 @@ fn claude_verifier_cannot_write() -> Result<(), String> {
     {
         return fail("verifier tools", &argv);
     }
+    // No settings from the checkout it judges (hooks, permission rules the developer
+    // may have committed): the user's own only.
+    if after(&argv, "--setting-sources") != "user" {
+        return fail("verifier settings", &argv);
+    }
     let rules_at = argv
         .iter()
         .position(|a| a == "--allowedTools")

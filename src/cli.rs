@@ -133,14 +133,14 @@ pub fn main() -> Exit {
     }
 }
 
-/// Inside a confined leaf (`TDD_ENGINE_RELAY` set), `tdd test`, `tdd status` and
-/// `tdd verdict` are run by the conductor on the leaf's behalf: their output and exit
-/// code are the conductor's run's. `None` for every other case.
+/// Inside a confined leaf (`TDD_ENGINE_RELAY` set), `tdd test`, `tdd status`,
+/// `tdd verdict` and `tdd stop` are run by the conductor on the leaf's behalf: their
+/// output and exit code are the conductor's run's. `None` for every other case.
 fn relayed(cli: &Cli, args: &[std::ffi::OsString]) -> Option<Exit> {
     use std::io::Write;
     if !matches!(
         cli.command,
-        Command::Test(_) | Command::Status(_) | Command::Verdict(_)
+        Command::Test(_) | Command::Status(_) | Command::Verdict(_) | Command::Stop(_)
     ) {
         return None;
     }

@@ -376,18 +376,21 @@ impl<'p> Conductor<'p> {
         let dir = location.dir.join("conduct").join(&conduct);
         let journal = Journal::new(&location.database, &conduct);
         let forge = connected.into_forge(&dir, journal.clone());
-        let relay = match config.sandbox.enabled {
-            Some(true) => Some(
-                crate::relay::Relay::start(
-                    options.tdd_exe.clone(),
-                    location.database.clone(),
-                    std::env::vars().collect(),
-                )
-                .map_err(|e| {
-                    ConductError::config(format!("failed to open the engine relay: {e}"))
-                })?,
-            ),
-            _ => None,
+        // The relay serves leaves that cannot reach the ledger themselves: only where
+        // confinement takes effect.
+        let confining = config.sandbox.enabled != Some(false)
+            && std::env::var_os(tdd_sandbox::NO_LANDLOCK_VAR).is_none()
+            && tdd_sandbox::probe().confines();
+        let relay = if confining {
+            let relay = crate::relay::Relay::start(
+                options.tdd_exe.clone(),
+                location.database.clone(),
+                std::env::vars().collect(),
+            )
+            .map_err(|e| ConductError::config(format!("failed to open the engine relay: {e}")))?;
+            Some(relay)
+        } else {
+            None
         };
         Ok(Conductor {
             work_tree,

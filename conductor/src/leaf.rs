@@ -160,7 +160,7 @@ impl Conductor<'_> {
             .parent()
             .unwrap_or(&self.dir)
             .to_path_buf();
-        if self.config.sandbox.enabled == Some(true)
+        if self.config.sandbox.enabled != Some(false)
             && let Some(home) = &home
         {
             crate::sandbox::make_provider_state(provider.name(), home);

@@ -35,8 +35,9 @@ pub const RELAY_VAR: &str = "TDD_ENGINE_RELAY";
 /// runners with.
 pub const RUNNER_SANDBOX_VAR: &str = tdd_engine::observe::RUNNER_SANDBOX_VAR;
 
-/// The commands a leaf may run through the relay.
-pub const RELAYED: &[&str] = &["test", "status", "verdict"];
+/// The commands a leaf may run through the relay. `stop` asks the conductor to stop,
+/// which a leaf could bring about anyway by doing nothing.
+pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop"];
 
 /// The leaf identity variables a relayed command keeps.
 const IDENTITY: &[&str] = tdd_leaves::env::IDENTITY_ENV;

@@ -1,6 +1,6 @@
 //! What each leaf may touch, from its role and the `[sandbox]` table.
 //!
-//! Every confined leaf reads and runs what the machine has, except the credential
+//! Leaves are confined unless `[sandbox] enabled = false`. Every confined leaf reads and runs what the machine has, except the credential
 //! files below and `[sandbox] deny_read`. It writes only:
 //! - a developer: its work tree, but not the git directory in it (`.git`, a directory
 //!   when working in place, a pointer file in the conductor's worktree, whose git
@@ -10,8 +10,9 @@
 //! - a planner: the directory of the plan file;
 //! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state in
 //!   the home directory, and `[sandbox] write`. The ledger directory is out of reach
-//!   (read and write) but for the leaf's own files; `tdd test`, `tdd status` and
-//!   `tdd verdict` inside a leaf go through the conductor ([`crate::relay`]).
+//!   (read and write) but for the leaf's own files; `tdd test`, `tdd status`,
+//!   `tdd verdict` and `tdd stop` inside a leaf go through the conductor
+//!   ([`crate::relay`]).
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -77,10 +78,8 @@ pub struct Place<'a> {
 
 /// The confinement `config` asks for a leaf at `place`.
 pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
-    match config.enabled {
-        None => return Sandbox::Off,
-        Some(false) => return Sandbox::Disabled,
-        Some(true) => {}
+    if config.enabled == Some(false) {
+        return Sandbox::Disabled;
     }
     let in_home = |rel: &str| -> Option<PathBuf> {
         match rel.strip_prefix("~/") {
@@ -183,10 +182,11 @@ mod tests {
         };
         assert!(policy.write.contains(&PathBuf::from("/w/repo/.tdd")));
         assert!(!policy.write.contains(&PathBuf::from("/w/repo")));
-        assert_eq!(
+        // Confined unless turned off.
+        assert!(matches!(
             for_leaf(&SandboxConfig::default(), &place(Role::Developer, home)),
-            Sandbox::Off
-        );
+            Sandbox::Confined { .. }
+        ));
         let off = SandboxConfig {
             enabled: Some(false),
             ..SandboxConfig::default()

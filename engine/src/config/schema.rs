@@ -42,7 +42,7 @@ pub struct Config {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// Confine leaves (Landlock). Off unless set; `false` is recorded as `disabled`.
+    /// Confine leaves (Landlock). On unless `false`, which is recorded as `disabled`.
     #[serde(default)]
     pub enabled: Option<bool>,
     /// Refuse to start a leaf that cannot be fully confined on this kernel.

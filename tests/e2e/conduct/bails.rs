@@ -187,7 +187,7 @@ fn a_leaf_killed_by_someone_else_bails_killed_external_at_once() {
 
 #[test]
 fn a_leaf_whose_supervisor_is_killed_bails_supervisor_lost_and_leaves_no_process() {
-    let env = Env::new();
+    let env = super::unconfined_env();
     // The RED leaf kills its own supervisor (its parent's parent), then lingers.
     let lost = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"red\"\n[[leaf.do]]\naction = \"run\"\nargv = [\"sh\", \"-c\", \"kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); exec sleep 37.25\"]\n";
     let issue = project(
@@ -264,7 +264,7 @@ fn a_leaf_stuck_past_its_retries_bails_kill_stuck() {
 
 #[test]
 fn a_tick_in_git_that_the_ledger_does_not_know_bails_ledger_git_mismatch() {
-    let env = Env::new();
+    let env = super::unconfined_env();
     let stopping = "[[leaf]]\nrole = \"developer\"\nstep = 1\nphase = \"green\"\n[[leaf.do]]\naction = \"write\"\npath = \"src/lib.rs\"\ncontent = '''LIBIMPL'''\n[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"stop\", \"--mode\", \"at-leaf\"]\n"
         .replace("LIBIMPL", &format!("{LIB}{IMPL}"));
     let issue = project(

@@ -272,6 +272,14 @@ pub(super) fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
+/// An environment whose leaves run as on a kernel without Landlock, for tests whose
+/// leaf plays, on purpose, someone the sandbox would stop (a user starting a second
+/// conductor, an outside process killing a supervisor, a verifier writing the real
+/// tree): they check what catches such a leaf where no sandbox does.
+fn unconfined_env() -> Env {
+    Env::new().with_env("TDD_SANDBOX_NO_LANDLOCK", "1")
+}
+
 fn bail_of(value: &Value) -> (&str, &str) {
     (
         value["error"]["reason"].as_str().unwrap_or_default(),
@@ -281,7 +289,7 @@ fn bail_of(value: &Value) -> (&str, &str) {
 
 #[test]
 fn a_verifier_that_writes_to_the_work_tree_halts_the_run() {
-    let env = Env::new();
+    let env = unconfined_env();
     let target = env.root().join("src/lib.rs").display().to_string();
     let verifier = format!(
         "[[leaf]]\nrole = \"verifier\"\n[[leaf.do]]\naction = \"write\"\npath = \"{target}\"\ncontent = \"tampered\"\n[[leaf.do]]\naction = \"verdict\"\ndecision = \"reject\"\nreason = \"x\"\n"
@@ -385,7 +393,7 @@ fn stop_then_resume(mode: &str) {
 
 #[test]
 fn a_second_conductor_in_the_same_work_tree_is_refused_with_the_holders_pid() {
-    let env = Env::new();
+    let env = unconfined_env();
     let planner = good_planner(
         "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"conduct\", \"--json\", \"ISSUE\"]\n",
     );
@@ -507,7 +515,7 @@ fn interrupt(env: &Env, signals: usize) -> (i32, Value, String) {
 #[test]
 fn ctrl_c_once_stops_at_leaf_and_twice_stops_now_then_resume_finishes() {
     for (signals, mode) in [(1, "at-leaf"), (2, "now")] {
-        let env = Env::new();
+        let env = unconfined_env();
         let (code, value, issue) = interrupt(&env, signals);
         assert_eq!(code, 5, "{signals} SIGINT: {value}");
         assert_eq!(value["data"]["mode"], mode, "{value}");

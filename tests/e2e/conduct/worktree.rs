@@ -43,7 +43,7 @@ fn assert_separate(env: &Env, branch: &str, wt: &Path) {
 
 #[test]
 fn conduct_worktree_leaves_the_user_tree_alone_and_resumes_without_the_flag() {
-    let env = Env::new();
+    let env = super::unconfined_env();
     // The planner asks `tdd status` in the user's work tree while the conductor runs.
     let planner = good_planner(&format!(
         "[[leaf.do]]\naction = \"run\"\nargv = [\"env\", \"-u\", \"TDD_LEAF_ID\", \"-u\", \"TDD_LEAF_TOKEN\", \"tdd\", \"-C\", \"{}\", \"status\", \"--json\"]\n",
@@ -160,7 +160,7 @@ fn a_worktree_conductor_killed_mid_step_resumes_from_the_user_tree_to_the_same_c
 
 #[test]
 fn a_second_conductor_of_the_issue_from_the_user_tree_is_refused_while_one_works_in_the_worktree() {
-    let env = Env::new();
+    let env = super::unconfined_env();
     let planner = good_planner(&format!(
         "[[leaf.do]]\naction = \"run\"\nargv = [\"tdd\", \"-C\", \"{}\", \"conduct\", \"--json\", \"--worktree\", \"ISSUE\"]\n",
         env.root().display()

@@ -397,6 +397,22 @@ fn claude_env(api: &FakeApi) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A Claude Code verifier's last turns: it runs the target through `tdd test`, then
+/// gives its verdict with `tdd verdict`.
+fn claude_verdict_steps() -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "Bash",
+            json!({"command": format!("tdd test {TARGET}"), "description": "run"}),
+        ),
+        Step::Tool(
+            "Bash",
+            json!({"command": "tdd verdict accept --reason 'the test pins the behaviour'", "description": "verdict"}),
+        ),
+        Step::Text("Accepted."),
+    ]
+}
+
 #[test]
 fn claude_code_develops_and_verifies_against_a_fake_api() {
     let Some(clis) = clis_dir("claude_code_develops_and_verifies_against_a_fake_api") else {
@@ -455,16 +471,10 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
                 "Bash",
                 json!({"command": format!("echo cheat > {}", cheat.display()), "description": "cheat"}),
             ),
-            Step::Tool(
-                "Bash",
-                json!({"command": format!("tdd test {TARGET}"), "description": "run"}),
-            ),
-            Step::Tool(
-                "Bash",
-                json!({"command": "tdd verdict accept --reason 'the test pins the behaviour'", "description": "verdict"}),
-            ),
-            Step::Text("Accepted."),
-        ],
+        ]
+        .into_iter()
+        .chain(claude_verdict_steps())
+        .collect(),
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
     let (response, first) = run(&env, &leaves, &provider, verifier_request(&env, &scratch));
@@ -693,20 +703,7 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     std::fs::remove_file(&made).expect("clean");
 
     let scratch = scratch(&env);
-    let api = FakeApi::start(
-        Api::Anthropic,
-        vec![
-            Step::Tool(
-                "Bash",
-                json!({"command": format!("tdd test {TARGET}"), "description": "run"}),
-            ),
-            Step::Tool(
-                "Bash",
-                json!({"command": "tdd verdict accept --reason 'the test pins the behaviour'", "description": "verdict"}),
-            ),
-            Step::Text("Accepted."),
-        ],
-    );
+    let api = FakeApi::start(Api::Anthropic, claude_verdict_steps());
     let leaves = self::leaves(&env, &bin, &api_env(&api));
     let response = run_confined(
         &env,

@@ -378,9 +378,8 @@ impl<'p> Conductor<'p> {
         let forge = connected.into_forge(&dir, journal.clone());
         // The relay serves leaves that cannot reach the ledger themselves: only where
         // confinement takes effect.
-        let confining = config.sandbox.enabled != Some(false)
-            && std::env::var_os(tdd_sandbox::NO_LANDLOCK_VAR).is_none()
-            && tdd_sandbox::probe().confines();
+        // (`probe` also says no Landlock when `TDD_SANDBOX_NO_LANDLOCK` is set.)
+        let confining = config.sandbox.enabled != Some(false) && tdd_sandbox::probe().confines();
         let relay = if confining {
             let relay = crate::relay::Relay::start(
                 options.tdd_exe.clone(),

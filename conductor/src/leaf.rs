@@ -89,21 +89,17 @@ impl Conductor<'_> {
                 leaf_started_s: Some(tdd_engine::ledger::clock::unix_seconds()),
                 pid: std::process::id(),
             });
-            if let (Some(relay), Some(policy)) = (&self.relay, run.policy()) {
-                relay.admit(
+            // Admitted to the relay until this iteration ends, however it ends.
+            let _admission = match (&self.relay, run.policy()) {
+                (Some(relay), Some(policy)) => Some(relay.admit(
                     run.id(),
                     &request.workdir,
                     policy,
                     &run.files().dir.join("tmp"),
-                );
-            }
-            let started = self.leaves.start(&mut run);
-            if started.is_err()
-                && let Some(relay) = &self.relay
-            {
-                relay.clear();
-            }
-            started.doing(doing)?;
+                )),
+                _ => None,
+            };
+            self.leaves.start(&mut run).doing(doing)?;
             span.record("leaf", run.id());
             self.progress.event(
                 "leaf_started",
@@ -124,9 +120,6 @@ impl Conductor<'_> {
                         run.id()
                     )))
                 })?;
-            if let Some(relay) = &self.relay {
-                relay.clear();
-            }
             let elapsed = began.elapsed();
             tracing::info!(exit = ?response.exit, wall_ms = crate::step::ms(elapsed), "leaf ended");
             match &response.exit {

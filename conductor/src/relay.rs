@@ -160,10 +160,17 @@ impl Relay {
         &self.socket
     }
 
-    /// Admits leaf `leaf_id`, working in `workdir`, until the next call or
-    /// [`Relay::clear`]. Its commands run with `tmp` as `TMPDIR`, and the suites they
-    /// start are confined by `policy`, the leaf's own.
-    pub fn admit(&self, leaf_id: &str, workdir: &Path, policy: &tdd_sandbox::Policy, tmp: &Path) {
+    /// Admits leaf `leaf_id`, working in `workdir`, for as long as the returned
+    /// admission lives: on every path out of the leaf's run, nobody is admitted
+    /// after it. Its commands run with `tmp` as `TMPDIR`, and the suites they start are
+    /// confined by `policy`, the leaf's own.
+    pub fn admit(
+        &self,
+        leaf_id: &str,
+        workdir: &Path,
+        policy: &tdd_sandbox::Policy,
+        tmp: &Path,
+    ) -> Admission<'_> {
         let policy = serde_json::to_string(policy).unwrap_or_default();
         if let Ok(mut admitted) = self.admitted.lock() {
             *admitted = Some(Admitted {
@@ -173,11 +180,20 @@ impl Relay {
                 tmp: tmp.to_path_buf(),
             });
         }
+        Admission { relay: self }
     }
+}
 
-    /// Admits nobody.
-    pub fn clear(&self) {
-        if let Ok(mut admitted) = self.admitted.lock() {
+/// A leaf's admission to the relay; dropping it admits nobody.
+#[must_use = "the leaf is admitted only while this lives"]
+#[derive(Debug)]
+pub struct Admission<'r> {
+    relay: &'r Relay,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut admitted) = self.relay.admitted.lock() {
             *admitted = None;
         }
     }

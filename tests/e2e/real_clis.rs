@@ -625,7 +625,7 @@ fn run_confined(
     let workdir = request.workdir.clone();
     let mut run = leaves.prepare(provider, request).expect("prepare");
     let policy = run.policy().expect("a confined leaf").clone();
-    relay.admit(run.id(), &workdir, &policy, &run.files().dir.join("tmp"));
+    let _admission = relay.admit(run.id(), &workdir, &policy, &run.files().dir.join("tmp"));
     leaves.start(&mut run).expect("launch");
     provider
         .response(leaves, &mut run, Some(tdd_testutil::BOUND))

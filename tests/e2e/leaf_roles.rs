@@ -196,38 +196,41 @@ fn a_verifier_leaf_reads_its_assignment_and_its_reject_is_recorded() {
     assert_eq!(verdict.findings, ["tests/test_duration.py: no assertion"]);
 }
 
-#[test]
-fn an_accept_without_the_verifiers_own_test_runs_is_refused_and_recorded() {
+/// Runs one scripted leaf (`fixture`) for `request`, and asserts the verdict it tried
+/// was refused for `reason`, by this leaf, and that no verdict was recorded. Returns
+/// the leaf's response.
+fn refused_verdict(fixture: &str, request: fn(&Env) -> Request, reason: &str) -> Response {
     let env = Env::new();
     let leaves = leaves(&env);
-    let provider = scripted(
-        &env,
-        r#"
+    let provider = scripted(&env, fixture);
+    let response = run(&leaves, &provider, request(&env));
+    let refused = events(&env, "verdict_refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["reason"], reason);
+    assert_eq!(refused[0]["leaf_id"], response.leaf_id.as_str());
+    assert!(events(&env, "verdict_recorded").is_empty());
+    response
+}
+
+#[test]
+fn an_accept_without_the_verifiers_own_test_runs_is_refused_and_recorded() {
+    let fixture = r#"
 version = 1
 [[leaf]]
 role = "verifier"
 [[leaf.do]]
 action = "run"
 argv = ["tdd", "verdict", "accept", "--json", "--reason", "looks fine to me"]
-"#,
-    );
-    let response = run(&leaves, &provider, verifier_request(&env));
+"#;
+    let response = refused_verdict(fixture, verifier_request, "verdict_without_evidence");
     let printed = envelopes(&response.text);
     assert_eq!(printed[0]["error"]["reason"], "verdict_without_evidence");
     assert_eq!(printed[0]["data"]["missing"][0], TARGET);
-    let refused = events(&env, "verdict_refused");
-    assert_eq!(refused.len(), 1);
-    assert_eq!(refused[0]["reason"], "verdict_without_evidence");
-    assert!(events(&env, "verdict_recorded").is_empty());
 }
 
 #[test]
 fn a_developer_leafs_token_cannot_give_a_verdict() {
-    let env = Env::new();
-    let leaves = leaves(&env);
-    let provider = scripted(
-        &env,
-        r#"
+    let fixture = r#"
 version = 1
 [[leaf]]
 role = "developer"
@@ -235,14 +238,8 @@ role = "developer"
 action = "verdict"
 decision = "accept"
 reason = "my own work is great"
-"#,
-    );
-    let response = run(&leaves, &provider, developer_request(&env));
-    let refused = events(&env, "verdict_refused");
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0]["reason"], "verdict_not_verifier");
-    assert_eq!(refused[0]["leaf_id"], response.leaf_id.as_str());
-    assert!(events(&env, "verdict_recorded").is_empty());
+"#;
+    refused_verdict(fixture, developer_request, "verdict_not_verifier");
 }
 
 #[test]

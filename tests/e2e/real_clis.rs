@@ -397,17 +397,30 @@ fn claude_env(api: &FakeApi) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A Claude Code turn that runs `command` with its Bash tool.
+fn bash(command: &str, description: &str) -> Step {
+    Step::Tool(
+        "Bash",
+        json!({"command": command, "description": description}),
+    )
+}
+
+/// A Claude Code turn that writes `content` to `path` with its Write tool.
+fn write(path: &Path, content: &str) -> Step {
+    Step::Tool(
+        "Write",
+        json!({"file_path": path.display().to_string(), "content": content}),
+    )
+}
+
 /// A Claude Code verifier's last turns: it runs the target through `tdd test`, then
 /// gives its verdict with `tdd verdict`.
 fn claude_verdict_steps() -> Vec<Step> {
     vec![
-        Step::Tool(
-            "Bash",
-            json!({"command": format!("tdd test {TARGET}"), "description": "run"}),
-        ),
-        Step::Tool(
-            "Bash",
-            json!({"command": "tdd verdict accept --reason 'the test pins the behaviour'", "description": "verdict"}),
+        bash(&format!("tdd test {TARGET}"), "run"),
+        bash(
+            "tdd verdict accept --reason 'the test pins the behaviour'",
+            "verdict",
         ),
         Step::Text("Accepted."),
     ]
@@ -427,14 +440,8 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
     let api = FakeApi::start(
         Api::Anthropic,
         vec![
-            Step::Tool(
-                "Bash",
-                json!({"command": "tdd status --json", "description": "assignment"}),
-            ),
-            Step::Tool(
-                "Write",
-                json!({"file_path": made.display().to_string(), "content": "written by the developer\n"}),
-            ),
+            bash("tdd status --json", "assignment"),
+            write(&made, "written by the developer\n"),
             Step::Text("Wrote notes.txt."),
         ],
     );
@@ -459,18 +466,9 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
     let api = FakeApi::start(
         Api::Anthropic,
         vec![
-            Step::Tool(
-                "Bash",
-                json!({"command": "tdd status --json", "description": "assignment"}),
-            ),
-            Step::Tool(
-                "Write",
-                json!({"file_path": cheat.display().to_string(), "content": "x"}),
-            ),
-            Step::Tool(
-                "Bash",
-                json!({"command": format!("echo cheat > {}", cheat.display()), "description": "cheat"}),
-            ),
+            bash("tdd status --json", "assignment"),
+            write(&cheat, "x"),
+            bash(&format!("echo cheat > {}", cheat.display()), "cheat"),
         ]
         .into_iter()
         .chain(claude_verdict_steps())
@@ -667,22 +665,10 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     let api = FakeApi::start(
         Api::Anthropic,
         vec![
-            Step::Tool(
-                "Bash",
-                json!({"command": "tdd status --json", "description": "assignment"}),
-            ),
-            Step::Tool(
-                "Bash",
-                json!({"command": "cat ~/.git-credentials", "description": "escape"}),
-            ),
-            Step::Tool(
-                "Bash",
-                json!({"command": format!("echo x > {}", hooks.display()), "description": "escape"}),
-            ),
-            Step::Tool(
-                "Write",
-                json!({"file_path": made.display().to_string(), "content": "written confined\n"}),
-            ),
+            bash("tdd status --json", "assignment"),
+            bash("cat ~/.git-credentials", "escape"),
+            bash(&format!("echo x > {}", hooks.display()), "escape"),
+            write(&made, "written confined\n"),
             Step::Text("Wrote notes.txt."),
         ],
     );

@@ -17,6 +17,8 @@
 
 use serde_json::json;
 use tdd_engine::config::ProviderConfig;
+
+use super::Cli;
 use tdd_supervisor::ExitClass;
 
 use crate::envelope::Capabilities;
@@ -47,22 +49,14 @@ pub const TESTED_VERSIONS: &[&str] = &["0.86"];
 /// The aider provider.
 #[derive(Debug, Clone)]
 pub struct Aider {
-    command: String,
-    args: Vec<String>,
-    env: Vec<String>,
-    model: Option<String>,
+    cli: Cli,
 }
 
 impl Aider {
     /// `aider` on the leaf's `PATH`, adjusted by a `[provider.aider]` table.
     pub fn new(config: Option<&ProviderConfig>) -> Aider {
         Aider {
-            command: config
-                .and_then(|c| c.command.clone())
-                .unwrap_or_else(|| "aider".into()),
-            args: config.map(|c| c.args.clone()).unwrap_or_default(),
-            env: config.map(|c| c.env.clone()).unwrap_or_default(),
-            model: config.and_then(|c| c.model.clone()),
+            cli: Cli::new("aider", config),
         }
     }
 }
@@ -84,7 +78,7 @@ impl Provider for Aider {
     }
 
     fn program(&self) -> Option<&str> {
-        Some(&self.command)
+        Some(&self.cli.command)
     }
 
     fn tested_versions(&self) -> &'static [&'static str] {
@@ -102,7 +96,7 @@ impl Provider for Aider {
             ));
         }
         let mut argv = vec![
-            self.command.clone(),
+            self.cli.command.clone(),
             "--message-file".into(),
             files.prompt.display().to_string(),
             "--yes-always".into(),
@@ -125,15 +119,15 @@ impl Provider for Aider {
             "--input-history-file".into(),
             files.dir.join("aider.input.history").display().to_string(),
         ];
-        if let Some(model) = &self.model {
+        if let Some(model) = &self.cli.model {
             argv.extend(["--model".into(), model.clone()]);
         }
         for locked in &request.locked_files {
             argv.extend(["--read".into(), locked.clone()]);
         }
-        argv.extend(self.args.iter().cloned());
+        argv.extend(self.cli.args.iter().cloned());
         let mut pass_env: Vec<String> = AIDER_ENV.iter().map(|s| s.to_string()).collect();
-        pass_env.extend(self.env.iter().cloned());
+        pass_env.extend(self.cli.env.iter().cloned());
         Ok(Invocation {
             argv,
             pass_env,

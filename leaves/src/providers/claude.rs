@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::json;
 use tdd_engine::config::ProviderConfig;
+
+use super::Cli;
 use tdd_prompts::Role;
 
 use crate::envelope::Capabilities;
@@ -102,22 +104,14 @@ pub const DEVELOPER_DENIED: &[&str] = &[
 /// The Claude Code provider.
 #[derive(Debug, Clone)]
 pub struct Claude {
-    command: String,
-    args: Vec<String>,
-    env: Vec<String>,
-    model: Option<String>,
+    cli: Cli,
 }
 
 impl Claude {
     /// `claude` on the leaf's `PATH`, adjusted by a `[provider.claude]` table.
     pub fn new(config: Option<&ProviderConfig>) -> Claude {
         Claude {
-            command: config
-                .and_then(|c| c.command.clone())
-                .unwrap_or_else(|| "claude".into()),
-            args: config.map(|c| c.args.clone()).unwrap_or_default(),
-            env: config.map(|c| c.env.clone()).unwrap_or_default(),
-            model: config.and_then(|c| c.model.clone()),
+            cli: Cli::new("claude", config),
         }
     }
 }
@@ -156,7 +150,7 @@ impl Provider for Claude {
     }
 
     fn program(&self) -> Option<&str> {
-        Some(&self.command)
+        Some(&self.cli.command)
     }
 
     fn tested_versions(&self) -> &'static [&'static str] {
@@ -179,7 +173,7 @@ impl Provider for Claude {
             ),
         };
         let mut argv = vec![
-            self.command.clone(),
+            self.cli.command.clone(),
             "-p".into(),
             "--output-format".into(),
             "stream-json".into(),
@@ -202,10 +196,10 @@ impl Provider for Claude {
         if let Some(turns) = request.max_turns {
             argv.extend(["--max-turns".into(), turns.to_string()]);
         }
-        if let Some(model) = &self.model {
+        if let Some(model) = &self.cli.model {
             argv.extend(["--model".into(), model.clone()]);
         }
-        argv.extend(self.args.iter().cloned());
+        argv.extend(self.cli.args.iter().cloned());
         // `--tools` takes one comma-separated value; the two rule lists take several
         // values, so they come last: nothing after them can be read as a rule.
         argv.extend(["--tools".into(), tools.join(",")]);
@@ -216,7 +210,7 @@ impl Provider for Claude {
             argv.extend(denied.iter().map(|t| t.to_string()));
         }
         let mut pass_env: Vec<String> = CLAUDE_ENV.iter().map(|s| s.to_string()).collect();
-        pass_env.extend(self.env.iter().cloned());
+        pass_env.extend(self.cli.env.iter().cloned());
         Ok(Invocation {
             argv,
             pass_env,

@@ -23,6 +23,8 @@ use serde_json::Value;
 use serde_json::json;
 use tdd_engine::config::ProviderConfig;
 
+use super::Cli;
+
 use crate::envelope::Capabilities;
 use crate::envelope::Request;
 use crate::envelope::Usage;
@@ -65,22 +67,14 @@ const TOOL_ITEMS: &[&str] = &[
 /// The Codex provider.
 #[derive(Debug, Clone)]
 pub struct Codex {
-    command: String,
-    args: Vec<String>,
-    env: Vec<String>,
-    model: Option<String>,
+    cli: Cli,
 }
 
 impl Codex {
     /// `codex` on the leaf's `PATH`, adjusted by a `[provider.codex]` table.
     pub fn new(config: Option<&ProviderConfig>) -> Codex {
         Codex {
-            command: config
-                .and_then(|c| c.command.clone())
-                .unwrap_or_else(|| "codex".into()),
-            args: config.map(|c| c.args.clone()).unwrap_or_default(),
-            env: config.map(|c| c.env.clone()).unwrap_or_default(),
-            model: config.and_then(|c| c.model.clone()),
+            cli: Cli::new("codex", config),
         }
     }
 }
@@ -102,7 +96,7 @@ impl Provider for Codex {
     }
 
     fn program(&self) -> Option<&str> {
-        Some(&self.command)
+        Some(&self.cli.command)
     }
 
     fn tested_versions(&self) -> &'static [&'static str] {
@@ -128,7 +122,7 @@ impl Provider for Codex {
             "workspace-write"
         };
         let mut argv = vec![
-            self.command.clone(),
+            self.cli.command.clone(),
             "exec".into(),
             "--json".into(),
             "--sandbox".into(),
@@ -147,13 +141,13 @@ impl Provider for Codex {
             "-c".into(),
             "sandbox_workspace_write.exclude_tmpdir_env_var=true".into(),
         ];
-        if let Some(model) = &self.model {
+        if let Some(model) = &self.cli.model {
             argv.extend(["-m".into(), model.clone()]);
         }
-        argv.extend(self.args.iter().cloned());
+        argv.extend(self.cli.args.iter().cloned());
         argv.push("-".into());
         let mut pass_env: Vec<String> = CODEX_ENV.iter().map(|s| s.to_string()).collect();
-        pass_env.extend(self.env.iter().cloned());
+        pass_env.extend(self.cli.env.iter().cloned());
         Ok(Invocation {
             argv,
             pass_env,

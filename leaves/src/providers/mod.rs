@@ -12,9 +12,39 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use tdd_engine::config::Config;
+use tdd_engine::config::ProviderConfig;
 
 use crate::provider::Provider;
 use crate::provider::ProviderError;
+
+/// A built-in CLI provider's settings: its executable and what a `[provider.NAME]`
+/// table adds to it. Without a table, the executable is the CLI's own name on the
+/// leaf's `PATH`, with no extra arguments, variables or model.
+#[derive(Debug, Clone)]
+pub(crate) struct Cli {
+    /// The executable.
+    pub(crate) command: String,
+    /// Arguments after the provider's own.
+    pub(crate) args: Vec<String>,
+    /// Variables of the caller's environment passed to the leaf.
+    pub(crate) env: Vec<String>,
+    /// The model to ask the CLI for.
+    pub(crate) model: Option<String>,
+}
+
+impl Cli {
+    /// `name` on the leaf's `PATH`, adjusted by `config`.
+    pub(crate) fn new(name: &str, config: Option<&ProviderConfig>) -> Cli {
+        Cli {
+            command: config
+                .and_then(|c| c.command.clone())
+                .unwrap_or_else(|| name.into()),
+            args: config.map(|c| c.args.clone()).unwrap_or_default(),
+            env: config.map(|c| c.env.clone()).unwrap_or_default(),
+            model: config.and_then(|c| c.model.clone()),
+        }
+    }
+}
 
 /// How to re-execute the running binary as a scripted leaf.
 #[derive(Debug, Clone)]

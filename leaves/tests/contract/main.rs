@@ -3,7 +3,7 @@
 //! Adding a provider adds one line to [`PROVIDERS`] and no test edits. Real-CLI
 //! providers run against fake executables put first on `PATH` that replay the
 //! recorded streams under `tests/fixtures/` (the manifest names the CLI version each
-//! imitates).
+//! imitates). What each CLI must be started with is the table in `launch.rs`.
 //!
 //! This binary has its own `main` so that it can also be the processes the tests
 //! need: `__supervise <dir>` (the supervisor, as `tdd __supervise`),
@@ -11,6 +11,7 @@
 //! `__fake-cli ...` (a fake agent CLI). Tests wait for events, never for time.
 
 mod fake;
+mod launch;
 mod support;
 
 use std::time::Duration;
@@ -21,6 +22,8 @@ use tdd_engine::ledger::Ledger;
 use tdd_leaves::AbortOutcome;
 use tdd_leaves::Completion;
 use tdd_leaves::LeafError;
+use tdd_leaves::LeafRun;
+use tdd_leaves::Leaves;
 use tdd_leaves::Provider;
 use tdd_leaves::Scripted;
 use tdd_leaves::providers::aider::Aider;
@@ -267,6 +270,31 @@ fn environment_allow_listed(case: &Case) -> Result<(), String> {
     Ok(())
 }
 
+/// Aborts `run` through its provider once per expected outcome, and checks each
+/// outcome in turn.
+fn aborts_give(
+    provider: &dyn Provider,
+    leaves: &Leaves,
+    run: &mut LeafRun,
+    expected: &[AbortOutcome],
+) -> Result<(), String> {
+    for (n, want) in expected.iter().enumerate() {
+        let got = provider.abort(leaves, run).map_err(|e| e.to_string())?;
+        if got != *want {
+            return fail(&format!("abort {}", n + 1), (got, want));
+        }
+    }
+    Ok(())
+}
+
+/// A leaf that was aborted before it started can never start.
+fn start_is_refused(leaves: &Leaves, run: &mut LeafRun) -> Result<(), String> {
+    match leaves.start(run) {
+        Err(LeafError::Aborted { .. }) => Ok(()),
+        other => fail("start after abort", other.map(|()| "started")),
+    }
+}
+
 fn abort_running(case: &Case) -> Result<(), String> {
     let sandbox = Sandbox::new()?;
     let provider = (case.make)(&sandbox, Scenario::Hang)?;
@@ -274,15 +302,8 @@ fn abort_running(case: &Case) -> Result<(), String> {
     let mut run = provider
         .run(&leaves, sandbox.developer_request()?)
         .map_err(|e| format!("run: {e}"))?;
-    let first = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    let second = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if first != AbortOutcome::Killed || second != AbortOutcome::AlreadyOver {
-        return fail("abort outcomes", (first, second));
-    }
+    let expected = [AbortOutcome::Killed, AbortOutcome::AlreadyOver];
+    aborts_give(provider.as_ref(), &leaves, &mut run, &expected)?;
     let response = provider
         .response(&leaves, &mut run, Some(Duration::from_secs(120)))
         .map_err(|e| e.to_string())?
@@ -290,13 +311,12 @@ fn abort_running(case: &Case) -> Result<(), String> {
     if response.completion != Completion::Aborted {
         return fail("completion", response);
     }
-    let third = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if third != AbortOutcome::AlreadyOver {
-        return fail("abort after the end", third);
-    }
-    Ok(())
+    aborts_give(
+        provider.as_ref(),
+        &leaves,
+        &mut run,
+        &[AbortOutcome::AlreadyOver],
+    )
 }
 
 fn abort_not_started(case: &Case) -> Result<(), String> {
@@ -306,19 +326,9 @@ fn abort_not_started(case: &Case) -> Result<(), String> {
     let mut run = leaves
         .prepare(provider.as_ref(), sandbox.developer_request()?)
         .map_err(|e| e.to_string())?;
-    let first = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    let second = provider
-        .abort(&leaves, &mut run)
-        .map_err(|e| e.to_string())?;
-    if first != AbortOutcome::NotStarted || second != AbortOutcome::AlreadyOver {
-        return fail("abort outcomes", (first, second));
-    }
-    match leaves.start(&mut run) {
-        Err(LeafError::Aborted { .. }) => {}
-        other => return fail("start after abort", other.map(|()| "started")),
-    }
+    let expected = [AbortOutcome::NotStarted, AbortOutcome::AlreadyOver];
+    aborts_give(provider.as_ref(), &leaves, &mut run, &expected)?;
+    start_is_refused(&leaves, &mut run)?;
     if sandbox.dir.join("env.txt").exists() || run.handle().is_some() {
         return fail("the aborted leaf ran", ());
     }
@@ -335,14 +345,8 @@ fn abort_finished(case: &Case) -> Result<(), String> {
     run.wait(Some(Duration::from_secs(120)))
         .map_err(|e| e.to_string())?
         .ok_or("the leaf did not end")?;
-    for _ in 0..2 {
-        let outcome = provider
-            .abort(&leaves, &mut run)
-            .map_err(|e| e.to_string())?;
-        if outcome != AbortOutcome::AlreadyOver {
-            return fail("abort of a finished leaf", outcome);
-        }
-    }
+    let expected = [AbortOutcome::AlreadyOver, AbortOutcome::AlreadyOver];
+    aborts_give(provider.as_ref(), &leaves, &mut run, &expected)?;
     let response = provider
         .response(&leaves, &mut run, Some(Duration::ZERO))
         .map_err(|e| e.to_string())?
@@ -383,10 +387,7 @@ fn abort_by_id(case: &Case) -> Result<(), String> {
     {
         return fail("abort outcomes", outcomes);
     }
-    match leaves.start(&mut pending) {
-        Err(LeafError::Aborted { .. }) => {}
-        other => return fail("start after abort by id", other.map(|()| "started")),
-    }
+    start_is_refused(&leaves, &mut pending)?;
     let exit = running
         .wait(Some(Duration::from_secs(120)))
         .map_err(|e| e.to_string())?
@@ -405,187 +406,6 @@ fn crash_classified(case: &Case) -> Result<(), String> {
         return fail("completion", response);
     }
     Ok(())
-}
-
-/// Provider-specific promises about how a CLI is started.
-fn argv_of(provider: &dyn Provider, request: &tdd_leaves::Request) -> Result<Vec<String>, String> {
-    let files = tdd_leaves::LeafFiles {
-        dir: "/leaf".into(),
-        prompt: "/leaf/prompt.md".into(),
-        result: "/leaf/result.json".into(),
-        ledger_dir: "/ledger".into(),
-    };
-    Ok(provider
-        .invocation(request, &files)
-        .map_err(|e| e.to_string())?
-        .argv)
-}
-
-fn claude_verifier_cannot_write() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let argv = argv_of(&Claude::new(None), &sandbox.verifier_request()?)?;
-    let after = |argv: &[String], flag: &str| {
-        argv.iter()
-            .position(|a| a == flag)
-            .and_then(|i| argv.get(i + 1))
-            .cloned()
-            .unwrap_or_default()
-    };
-    // The session has no tool that writes but Bash, and Bash only for tdd and git reads.
-    if after(&argv, "--tools") != "Read,Glob,Grep,Bash"
-        || after(&argv, "--permission-mode") != "dontAsk"
-        || !argv.iter().any(|a| a == "--strict-mcp-config")
-    {
-        return fail("verifier tools", &argv);
-    }
-    // No settings from the checkout it judges (hooks, permission rules the developer
-    // may have committed): the user's own only.
-    if after(&argv, "--setting-sources") != "user" {
-        return fail("verifier settings", &argv);
-    }
-    let rules_at = argv
-        .iter()
-        .position(|a| a == "--allowedTools")
-        .ok_or("no allow list")?;
-    let broad = argv[rules_at + 1..].iter().find(|rule| {
-        !(["Read", "Glob", "Grep"].contains(&rule.as_str())
-            || rule.starts_with("Bash(tdd:")
-            || rule.starts_with("Bash(git diff:")
-            || rule.starts_with("Bash(git show:")
-            || rule.starts_with("Bash(git log:"))
-    });
-    if let Some(rule) = broad {
-        return fail("a verifier rule allows more than reading", rule);
-    }
-    let developer = argv_of(&Claude::new(None), &sandbox.developer_request()?)?;
-    for flag in [
-        "-p",
-        "--verbose",
-        "--session-id",
-        "--permission-mode",
-        "--append-system-prompt",
-    ] {
-        if !developer.iter().any(|a| a == flag) {
-            return fail("missing flag", flag);
-        }
-    }
-    // Tools Claude Code 2.1 no longer has are never named (each would be warned about).
-    for argv in [&argv, &developer] {
-        if let Some(gone) = argv
-            .iter()
-            .find(|a| ["LS", "MultiEdit", "WebFetch", "WebSearch"].contains(&a.as_str()))
-        {
-            return fail("names a tool claude 2.1 lacks", gone);
-        }
-    }
-    Ok(())
-}
-
-/// The retry cap Claude Code gets unless the caller set one.
-fn claude_retries_are_capped() -> Result<(), String> {
-    let provider = Claude::new(None);
-    let mut invocation = tdd_leaves::Invocation::default();
-    provider.adapt(&mut invocation, &Default::default());
-    if invocation.set_env
-        != [(
-            "CLAUDE_CODE_MAX_RETRIES".to_string(),
-            tdd_leaves::providers::claude::MAX_RETRIES.to_string(),
-        )]
-    {
-        return fail("set_env", invocation.set_env);
-    }
-    let mut invocation = tdd_leaves::Invocation::default();
-    let caller = [("CLAUDE_CODE_MAX_RETRIES".to_string(), "9".to_string())].into();
-    provider.adapt(&mut invocation, &caller);
-    if !invocation.set_env.is_empty() {
-        return fail("the caller's cap was overridden", invocation.set_env);
-    }
-    Ok(())
-}
-
-fn codex_sandbox_lets_tdd_write_its_ledger() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    for request in [sandbox.verifier_request()?, sandbox.developer_request()?] {
-        let argv = argv_of(&Codex::new(None), &request)?.join(" ");
-        for part in [
-            "--sandbox workspace-write",
-            "-c allow_login_shell=false",
-            "-c sandbox_workspace_write.writable_roots=[\"/ledger\"]",
-            "-c sandbox_workspace_write.exclude_slash_tmp=true",
-            "-c sandbox_workspace_write.exclude_tmpdir_env_var=true",
-        ] {
-            if !argv.contains(part) {
-                return fail("codex argv", (part, argv));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn codex_takes_the_endpoint_and_key_from_the_environment() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let provider = Codex::new(None);
-    let mut invocation = tdd_leaves::Invocation {
-        argv: argv_of(&provider, &sandbox.developer_request()?)?,
-        ..Default::default()
-    };
-    let caller = [
-        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        ("OPENAI_API_KEY", "sk-test"),
-    ]
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .into();
-    provider.adapt(&mut invocation, &caller);
-    let argv = invocation.argv.join(" ");
-    for part in [
-        "-c model_provider=\"tdd_openai\"",
-        "-c model_providers.tdd_openai.base_url=\"http://127.0.0.1:9/v1\"",
-        "-c model_providers.tdd_openai.env_key=\"CODEX_API_KEY\"",
-        "-c model_providers.tdd_openai.supports_websockets=false",
-    ] {
-        if !argv.contains(part) {
-            return fail("codex argv", (part, argv));
-        }
-    }
-    if invocation.argv.last().map(String::as_str) != Some("-") {
-        return fail("the prompt must stay last", argv);
-    }
-    if invocation.set_env != [("CODEX_API_KEY".to_string(), "sk-test".to_string())] {
-        return fail("CODEX_API_KEY", invocation.set_env);
-    }
-    Ok(())
-}
-
-fn aider_leaves_nothing_in_the_work_tree() -> Result<(), String> {
-    let sandbox = Sandbox::new()?;
-    let argv = argv_of(&Aider::new(None), &sandbox.developer_request()?)?.join(" ");
-    for part in [
-        "--message-file /leaf/prompt.md",
-        "--yes-always",
-        "--no-auto-commits",
-        "--no-stream",
-        "--no-pretty",
-        "--read app/duration.py",
-        "--no-analytics",
-        "--no-gitignore",
-        "--map-tokens 0",
-        "--chat-history-file /leaf/",
-        "--input-history-file /leaf/",
-    ] {
-        if !argv.contains(part) {
-            return fail("aider argv", (part, argv));
-        }
-    }
-    if argv.contains("--analytics-disable") {
-        return fail(
-            "--analytics-disable edits the user's settings for good",
-            argv,
-        );
-    }
-    match argv_of(&Aider::new(None), &sandbox.verifier_request()?) {
-        Err(error) if error.contains("cannot be a verifier") => Ok(()),
-        other => fail("aider as a verifier", other),
-    }
 }
 
 fn main() {
@@ -615,23 +435,12 @@ fn main() {
             ));
         }
     }
-    trials.push(Trial::test("claude::a_verifier_cannot_write", || {
-        claude_verifier_cannot_write().map_err(Into::into)
-    }));
-    trials.push(Trial::test("claude::retries_are_capped", || {
-        claude_retries_are_capped().map_err(Into::into)
-    }));
-    trials.push(Trial::test(
-        "codex::the_sandbox_lets_tdd_write_its_ledger",
-        || codex_sandbox_lets_tdd_write_its_ledger().map_err(Into::into),
-    ));
-    trials.push(Trial::test(
-        "codex::the_endpoint_and_key_come_from_the_environment",
-        || codex_takes_the_endpoint_and_key_from_the_environment().map_err(Into::into),
-    ));
-    trials.push(Trial::test(
-        "aider::nothing_is_left_in_the_work_tree",
-        || aider_leaves_nothing_in_the_work_tree().map_err(Into::into),
-    ));
+    for launch in launch::LAUNCHES {
+        let provider = (launch.provider)().name().to_string();
+        trials.push(Trial::test(
+            format!("{provider}::{}", launch.name),
+            move || launch::check(launch).map_err(Into::into),
+        ));
+    }
     libtest_mimic::run(&arguments, trials).exit();
 }

@@ -34,6 +34,24 @@ fn subjects(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The commits the subtraction issue's one step lands, its plan first.
+const STEP_ONE: [&str; 4] = [
+    "plan: issue #1 Subtraction",
+    "test: subtraction",
+    "feat: subtraction",
+    "refactor: subtraction",
+];
+
+/// Asserts that the run ended with the plan and step 1's three commits on top of the
+/// project's own two, a clean tree, and src/lib.rs holding the demo's `LIB` + `body`.
+fn assert_step_one_landed(env: &Env, body: &str) {
+    let log = subjects(env.root());
+    assert_eq!(log, [&["init", "calc"][..], &STEP_ONE].concat(), "{log:?}");
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
+    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
+    assert_eq!(lib, format!("{LIB}{body}"));
+}
+
 fn read(path: &Value) -> String {
     std::fs::read_to_string(path.as_str().expect("a path")).expect("readable")
 }
@@ -360,15 +378,7 @@ fn stop_then_resume(mode: &str) {
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["data"]["steps_done"], 1);
     let log = subjects(env.root());
-    assert_eq!(
-        log[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
+    assert_eq!(log[2..], STEP_ONE);
     // While the REFACTOR leaf ran, `tdd status` (outside a leaf's identity) showed
     // the conductor's position.
     let ledger_dir = ledger_dir(&value);

@@ -65,18 +65,7 @@ fn a_rejected_refactor_is_reopened_and_revised_into_a_new_commit() {
     assert_eq!(code, 0, "{value}");
     // The rejected REFACTOR commit is gone; its revision is the step's last commit
     // and carries the ticked box.
-    assert_eq!(
-        subjects(env.root())[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
-    assert_eq!(env.git(&["status", "--porcelain"]), "");
-    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
-    assert_eq!(lib, format!("{LIB}{DOCUMENTED}"));
+    assert_step_one_landed(&env, DOCUMENTED);
     let plan = env.git(&["show", "HEAD:.tdd/issue-1.md"]);
     assert!(plan.contains("- [x] Step 1:"), "{plan}");
     let pr = read(&value["data"]["pr"]);
@@ -150,21 +139,7 @@ fn crash_and_resume(points: &[&str], fixture: &str, budget: u32, body: &str, tes
     kill_at_each(&env, &issue, points);
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
-    let log = subjects(env.root());
-    assert_eq!(
-        log,
-        [
-            "init",
-            "calc",
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
-    assert_eq!(env.git(&["status", "--porcelain"]), "");
-    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
-    assert_eq!(lib, format!("{LIB}{body}"), "{points:?}");
+    assert_step_one_landed(&env, body);
     let committed = std::fs::read_to_string(env.root().join("tests/sub.rs")).expect("test");
     assert_eq!(committed, test, "{points:?}");
     let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
@@ -267,18 +242,7 @@ fn a_stop_between_a_green_reject_and_its_revise_resumes_to_the_same_commits() {
     assert_eq!(env.git(&["status", "--porcelain"]), "");
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
-    assert_eq!(
-        subjects(env.root())[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
-    assert_eq!(env.git(&["status", "--porcelain"]), "");
-    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
-    assert_eq!(lib, format!("{LIB}{ALT_IMPL}"));
+    assert_step_one_landed(&env, ALT_IMPL);
     // One REJECT, one revise (with its findings), two GREEN verifiers in all.
     let revise = prompts(&value, "developer-i1-s1-green-a2");
     assert_eq!(revise.len(), 1);
@@ -519,17 +483,7 @@ fn a_revise_that_recommits_the_rejected_commit_is_judged_afresh_after_a_kill() {
     );
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
-    assert_eq!(
-        subjects(env.root())[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
-    let lib = std::fs::read_to_string(env.root().join("src/lib.rs")).expect("lib");
-    assert_eq!(lib, format!("{LIB}{IMPL}"));
+    assert_step_one_landed(&env, IMPL);
     // As uninterrupted: one revise leaf, two GREEN verifiers, one REJECT.
     assert_eq!(prompts(&value, "developer-i1-s1-green-a2").len(), 1);
     assert!(prompts(&value, "developer-i1-s1-green-a3").is_empty());

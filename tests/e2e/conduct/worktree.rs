@@ -140,15 +140,7 @@ fn a_worktree_conductor_killed_mid_step_resumes_from_the_user_tree_to_the_same_c
     // The config commit is on both branches; the run's commits only in the worktree.
     let mut log = subjects(&wt.0);
     assert_eq!(log.remove(2), "conduct in a worktree");
-    assert_eq!(
-        log[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
+    assert_eq!(log[2..], STEP_ONE);
     assert_eq!(env.git(&["rev-parse", "--abbrev-ref", "HEAD"]), branch);
     assert_eq!(subjects(env.root()).len(), 3);
     let notes = std::fs::read_to_string(env.root().join("notes.txt")).expect("notes");

@@ -2,7 +2,8 @@
 """tdd's added time on real projects: `tdd test --all` against the runner's own run.
 
 Uses the projects the corpus e2e test fetched (run `cargo test --test e2e corpus` first):
-more-itertools (pytest), strsim (cargo-nextest), google/uuid (go test). Each project is
+more-itertools (pytest), strsim (cargo-nextest), google/uuid (go test), jsonpath (mocha)
+and @fastify/merge-json-schemas (node:test). Each project is
 copied into a fresh repository, `tdd init` is committed, one warm-up run of each side
 fills the build caches, then RUNS runs of each side alternate. Prints the medians and
 the ratio tdd / runner (goal: at most 1.1).
@@ -27,6 +28,9 @@ PROJECTS = [
      ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=/dev/null"]),
     ("strsim (cargo-nextest)", "strsim-0.11.1", ["cargo", "nextest", "run", "--no-fail-fast"]),
     ("google/uuid (go test)", "golang-github-google-uuid", ["go", "test", "-json", "-count=1", "./..."]),
+    ("jsonpath (mocha)", "jsonpath-1.3.0",
+     ["node_modules/.bin/mocha", "-u", "tdd", "test", "--reporter", "json"]),
+    ("merge-json-schemas (node)", "merge-json-schemas-0.2.2", ["node", "--test"]),
 ]
 
 

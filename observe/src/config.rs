@@ -91,6 +91,10 @@ pub struct ProjectConfig {
     /// Globs (relative to `root`) of test files.
     #[serde(default)]
     pub test_paths: Vec<String>,
+    /// Flags passed to the runner on every run, before tdd's own (mocha's `--ui tdd`).
+    /// Read by the mocha and node-test adapters.
+    #[serde(default)]
+    pub runner_args: Vec<String>,
     /// Replaces the adapter's command; may hold `{workers}`, `{target}`, `{report}`.
     #[serde(default)]
     pub test_command: Option<String>,

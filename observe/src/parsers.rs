@@ -119,6 +119,7 @@ pub fn observe_bytes(format: Format, bytes: &[u8]) -> Observation {
             root: ".".into(),
             adapter: AdapterKind::Junit,
             test_paths: Vec::new(),
+            runner_args: Vec::new(),
             test_command: None,
             collect_command: None,
             lint: Vec::new(),

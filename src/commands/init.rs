@@ -15,8 +15,11 @@ use crate::output::Outcome;
 use crate::output::Verb;
 
 /// Detect projects (Cargo.toml, pyproject.toml, package.json, go.mod, ...) at the
-/// work-tree root and one level down, and write tdd.toml with lock globs that fit
-/// each ecosystem. Imports .tdd/rules.json when present.
+/// work-tree root and one level down, and write tdd.toml. Each project is named after
+/// its package; its tests are where it declares them (pytest's testpaths,
+/// package.json's test script, Cargo's [[test]] targets), else where test files are
+/// found; every test file is locked as a test and every other source file as
+/// implementation. Imports .tdd/rules.json when present.
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
     /// Overwrite an existing tdd.toml.
@@ -55,6 +58,7 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Outcome, CommandError> {
         "path": path,
         "projects": detection.projects,
         "unclassified": detection.unclassified,
+        "warnings": detection.warnings,
         "imported_rules": rules.is_some(),
     });
     Ok(
@@ -93,6 +97,12 @@ fn render(path: &Path, detection: &detect::Detection, imported: bool) -> String 
             "  project {:<16} {:<10} root {} ({})\n",
             p.name, p.adapter, p.root, p.marker
         ));
+        text.push_str(&format!(
+            "    tests {} ({} file(s), from {})\n",
+            p.test_paths.join(", "),
+            p.tests_matched,
+            p.test_paths_from
+        ));
     }
     if imported {
         text.push_str("  imported locks and commands from .tdd/rules.json\n");
@@ -102,6 +112,9 @@ fn render(path: &Path, detection: &detect::Detection, imported: bool) -> String 
             "unclassified directories: {}\n",
             detection.unclassified.join(", ")
         ));
+    }
+    for warning in &detection.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
     }
     text
 }

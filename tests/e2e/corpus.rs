@@ -4,8 +4,10 @@
 //! values in the excerpt.
 //!
 //! Each project is fetched once by its ecosystem's own client (pip for a PyPI sdist,
-//! `cargo vendor` for a crate, apt for the Go module Debian packages) into a cache under
-//! the target directory, then copied into a fresh repository per test.
+//! `cargo vendor` for a crate, apt for the Go module Debian packages, `npm pack` for an
+//! npm package that ships its tests, with its runtime dependencies and its runner from
+//! npm) into a cache under the target directory, then copied into a fresh repository
+//! per test.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -317,4 +319,166 @@ fn go_google_uuid_matches_go_tests_own_report() {
         "TestVersionIsBroken",
     );
     assert!(excerpt.contains("got version 4, want 3"), "{excerpt}");
+}
+
+/// The npm package `spec` as published (`npm pack`), with `deps` (its runtime
+/// dependencies and its runner, not its whole devDependencies) installed from npm into
+/// its `node_modules`, which git ignores.
+fn npm_package(name: &str, spec: &str, deps: &[&str]) -> PathBuf {
+    fetched(name, |scratch| {
+        let tarball = run(scratch, "npm", &["pack", "-q", spec]);
+        run(scratch, "tar", &["xzf", tarball.trim()]);
+        let deps_dir = scratch.join("deps");
+        std::fs::create_dir_all(&deps_dir).expect("deps");
+        std::fs::write(deps_dir.join("package.json"), "{}").expect("package.json");
+        let mut install = vec!["install", "-q", "--no-audit", "--no-fund"];
+        install.extend(deps);
+        run(&deps_dir, "npm", &install);
+        let package = scratch.join("package");
+        std::fs::rename(deps_dir.join("node_modules"), package.join("node_modules"))
+            .expect("node_modules");
+        let ignore = package.join(".gitignore");
+        let mut text = std::fs::read_to_string(&ignore).unwrap_or_default();
+        text.push_str("\nnode_modules/\n");
+        std::fs::write(&ignore, text).expect(".gitignore");
+        package
+    })
+}
+
+/// An id without the ` #2`, ` #3`, ... that keeps same-named tests apart.
+fn without_ordinal(id: &str) -> &str {
+    match id.rsplit_once(" #") {
+        Some((name, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => id,
+    }
+}
+
+/// The ids `tdd` observed as mocha's own report names tests, `file :: suite suite
+/// title` (with any ` > ` inside a title read as a space, as on the runner's side),
+/// each as often as it occurs, sorted.
+fn as_full_titles(ids: &BTreeSet<String>) -> Vec<String> {
+    let mut titles: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let id = without_ordinal(id);
+            let (file, rest) = id.split_once(" > ").unwrap_or((id, ""));
+            format!("{file} :: {}", rest.replace(" > ", " "))
+        })
+        .collect();
+    titles.sort();
+    titles
+}
+
+#[test]
+fn mocha_jsonpath_matches_mochas_own_report() {
+    // Its test script is `mocha -u tdd test`: init must carry the interface over.
+    let source = npm_package(
+        "jsonpath-1.3.0",
+        "jsonpath@1.3.0",
+        &[
+            "esprima@1.2.5",
+            "static-eval@2.1.1",
+            "underscore@1.13.6",
+            "mocha@10.8.2",
+        ],
+    );
+    let env = repository(&source);
+    let report = output(
+        env.root(),
+        "node_modules/.bin/mocha",
+        &["-u", "tdd", "test", "--reporter", "json"],
+    );
+    let report: Value = serde_json::from_str(&report).expect("mocha's JSON report");
+    let root = format!("{}/", env.root().display());
+    // Same-named tests occur: compare each name as often as it occurs.
+    let mut own: Vec<String> = report["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .map(|t| {
+            let file = t["file"].as_str().unwrap_or_default();
+            let file = file.strip_prefix(&root).unwrap_or(file);
+            // A title may hold ` > ` itself (`slice with step > 1`).
+            let title = t["fullTitle"].as_str().unwrap_or_default();
+            format!("{file} :: {}", title.replace(" > ", " "))
+        })
+        .collect();
+    own.sort();
+    assert!(own.len() > 130, "{own:?}");
+    let (observation, ids) = observed(&env);
+    assert_eq!(as_full_titles(&ids), own);
+    assert_eq!(observation["totals"]["failed"], 0);
+
+    let excerpt = broken(
+        &env,
+        "test/broken.js",
+        "var assert = require('assert');\n\nsuite('broken', function () {\n  test('is broken', function () {\n    assert.strictEqual(1 + 1, 3);\n  });\n});\n",
+        "is broken",
+    );
+    assert!(excerpt.contains("2 !== 3"), "{excerpt}");
+}
+
+/// The names of the test cases in a JUnit report, unescaped, in order.
+fn junit_names(xml: &str) -> Vec<String> {
+    xml.split("<testcase ")
+        .skip(1)
+        .filter_map(|case| {
+            let start = case.find("name=\"")? + 6;
+            let end = start + case[start..].find('"')?;
+            Some(
+                case[start..end]
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&quot;", "\"")
+                    .replace("&apos;", "'")
+                    .replace("&amp;", "&"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn node_test_merge_json_schemas_matches_nodes_own_report() {
+    let source = npm_package(
+        "merge-json-schemas-0.2.2",
+        "@fastify/merge-json-schemas@0.2.2",
+        &["dequal@2.0.3"],
+    );
+    let env = repository(&source);
+    let report = env.root().join("own.xml");
+    output(
+        env.root(),
+        "node",
+        &[
+            "--test",
+            "--test-reporter=junit",
+            &format!("--test-reporter-destination={}", report.display()),
+        ],
+    );
+    let xml = std::fs::read_to_string(&report).expect("node's JUnit report");
+    std::fs::remove_file(&report).expect("rm");
+    let mut own = junit_names(&xml);
+    assert!(own.len() > 130, "{own:?}");
+    let (observation, ids) = observed(&env);
+    // node's report does not say which file a test is in: compare the names, each as
+    // often as it occurs.
+    let mut names: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let id = without_ordinal(id);
+            id.rsplit(" > ").next().unwrap_or(id).to_string()
+        })
+        .collect();
+    own.sort();
+    names.sort();
+    assert_eq!(names, own);
+    assert_eq!(observation["totals"]["failed"], 0);
+
+    let excerpt = broken(
+        &env,
+        "test/broken.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('is broken', () => {\n  assert.strictEqual(1 + 1, 3);\n});\n",
+        "is broken",
+    );
+    assert!(excerpt.contains("2 !== 3"), "{excerpt}");
 }

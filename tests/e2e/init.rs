@@ -141,7 +141,8 @@ fn enforcer_rules_json_is_imported() {
         serde_json::json!(["src/**", "!src/**/*_test.py"])
     );
     assert_eq!(config["locks"]["test"], serde_json::json!(["tests/**"]));
-    let project = &config["project"]["pytest"];
+    // Named after the package, not the adapter.
+    let project = &config["project"]["x"];
     assert_eq!(project["test_command"], "pytest -q");
     assert_eq!(project["timeout"], 90);
 }
@@ -160,4 +161,160 @@ fn a_malformed_rules_json_is_bad_input_with_its_position() {
         "{value}"
     );
     assert!(!env.root().join("tdd.toml").exists());
+}
+
+/// The one project init proposed, after checking the written file loads.
+fn only_project(env: &Env) -> serde_json::Value {
+    let value = init(env);
+    let projects = value["data"]["projects"].as_array().expect("projects");
+    assert_eq!(projects.len(), 1, "{value}");
+    projects[0].clone()
+}
+
+/// Commits the proposal, runs every test through it, and gives the totals.
+fn run_all(env: &Env) -> serde_json::Value {
+    env.commit_all("the project and its tdd.toml");
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 0, "{value}");
+    value["data"]["observations"][0]["totals"].clone()
+}
+
+#[test]
+fn pytests_declared_testpaths_and_the_package_name_are_used_and_run() {
+    // As toolz: the tests live inside the package, and pytest.ini says so.
+    let env = Env::new();
+    env.write("pyproject.toml", "[project]\nname = \"Toolz\"\n");
+    env.write("pytest.ini", "[pytest]\ntestpaths =\n    toolz/tests\n");
+    env.write("toolz/__init__.py", "def inc(x):\n    return x + 1\n");
+    env.write(
+        "toolz/tests/test_inc.py",
+        "from toolz import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n",
+    );
+    let project = only_project(&env);
+    assert_eq!(project["name"], "toolz");
+    assert_eq!(project["test_paths"], serde_json::json!(["toolz/tests/"]));
+    assert_eq!(project["test_paths_from"], "pytest.ini (testpaths)");
+    assert_eq!(project["tests_matched"], 1);
+    let text = std::fs::read_to_string(env.root().join("tdd.toml")).expect("written");
+    assert!(text.contains("[project.toolz]"), "{text}");
+    assert!(text.contains("\"!toolz/tests/**\""), "{text}");
+    assert_eq!(run_all(&env)["passed"], 1);
+}
+
+#[test]
+fn a_test_file_at_the_root_is_found_when_nothing_is_declared() {
+    // As six: one test module beside the code, and no testpaths.
+    let env = Env::new();
+    env.write("setup.cfg", "[metadata]\nname = six\n");
+    env.write("six.py", "def two():\n    return 2\n");
+    env.write(
+        "test_six.py",
+        "import six\n\n\ndef test_two():\n    assert six.two() == 2\n\n\ndef test_three():\n    assert six.two() + 1 == 3\n",
+    );
+    let project = only_project(&env);
+    assert_eq!(project["name"], "six");
+    assert_eq!(project["test_paths"], serde_json::json!(["test_six.py"]));
+    assert_eq!(project["test_paths_from"], "test files on disk");
+    // six.py, at the root, is implementation; the test module is a test.
+    assert_eq!(project["impl_globs"][0], "**/*.py");
+    assert!(
+        project["impl_globs"]
+            .as_array()
+            .expect("globs")
+            .contains(&serde_json::json!("!test_six.py")),
+        "{project}"
+    );
+    assert_eq!(run_all(&env)["passed"], 2);
+}
+
+#[test]
+fn the_test_script_of_package_json_gives_node_test_its_files() {
+    // As classnames: `node --test ./tests/*.js`, code in index.js at the root.
+    let env = Env::new();
+    env.write(
+        "package.json",
+        r#"{"name": "classnames", "scripts": {"test": "node --test ./tests/*.js"}}"#,
+    );
+    env.write(
+        "index.js",
+        "module.exports = (...a) => a.filter(Boolean).join(' ');\n",
+    );
+    env.write(
+        "tests/index.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst cn = require('../index.js');\n\ntest('joins', () => {\n  assert.strictEqual(cn('a', false, 'b'), 'a b');\n});\n",
+    );
+    env.write("tests/fixture.json", "{}");
+    let project = only_project(&env);
+    assert_eq!(project["name"], "classnames");
+    assert_eq!(project["adapter"], "node-test");
+    assert_eq!(project["test_paths"], serde_json::json!(["tests/*.js"]));
+    assert_eq!(project["test_paths_from"], "package.json (scripts.test)");
+    let implementation = project["impl_globs"].as_array().expect("globs");
+    assert!(
+        implementation.contains(&serde_json::json!("**/*.js")),
+        "{project}"
+    );
+    assert!(
+        implementation.contains(&serde_json::json!("!tests/*.js")),
+        "{project}"
+    );
+    let totals = run_all(&env);
+    assert_eq!(totals["passed"], 1, "{totals}");
+    assert_eq!(totals["total"], 1, "{totals}");
+}
+
+#[test]
+fn mocha_flags_of_the_test_script_become_runner_args() {
+    let env = Env::new();
+    env.write(
+        "package.json",
+        r#"{"name": "jsonpath", "devDependencies": {"mocha": "^10"}, "scripts": {"test": "mocha -u tdd --reporter dot test && jshint lib"}}"#,
+    );
+    env.write("test/query.js", "suite('query', () => {});\n");
+    let project = only_project(&env);
+    assert_eq!(project["adapter"], "mocha");
+    assert_eq!(project["runner_args"], serde_json::json!(["-u", "tdd"]));
+    assert_eq!(project["test_paths"], serde_json::json!(["test/"]));
+    let (_, shown) = env.json(&["config", "show"]);
+    assert_eq!(
+        shown["data"]["config"]["project"]["jsonpath"]["runner_args"],
+        serde_json::json!(["-u", "tdd"])
+    );
+}
+
+#[test]
+fn a_declaration_that_matches_no_test_is_reported_and_the_tests_on_disk_are_used() {
+    let env = Env::new();
+    env.write(
+        "package.json",
+        r#"{"name": "x", "scripts": {"test": "node --test spec/*.js"}}"#,
+    );
+    env.write("tests/a.test.js", "require('node:test')('t', () => {});\n");
+    let value = init(&env);
+    let project = &value["data"]["projects"][0];
+    assert_eq!(project["test_paths"], serde_json::json!(["tests/"]));
+    assert_eq!(project["test_paths_from"], "test files on disk");
+    let warnings = value["data"]["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{value}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .is_some_and(|w| w.contains("spec/*.js") && w.contains("matches no test file")),
+        "{value}"
+    );
+}
+
+#[test]
+fn a_project_without_any_test_gets_the_convention_and_a_warning() {
+    let env = Env::new();
+    env.write("pyproject.toml", "[project]\nname = \"fresh\"\n");
+    env.write("fresh.py", "");
+    let (exit, text) = env.on_terminal(&["init"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(
+        text.contains("warning: project fresh (.): no test file found"),
+        "{text}"
+    );
+    let shown = std::fs::read_to_string(env.root().join("tdd.toml")).expect("written");
+    assert!(shown.contains("test_paths = [\"tests/\"]"), "{shown}");
 }

@@ -3,6 +3,11 @@
 //! Detection only proposes; the written `tdd.toml` declares roots explicitly
 //! and is reviewed by a person. Directories that look like code but carry no
 //! marker are reported as unclassified instead of guessed at.
+//!
+//! Where tests are comes first from what the project declares (pytest's
+//! `testpaths`, the paths in `package.json`'s test script), then from the test
+//! files on disk, and last from the ecosystem's convention; the first that
+//! matches at least one test file wins, and a proposal that matches none says so.
 
 use std::path::Path;
 
@@ -10,18 +15,8 @@ use serde::Deserialize;
 use serde::Serialize;
 
 use super::AdapterKind;
-
-/// Directories never treated as project roots.
-const SKIPPED_DIRS: &[&str] = &[
-    "node_modules",
-    "target",
-    "vendor",
-    "dist",
-    "build",
-    "venv",
-    "__pycache__",
-    "third_party",
-];
+use super::declared;
+use super::layout;
 
 /// One project found by its marker file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,6 +35,13 @@ pub struct DetectedProject {
     pub impl_globs: Vec<String>,
     /// Proposed test lock globs, relative to the project root.
     pub test_globs: Vec<String>,
+    /// Where the test paths came from: a manifest, `test files on disk`, or
+    /// `convention`.
+    pub test_paths_from: String,
+    /// How many files under the root the test paths match as tests.
+    pub tests_matched: usize,
+    /// Flags the project's test script gives the runner, passed on every run.
+    pub runner_args: Vec<String>,
 }
 
 /// Everything detection found under a work-tree root.
@@ -49,6 +51,8 @@ pub struct Detection {
     pub projects: Vec<DetectedProject>,
     /// Subdirectories with no marker, when the root itself is not a project.
     pub unclassified: Vec<String>,
+    /// What a person should look at before committing the proposal.
+    pub warnings: Vec<String>,
 }
 
 /// tdd-enforcer's `.tdd/rules.json`, imported by `tdd init`.
@@ -77,9 +81,11 @@ pub fn detect(root: &Path) -> Detection {
         .as_ref()
         .is_some_and(|(adapter, _)| *adapter == AdapterKind::Cargo && is_cargo_workspace(root));
     if let Some((adapter, marker)) = &root_project {
-        detection
-            .projects
-            .push(proposal(adapter.as_str(), ".", *adapter, marker));
+        let name = declared::read(root, *adapter)
+            .name
+            .unwrap_or_else(|| adapter.as_str().to_string());
+        let project = proposal(root, &name, ".", *adapter, marker, &mut detection.warnings);
+        detection.projects.push(project);
     }
     let mut children: Vec<String> = std::fs::read_dir(root)
         .into_iter()
@@ -87,19 +93,26 @@ pub fn detect(root: &Path) -> Detection {
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.') && !SKIPPED_DIRS.contains(&n.as_str()))
+        .filter(|n| !n.starts_with('.') && !layout::SKIPPED.contains(&n.as_str()))
         .collect();
     children.sort();
     for child in children {
         match classify(&root.join(&child)) {
             Some((adapter, marker)) if !skip_children => {
-                let mut name = sanitize(&child);
+                let mut name = declared::sanitize(&child);
                 if detection.projects.iter().any(|p| p.name == name) {
                     name = format!("{name}-{}", adapter.as_str());
                 }
-                detection
-                    .projects
-                    .push(proposal(&name, &child, adapter, &marker));
+                let dir = root.join(&child);
+                let project = proposal(
+                    &dir,
+                    &name,
+                    &child,
+                    adapter,
+                    &marker,
+                    &mut detection.warnings,
+                );
+                detection.projects.push(project);
             }
             Some(_) => {}
             None if root_project.is_none() => detection.unclassified.push(child),
@@ -159,68 +172,58 @@ fn is_cargo_workspace(root: &Path) -> bool {
         .is_some_and(|t| t.contains_key("workspace"))
 }
 
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
+/// The proposal for the project at `dir` (`root` relative to the work tree): test
+/// paths from what it declares, else from its test files on disk, else the
+/// convention, whichever first matches a test file; lock globs that cover them.
+/// What a person should check is added to `warnings`.
+fn proposal(
+    dir: &Path,
+    name: &str,
+    root: &str,
+    adapter: AdapterKind,
+    marker: &str,
+    warnings: &mut Vec<String>,
+) -> DetectedProject {
+    let declared = declared::read(dir, adapter);
+    let files = layout::files(dir);
+    let matched = |entries: &[String]| layout::matched(adapter, dir, entries, &files);
+    let mut chosen = None;
+    if let Some(from) = &declared.test_paths_from {
+        let entries = if adapter == AdapterKind::Cargo {
+            [layout::convention(adapter), declared.test_paths.clone()].concat()
+        } else {
+            declared.test_paths.clone()
+        };
+        match matched(&entries) {
+            0 => warnings.push(format!(
+                "project {name} ({root}): {from} names {}, which matches no test file; \
+                 proposing the test files found on disk instead",
+                declared.test_paths.join(", ")
+            )),
+            n => chosen = Some((entries, from.clone(), n)),
+        }
+    }
+    let chosen = chosen.unwrap_or_else(|| {
+        let entries = layout::discovered(adapter, &files);
+        match matched(&entries) {
+            0 => {
+                let entries = layout::convention(adapter);
+                let n = matched(&entries);
+                if n == 0 {
+                    warnings.push(format!(
+                        "project {name} ({root}): no test file found; test_paths is the \
+                         {adapter} convention ({}). Add a test there, or edit test_paths, \
+                         then run `tdd test --all`",
+                        entries.join(", ")
+                    ));
+                }
+                (entries, "convention".to_string(), n)
             }
-        })
-        .collect()
-}
-
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-/// Test paths and lock globs that fit each ecosystem's usual layout.
-fn proposal(name: &str, root: &str, adapter: AdapterKind, marker: &str) -> DetectedProject {
-    let (test_paths, impl_globs, test_globs) = match adapter {
-        AdapterKind::Cargo => (
-            strings(&["tests/**/*.rs", "src/**/tests.rs", "src/**/tests/**"]),
-            strings(&["src/**", "!src/**/tests.rs", "!src/**/tests/**"]),
-            strings(&["tests/**", "src/**/tests.rs", "src/**/tests/**"]),
-        ),
-        AdapterKind::Pytest => (
-            strings(&["tests/"]),
-            strings(&[
-                "**/*.py",
-                "!tests/**",
-                "!**/test_*.py",
-                "!**/*_test.py",
-                "!**/conftest.py",
-            ]),
-            strings(&["tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py"]),
-        ),
-        AdapterKind::Go => (
-            strings(&["**/*_test.go"]),
-            strings(&["**/*.go", "!**/*_test.go"]),
-            strings(&["**/*_test.go", "**/testdata/**"]),
-        ),
-        AdapterKind::Vitest
-        | AdapterKind::Jest
-        | AdapterKind::Mocha
-        | AdapterKind::NodeTest
-        | AdapterKind::Junit => (
-            strings(&["**/*.test.*", "**/*.spec.*", "**/__tests__/**", "test/**"]),
-            strings(&[
-                "src/**",
-                "lib/**",
-                "!**/*.test.*",
-                "!**/*.spec.*",
-                "!**/__tests__/**",
-            ]),
-            strings(&[
-                "**/*.test.*",
-                "**/*.spec.*",
-                "**/__tests__/**",
-                "test/**",
-                "tests/**",
-            ]),
-        ),
-    };
+            n => (entries, "test files on disk".to_string(), n),
+        }
+    });
+    let (test_paths, test_paths_from, tests_matched) = chosen;
+    let (impl_globs, test_globs) = layout::locks(adapter, &test_paths);
     DetectedProject {
         name: name.to_string(),
         root: root.to_string(),
@@ -229,6 +232,9 @@ fn proposal(name: &str, root: &str, adapter: AdapterKind, marker: &str) -> Detec
         test_paths,
         impl_globs,
         test_globs,
+        test_paths_from,
+        tests_matched,
+        runner_args: declared.runner_args,
     }
 }
 
@@ -253,9 +259,20 @@ pub fn render_config(detection: &Detection, rules: Option<&EnforcerRules>) -> St
             toml_string(project.adapter.as_str())
         ));
         out.push_str(&format!(
+            "# Test paths from {}: {} test file(s) match.\n",
+            project.test_paths_from, project.tests_matched
+        ));
+        out.push_str(&format!(
             "test_paths = {}\n",
             toml_list(&project.test_paths)
         ));
+        if !project.runner_args.is_empty() {
+            out.push_str("# From package.json's test script.\n");
+            out.push_str(&format!(
+                "runner_args = {}\n",
+                toml_list(&project.runner_args)
+            ));
+        }
         if let Some(command) = &imported_command {
             out.push_str("# Imported from .tdd/rules.json (testCommands).\n");
             out.push_str(&format!("test_command = {}\n", toml_string(command)));

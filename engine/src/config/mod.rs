@@ -9,9 +9,11 @@
 //! `tdd_observe::config`, because an observation reads them, and re-exported here so the
 //! whole file reads as one module.
 
+pub mod declared;
 pub mod detect;
 mod diagnostic;
 mod known;
+mod layout;
 mod schema;
 
 use std::path::Path;

@@ -293,6 +293,7 @@ impl Mocha {
             ),
             None => {
                 let mut argv = vec![super::node_bin(&project.root, "mocha")];
+                argv.extend(project.config.runner_args.iter().cloned());
                 argv.extend(report_flags);
                 argv.extend(target);
                 argv

@@ -2,13 +2,17 @@
 //! --test-reporter-destination=FILE`.
 //!
 //! Node's JUnit output does not say which file a test came from, so each
-//! test file runs as its own invocation with its own report. Ids are
+//! test file runs as its own invocation with its own report, as many at a
+//! time as there are cores. Ids are
 //! `file > suite > ... > name`. A file that throws while loading is reported
 //! by node as one failing test named after the file; it becomes a
 //! collection error of that file. Tests that a name pattern filtered out are
 //! reported as skipped "test name does not match pattern" and are dropped.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
 
 use super::discover;
 use super::file_of;
@@ -24,10 +28,12 @@ use crate::clip::MESSAGE_KEEP;
 use crate::clip::clip;
 use crate::command::Substitutions;
 use crate::command::user_command;
+use crate::command::workers;
 use crate::config::AdapterKind;
 use crate::error::ObserveError;
 use crate::error::ReportError;
 use crate::exec::Job;
+use crate::exec::Ran;
 use crate::exec::ReportAt;
 use crate::exec::Scratch;
 use crate::exec::execute;
@@ -119,7 +125,9 @@ fn result_of(case: &JunitCase) -> TestResult {
 }
 
 impl NodeTest {
-    /// Runs each of `files` alone, with an optional name pattern.
+    /// Runs each of `files` alone, with an optional name pattern, as many at a time
+    /// as there are cores (as `node --test` itself does); results are merged in file
+    /// order, so an observation never depends on which process ended first.
     fn observe(
         &self,
         project: &Project,
@@ -131,45 +139,46 @@ impl NodeTest {
         if files.is_empty() {
             builder.fail("no node:test files match test_paths");
         }
-        for (index, file) in files.iter().enumerate() {
+        let next = AtomicUsize::new(0);
+        let done: Mutex<Vec<Option<Ran>>> = Mutex::new(files.iter().map(|_| None).collect());
+        let run_one = |index: usize| {
+            let file = &files[index];
             let report = scratch.path(&format!("report-{index}.xml"));
-            let report_flags = vec![
-                "--test-reporter=junit".to_string(),
-                format!("--test-reporter-destination={}", report.display()),
-            ];
-            let mut target: Vec<String> = pattern
-                .iter()
-                .map(|p| format!("--test-name-pattern={p}"))
-                .collect();
-            target.push(file.clone());
-            let argv = match &project.config.test_command {
-                Some(template) => user_command(
-                    template,
-                    &Substitutions {
-                        target: &target,
-                        report_flags: &report_flags,
-                        report: &report,
-                    },
-                ),
-                None => {
-                    let mut argv = vec!["node".to_string(), "--test".to_string()];
-                    argv.extend(report_flags);
-                    argv.extend(target);
-                    argv
-                }
-            };
+            let argv = argv(project, file, pattern, &report);
             let label = format!("file-{index}");
-            let ran = execute(
-                project,
-                &scratch,
-                Job {
-                    label: &label,
-                    argv,
-                    cwd: None,
-                    report: ReportAt::File(report),
-                    env: Vec::new(),
-                },
-            );
+            let job = Job {
+                label: &label,
+                argv,
+                cwd: None,
+                report: ReportAt::File(report),
+                env: Vec::new(),
+            };
+            execute(project, &scratch, job)
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..workers().min(files.len()) {
+                scope.spawn(|| {
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= files.len() {
+                            break;
+                        }
+                        let ran = run_one(index);
+                        if let Ok(mut done) = done.lock() {
+                            done[index] = Some(ran);
+                        }
+                    }
+                });
+            }
+        });
+        let done = done
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (file, ran) in files.iter().zip(done) {
+            let Some(ran) = ran else {
+                builder.fail(format!("{file}: node --test did not run"));
+                continue;
+            };
             match ran.report.as_deref().filter(|b| !b.is_empty()) {
                 Some(bytes) => match parse_report(bytes, file, &project.root) {
                     Ok(parsed) => builder.merge(parsed),
@@ -180,6 +189,36 @@ impl NodeTest {
             builder.invocation(ran.invocation);
         }
         Ok(())
+    }
+}
+
+/// The command that runs `file` alone and writes its JUnit report to `report`.
+fn argv(project: &Project, file: &str, pattern: Option<&str>, report: &Path) -> Vec<String> {
+    let report_flags = vec![
+        "--test-reporter=junit".to_string(),
+        format!("--test-reporter-destination={}", report.display()),
+    ];
+    let mut target: Vec<String> = pattern
+        .iter()
+        .map(|p| format!("--test-name-pattern={p}"))
+        .collect();
+    target.push(file.to_string());
+    match &project.config.test_command {
+        Some(template) => user_command(
+            template,
+            &Substitutions {
+                target: &target,
+                report_flags: &report_flags,
+                report,
+            },
+        ),
+        None => {
+            let mut argv = vec!["node".to_string(), "--test".to_string()];
+            argv.extend(project.config.runner_args.iter().cloned());
+            argv.extend(report_flags);
+            argv.extend(target);
+            argv
+        }
     }
 }
 

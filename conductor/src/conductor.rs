@@ -122,6 +122,8 @@ pub struct Conductor<'p> {
     pub(crate) finished: bool,
     /// The engine's door for confined leaves, when `[sandbox]` confines them.
     pub(crate) relay: Option<crate::relay::Relay>,
+    /// The CLIs whose untested version was already reported in this process.
+    pub(crate) warned_clis: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for Conductor<'_> {
@@ -414,6 +416,7 @@ impl<'p> Conductor<'p> {
             own_worktree,
             finished,
             relay,
+            warned_clis: Default::default(),
         })
     }
 

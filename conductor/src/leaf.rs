@@ -110,6 +110,7 @@ impl Conductor<'_> {
                     run.id()
                 ),
             );
+            self.warn_untested_cli(&run);
             tdd_engine::failpoint::hit(&format!("conduct_after_leaf_{phase}"));
             let response = provider
                 .response(&self.leaves, &mut run, None)
@@ -141,6 +142,31 @@ impl Conductor<'_> {
     }
 
     /// The confinement of a leaf of `who` working on `request`.
+    /// Reports, once per CLI per conduct, that the leaf just started runs a CLI version
+    /// its provider was not tested with: its streams or flags may have changed.
+    fn warn_untested_cli(&self, run: &tdd_leaves::LeafRun) {
+        let Some(cli) = run.cli() else {
+            return;
+        };
+        let Some(warning) = cli.warning() else {
+            return;
+        };
+        if !self.warned_clis.borrow_mut().insert(cli.provider.clone()) {
+            return;
+        }
+        tracing::warn!(provider = cli.provider.as_str(), version = ?cli.version, "untested CLI version");
+        self.progress.event(
+            "cli_untested",
+            json!({
+                "leaf": run.id(),
+                "provider": cli.provider,
+                "version": cli.version,
+                "tested_versions": cli.tested_versions,
+            }),
+            &format!("warning: {warning}"),
+        );
+    }
+
     fn sandbox_for(&self, who: Who, request: &Request) -> tdd_supervisor::Sandbox {
         let provider = match who {
             Who::Developer => &self.developer,

@@ -143,6 +143,12 @@ impl LeafRun {
         self.handle().map(|handle| handle.id())
     }
 
+    /// What is known of the CLI this leaf runs (its version, and whether that version
+    /// was tested), when its provider drives a versioned CLI.
+    pub fn cli(&self) -> Option<&crate::versions::CliCheck> {
+        self.cli.as_ref()
+    }
+
     /// The policy the leaf will be confined by, complete with its own files and
     /// temporary directory; `None` once started, or when it is not confined.
     pub fn policy(&self) -> Option<&tdd_sandbox::Policy> {

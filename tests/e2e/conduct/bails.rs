@@ -110,15 +110,7 @@ fn a_baseline_red_only_with_declared_failures_conducts_and_an_undeclared_one_bai
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
     let log = subjects(env.root());
-    assert_eq!(
-        log[log.len() - 3..],
-        [
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ],
-        "{log:?}"
-    );
+    assert_eq!(log[log.len() - 3..], STEP_ONE[1..], "{log:?}");
     assert!(
         log.iter().any(|s| s == "plan: issue #1 Subtraction"),
         "{log:?}"
@@ -154,15 +146,7 @@ fn a_stop_now_kills_the_running_leaf_and_a_second_conduct_finishes_the_issue() {
     .expect("fixture");
     let (code, value) = env.json(&["conduct", &issue]);
     assert_eq!(code, 0, "{value}");
-    assert_eq!(
-        subjects(env.root())[2..],
-        [
-            "plan: issue #1 Subtraction",
-            "test: subtraction",
-            "feat: subtraction",
-            "refactor: subtraction"
-        ]
-    );
+    assert_eq!(subjects(env.root())[2..], STEP_ONE);
 }
 
 #[test]
@@ -357,4 +341,58 @@ fn a_forge_that_cannot_be_written_bails_forge_unreachable_and_keeps_the_step() {
         "{pr}"
     );
     assert!(!pr.contains("## Bailed"), "{pr}");
+}
+
+/// A stand-in for Claude Code that says it is version 9.9.0 and, as a leaf, ends its
+/// turn at once without doing anything.
+const UNTESTED_CLAUDE: &str = r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "9.9.0 (Claude Code)"; exit 0; fi
+cat > /dev/null
+echo '{"type":"result","subtype":"success","is_error":false,"result":"nothing done","session_id":"5f0c1e2a-0000-4000-8000-000000000000","num_turns":1,"total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1}}'
+"#;
+
+#[test]
+fn a_cli_of_an_untested_version_is_reported_when_its_leaf_starts() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let bin = tempfile::tempdir().expect("bin");
+    let claude = bin.path().join("claude");
+    std::fs::write(&claude, UNTESTED_CLAUDE).expect("claude");
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    let config = config.replace(
+        "provider = \"scripted\"\nverifier_provider = \"scripted\"",
+        "provider = \"claude\"\nverifier_provider = \"scripted\"",
+    );
+    env.write(
+        "tdd.toml",
+        &format!(
+            "{config}\n[provider.claude]\ncommand = \"{}\"\n",
+            claude.display()
+        ),
+    );
+    env.commit_all("an untested claude");
+    let out = env
+        .tdd_std()
+        .args(["--json", "conduct", &issue])
+        .output()
+        .expect("tdd runs");
+    // The planner did nothing, so the run bails; the warning came first.
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "cli_untested")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert_eq!(warnings[0]["provider"], "claude");
+    assert_eq!(warnings[0]["version"], "9.9.0");
+    assert!(
+        warnings[0]["tested_versions"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|t| t == "2.1")),
+        "{stderr}"
+    );
 }

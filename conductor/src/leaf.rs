@@ -179,10 +179,8 @@ impl Conductor<'_> {
             .parent()
             .unwrap_or(&self.dir)
             .to_path_buf();
-        if self.config.sandbox.enabled != Some(false)
-            && let Some(home) = &home
-        {
-            crate::sandbox::make_provider_state(provider.name(), home);
+        if self.config.sandbox.enabled != Some(false) {
+            crate::sandbox::make_provider_state(provider.name(), home.as_deref());
         }
         let plan = std::path::Path::new(&self.plan_path);
         if request.role() == tdd_prompts::Role::Planner

@@ -8,8 +8,9 @@
 //! - a verifier: its scratch worktree (builds and caches its tests write), never the
 //!   developer's work tree;
 //! - a planner: the directory of the plan file;
-//! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state in
-//!   the home directory, and `[sandbox] write`. The ledger directory is out of reach
+//! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state (in
+//!   the home directory, or where `CODEX_HOME` or `CLAUDE_CONFIG_DIR` puts it), and
+//!   `[sandbox] write`. The ledger directory is out of reach
 //!   (read and write) but for the leaf's own files; `tdd test`, `tdd status`,
 //!   `tdd verdict` and `tdd stop` inside a leaf go through the conductor
 //!   ([`crate::relay`]).
@@ -45,13 +46,43 @@ fn provider_state(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// The variables that move a built-in provider's state out of the home directory.
+fn provider_state_vars(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "claude" => &["CLAUDE_CONFIG_DIR"],
+        "codex" => &["CODEX_HOME"],
+        _ => &[],
+    }
+}
+
+/// Where `provider`'s CLI keeps its state: its paths under `home`, and the absolute
+/// directories its own variables (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`) name in `var`.
+pub fn provider_state_paths(
+    provider: &str,
+    home: Option<&Path>,
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = provider_state(provider)
+        .iter()
+        .filter_map(|rel| home.map(|h| h.join(rel)))
+        .collect();
+    paths.extend(
+        provider_state_vars(provider)
+            .iter()
+            .filter_map(|name| var(name))
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute()),
+    );
+    paths
+}
+
 /// Makes the provider's state directories that are missing, so that a confined leaf
 /// can be granted them (Landlock grants only what exists). Best effort: a directory
 /// that cannot be made stays out of reach, and the CLI says so.
-pub fn make_provider_state(provider: &str, home: &Path) {
-    for rel in provider_state(provider) {
-        if !rel.ends_with(".json") {
-            let _ = std::fs::create_dir_all(home.join(rel));
+pub fn make_provider_state(provider: &str, home: Option<&Path>) {
+    for path in provider_state_paths(provider, home, |name| std::env::var_os(name)) {
+        if path.extension().is_none_or(|x| x != "json") {
+            let _ = std::fs::create_dir_all(path);
         }
     }
 }
@@ -111,9 +142,11 @@ pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
     // verifier must not read a developer's output); `tdd test`, `tdd status` and
     // `tdd verdict` reach the engine through the conductor's relay.
     policy.deny_read.push(place.ledger_dir.to_path_buf());
-    for rel in provider_state(place.provider) {
-        policy.write.extend(place.home.map(|h| h.join(rel)));
-    }
+    policy
+        .write
+        .extend(provider_state_paths(place.provider, place.home, |name| {
+            std::env::var_os(name)
+        }));
     policy
         .write
         .extend(config.write.iter().filter_map(|p| in_home(p)));
@@ -150,6 +183,29 @@ mod tests {
             home: Some(home),
             own_worktree: false,
         }
+    }
+
+    #[test]
+    fn a_cli_state_moved_by_its_variable_is_granted_where_it_moved() {
+        let home = Path::new("/h");
+        let var = |name: &str| match name {
+            "CODEX_HOME" => Some("/elsewhere/codex".into()),
+            "CLAUDE_CONFIG_DIR" => Some("relative/claude".into()),
+            _ => None,
+        };
+        let codex = provider_state_paths("codex", Some(home), var);
+        assert_eq!(
+            codex,
+            [
+                PathBuf::from("/h/.codex"),
+                PathBuf::from("/h/.npm"),
+                PathBuf::from("/elsewhere/codex")
+            ]
+        );
+        // A relative value names no place a grant can hold.
+        let claude = provider_state_paths("claude", Some(home), var);
+        assert!(claude.iter().all(|p| p.starts_with(home)), "{claude:?}");
+        assert!(provider_state_paths("command", None, var).is_empty());
     }
 
     #[test]

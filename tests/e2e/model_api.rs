@@ -1,11 +1,14 @@
 //! Loopback fakes of the model APIs the agent CLIs call: Anthropic Messages (SSE) for
-//! Claude Code and OpenAI Responses (SSE) for codex. Each replays a script of tool
+//! Claude Code, OpenAI Responses (SSE) for codex and OpenAI Chat Completions (one JSON
+//! answer, as `aider --no-stream` asks) for aider. Each replays a script of tool
 //! calls ending with a text answer, and counts the requests and tokens it served, so a
 //! test can compare them with what `tdd` read from the CLI.
 //!
 //! The script position of a request is the number of tool results the conversation
 //! already holds, so a retried or extra request never skips a step. A request without
-//! tools (a CLI's side request) gets a short text answer.
+//! tools (a CLI's side request) gets a short text answer. A routed fake holds one
+//! script per leaf and picks it by a marker the leaf's prompt holds, so one fake can
+//! serve every leaf of a whole `tdd conduct`.
 
 use std::io::BufRead;
 use std::io::BufReader;
@@ -26,6 +29,9 @@ pub enum Api {
     Anthropic,
     /// `POST /v1/responses`, streamed.
     Responses,
+    /// `POST /v1/chat/completions`, not streamed; it has no tools, so each request
+    /// takes the next step of the script.
+    ChatCompletions,
 }
 
 /// One reply of a script.
@@ -34,13 +40,22 @@ pub enum Step {
     /// A call of the CLI's tool `name` with `input`.
     Tool(&'static str, Value),
     /// The final answer.
-    Text(&'static str),
+    Text(std::borrow::Cow<'static, str>),
+}
+
+impl Step {
+    /// The final answer `said`.
+    pub fn text(said: impl Into<std::borrow::Cow<'static, str>>) -> Step {
+        Step::Text(said.into())
+    }
 }
 
 /// Tokens one reply reports, per API.
 pub const ANTHROPIC_USAGE: (u64, u64, u64, u64) = (100, 20, 50, 5);
 /// Input (cached included), cached, output, reasoning.
 pub const RESPONSES_USAGE: (u64, u64, u64, u64) = (1000, 400, 50, 10);
+/// Prompt and completion tokens.
+pub const CHAT_USAGE: (u64, u64) = (1200, 80);
 
 /// What the fake served.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +67,15 @@ pub struct Served {
     /// Tokens reported over every answer: input (not cached), output, cache read,
     /// cache write, reasoning.
     pub tokens: [u64; 5],
+    /// Chat Completions requests answered per route.
+    pub per_route: Vec<u64>,
+}
+
+/// One script, for the requests whose body holds `marker` (every request when `None`).
+#[derive(Debug, Clone)]
+struct Route {
+    marker: Option<String>,
+    script: Vec<Step>,
 }
 
 /// A running fake; it serves until the test ends. A refusing fake answers every
@@ -70,10 +94,28 @@ impl FakeApi {
 
     /// Starts a fake of `api` replaying `script`.
     pub fn start(api: Api, script: Vec<Step>) -> FakeApi {
-        FakeApi::serve(api, script, false)
+        let route = Route {
+            marker: None,
+            script,
+        };
+        FakeApi::serve(api, vec![route], false)
     }
 
-    fn serve(api: Api, script: Vec<Step>, refuse: bool) -> FakeApi {
+    /// Starts a fake of `api` that answers a request with the script of the first
+    /// route whose marker its body holds (a prompt's heading, say), and a request no
+    /// marker matches with a short text.
+    pub fn routed(api: Api, routes: Vec<(&str, Vec<Step>)>) -> FakeApi {
+        let routes = routes
+            .into_iter()
+            .map(|(marker, script)| Route {
+                marker: Some(marker.to_string()),
+                script,
+            })
+            .collect();
+        FakeApi::serve(api, routes, false)
+    }
+
+    fn serve(api: Api, routes: Vec<Route>, refuse: bool) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().expect("address"));
         let served = Arc::new(Mutex::new(Served::default()));
@@ -81,8 +123,8 @@ impl FakeApi {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let state = Arc::clone(&state);
-                let script = script.clone();
-                std::thread::spawn(move || serve(api, &script, refuse, stream, &state));
+                let routes = routes.clone();
+                std::thread::spawn(move || serve(api, &routes, refuse, stream, &state));
             }
         });
         FakeApi { url, served }
@@ -94,7 +136,19 @@ impl FakeApi {
     }
 }
 
-fn serve(api: Api, script: &[Step], refuse: bool, stream: TcpStream, state: &Mutex<Served>) {
+/// The script of the first route `body` matches, and the route's index.
+fn script_for<'r>(routes: &'r [Route], body: &Value) -> Option<(usize, &'r [Step])> {
+    let text = body.to_string();
+    routes.iter().enumerate().find_map(|(index, route)| {
+        let matched = route
+            .marker
+            .as_ref()
+            .is_none_or(|marker| text.contains(marker.as_str()));
+        matched.then_some((index, route.script.as_slice()))
+    })
+}
+
+fn serve(api: Api, routes: &[Route], refuse: bool, stream: TcpStream, state: &Mutex<Served>) {
     let mut reader = BufReader::new(stream);
     while let Some((method, path, body)) = read_request(&mut reader) {
         let mut out = reader.get_ref();
@@ -107,6 +161,7 @@ fn serve(api: Api, script: &[Step], refuse: bool, stream: TcpStream, state: &Mut
         let wanted = match api {
             Api::Anthropic => path.starts_with("/v1/messages") && !path.contains("count_tokens"),
             Api::Responses => path.ends_with("/responses"),
+            Api::ChatCompletions => path.ends_with("/chat/completions"),
         };
         if method != "POST" || !wanted {
             let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\n\r\nnot here\n");
@@ -121,24 +176,50 @@ fn serve(api: Api, script: &[Step], refuse: bool, stream: TcpStream, state: &Mut
             );
             return;
         }
+        let Some((route, script)) = script_for(routes, &body) else {
+            let events = match api {
+                Api::Anthropic => anthropic_events(&Step::text("ok"), state),
+                Api::Responses => responses_events(&Step::text("ok"), state),
+                Api::ChatCompletions => chat_answer(0, &[Step::text("ok")], state),
+            };
+            respond(&mut out, api, &events);
+            return;
+        };
+        if api == Api::ChatCompletions {
+            let answer = chat_answer(route, script, state);
+            respond(&mut out, api, &answer);
+            return;
+        }
         let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
         let step = if has_tools {
             let at = tool_results(api, &body).min(script.len().saturating_sub(1));
             state.lock().expect("lock").scripted += 1;
-            script.get(at).cloned().unwrap_or(Step::Text("done"))
+            script.get(at).cloned().unwrap_or(Step::text("done"))
         } else {
-            Step::Text("ok")
+            Step::text("ok")
         };
         let events = match api {
             Api::Anthropic => anthropic_events(&step, state),
             Api::Responses => responses_events(&step, state),
+            Api::ChatCompletions => unreachable!("answered above, as one JSON body"),
         };
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-        let _ = out.write_all(head.as_bytes());
-        let _ = out.write_all(events.as_bytes());
-        let _ = out.flush();
+        respond(&mut out, api, &events);
         return;
     }
+}
+
+/// Writes one answer: a JSON body for Chat Completions, an event stream otherwise.
+fn respond(out: &mut &TcpStream, api: Api, body: &str) {
+    let kind = match api {
+        Api::ChatCompletions => "application/json",
+        Api::Anthropic | Api::Responses => "text/event-stream",
+    };
+    let _ = write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = out.flush();
 }
 
 /// Reads one HTTP/1.1 request: method, path, body (by length or chunked).
@@ -201,7 +282,37 @@ fn tool_results(api: Api, body: &Value) -> usize {
             .iter()
             .filter(|i| i["type"] == "function_call_output")
             .count(),
+        Api::ChatCompletions => 0,
     }
+}
+
+/// The next text of route `route`'s script as a Chat Completions answer (the last
+/// step again once the script is spent).
+fn chat_answer(route: usize, script: &[Step], state: &Mutex<Served>) -> String {
+    let (prompt, completion) = CHAT_USAGE;
+    let at = {
+        let mut served = state.lock().expect("lock");
+        served.tokens[0] += prompt;
+        served.tokens[1] += completion;
+        served.scripted += 1;
+        if served.per_route.len() <= route {
+            served.per_route.resize(route + 1, 0);
+        }
+        served.per_route[route] += 1;
+        (served.per_route[route] as usize - 1).min(script.len().saturating_sub(1))
+    };
+    let content = match script.get(at) {
+        Some(Step::Text(text)) => text.to_string(),
+        Some(Step::Tool(name, _)) => format!("(no tool {name} in this API)"),
+        None => "done".to_string(),
+    };
+    json!({"id": format!("chatcmpl-{}", rand_suffix()), "object": "chat.completion",
+        "created": 1, "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}})
+    .to_string()
 }
 
 fn sse(event: &str, data: &Value) -> String {
@@ -237,7 +348,7 @@ fn anthropic_events(step: &Step, state: &Mutex<Served>) -> String {
         ),
         Step::Text(said) => (
             json!({"type": "text", "text": ""}),
-            json!({"type": "text_delta", "text": said}),
+            json!({"type": "text_delta", "text": said.as_ref()}),
             "end_turn",
         ),
     };
@@ -279,7 +390,7 @@ fn responses_events(step: &Step, state: &Mutex<Served>) -> String {
         }
         Step::Text(said) => json!({"type": "message", "id": format!("msg_{}", rand_suffix()),
             "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": said, "annotations": []}]}),
+            "content": [{"type": "output_text", "text": said.as_ref(), "annotations": []}]}),
     };
     let mut text = sse(
         "response.created",

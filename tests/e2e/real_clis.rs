@@ -46,6 +46,8 @@ use crate::model_api::FakeApi;
 use crate::model_api::Step;
 use crate::support::Env;
 
+mod conduct;
+
 const TARGET: &str = "tests/test_duration.py::test_compound_duration";
 
 /// The directory the real CLIs are installed in, or `None` (the test skips) when
@@ -422,7 +424,7 @@ fn claude_verdict_steps() -> Vec<Step> {
             "tdd verdict accept --reason 'the test pins the behaviour'",
             "verdict",
         ),
-        Step::Text("Accepted."),
+        Step::text("Accepted."),
     ]
 }
 
@@ -442,7 +444,7 @@ fn claude_code_develops_and_verifies_against_a_fake_api() {
         vec![
             bash("tdd status --json", "assignment"),
             write(&made, "written by the developer\n"),
-            Step::Text("Wrote notes.txt."),
+            Step::text("Wrote notes.txt."),
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
@@ -502,7 +504,7 @@ fn codex_develops_and_verifies_against_a_fake_api() {
         vec![
             exec("tdd status --json".into()),
             exec("printf 'written by the developer\\n' > notes.txt".into()),
-            Step::Text("Wrote notes.txt."),
+            Step::text("Wrote notes.txt."),
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
@@ -530,7 +532,7 @@ fn codex_develops_and_verifies_against_a_fake_api() {
             exec(format!("echo cheat > {}", cheat.display())),
             exec(format!("tdd test {TARGET}")),
             exec("tdd verdict accept --reason 'the test pins the behaviour'".into()),
-            Step::Text("Accepted."),
+            Step::text("Accepted."),
         ],
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
@@ -595,7 +597,7 @@ fn run_confined(
         ..Default::default()
     };
     let ledger_dir = location(env).dir;
-    tdd_conductor::sandbox::make_provider_state(provider.name(), env.home.path());
+    tdd_conductor::sandbox::make_provider_state(provider.name(), Some(env.home.path()));
     request.sandbox = tdd_conductor::sandbox::for_leaf(
         &config,
         &tdd_conductor::sandbox::Place {
@@ -669,7 +671,7 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
             bash("cat ~/.git-credentials", "escape"),
             bash(&format!("echo x > {}", hooks.display()), "escape"),
             write(&made, "written confined\n"),
-            Step::Text("Wrote notes.txt."),
+            Step::text("Wrote notes.txt."),
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
@@ -739,7 +741,7 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
             exec("cat \"$HOME/.git-credentials\"".into()),
             exec(format!("echo x > {}", hooks.display())),
             exec("printf 'written confined\\n' > notes.txt".into()),
-            Step::Text("Wrote notes.txt."),
+            Step::text("Wrote notes.txt."),
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
@@ -770,7 +772,7 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
         vec![
             exec(format!("tdd test {TARGET}")),
             exec("tdd verdict accept --reason 'the test pins the behaviour'".into()),
-            Step::Text("Accepted."),
+            Step::text("Accepted."),
         ],
     );
     let leaves = self::leaves(&env, &bin, &api_env(&api));
@@ -785,4 +787,61 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
     let given = verdicts(&env, &response.leaf_id);
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
     assert_eq!(given[0]["decision"], "accept");
+}
+
+/// What the fake Chat Completions API answers aider: one SEARCH/REPLACE block that
+/// creates `notes.txt`, in aider's `diff` edit format.
+const AIDER_REPLY: &str = "I add the notes.\n\nnotes.txt\n```\n<<<<<<< SEARCH\n=======\nwritten by aider\n>>>>>>> REPLACE\n```\n";
+
+#[test]
+fn aider_develops_against_a_fake_api_and_leaves_nothing_of_its_own() {
+    let Some(clis) = clis_dir("aider_develops_against_a_fake_api_and_leaves_nothing_of_its_own")
+    else {
+        return;
+    };
+    let bin = clis.join("aider-venv/bin");
+    assert!(
+        bin.join("aider").exists(),
+        "aider is not installed in {}: run `cargo xtask test`, which installs it",
+        bin.display()
+    );
+    let env = project();
+    let gitignore = std::fs::read_to_string(env.root().join(".gitignore")).expect(".gitignore");
+    let config = ProviderConfig {
+        model: Some("openai/gpt-4o".into()),
+        ..ProviderConfig::default()
+    };
+    let provider = tdd_leaves::providers::aider::Aider::new(Some(&config));
+    let api = FakeApi::start(Api::ChatCompletions, vec![Step::text(AIDER_REPLY)]);
+    let api_env = [
+        ("OPENAI_API_BASE", format!("{}/v1", api.url)),
+        ("OPENAI_API_KEY", "sk-fake".to_string()),
+    ];
+    let leaves = leaves(&env, &bin, &api_env);
+    let (response, first) = run(&env, &leaves, &provider, developer_request(env.root()));
+    report("aider", "developer", first, &response, &api);
+    assert_eq!(response.completion, Completion::Completed, "{response:?}");
+    assert_eq!(api.served().scripted, 1, "one request, one answer");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("notes.txt")).expect("aider wrote"),
+        "written by aider\n"
+    );
+    // Its edit is all that changed, and nothing is staged: no history, tags cache or
+    // .gitignore line of aider's own would enter a phase commit.
+    assert_eq!(
+        env.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "?? notes.txt\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.root().join(".gitignore")).expect(".gitignore"),
+        gitignore
+    );
+    // aider prints `Tokens: 1.2k sent, 80 received.`: the fake's figures.
+    let usage = response.usage.expect("usage");
+    let (prompt, completion) = crate::model_api::CHAT_USAGE;
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (prompt, completion)
+    );
+    assert!(response.cost_usd.is_some(), "{response:?}");
 }

@@ -107,6 +107,10 @@ impl Provider for Aider {
             "--no-analytics".into(),
             "--no-show-release-notes".into(),
             "--no-show-model-warnings".into(),
+            // tdd makes every commit; aider touching git (its config, `git add`, the
+            // .gitignore) would write where a confined leaf may not, and stage files
+            // behind the engine.
+            "--no-git".into(),
             "--no-gitignore".into(),
             "--map-tokens".into(),
             "0".into(),

@@ -169,6 +169,7 @@ pub const LAUNCHES: &[Launch] = &[
             "--no-pretty",
             "--read app/duration.py",
             "--no-analytics",
+            "--no-git",
             "--no-gitignore",
             "--map-tokens 0",
             "--chat-history-file /leaf/*",

@@ -26,7 +26,9 @@ CACHE = os.path.join(ROOT, "target/tmp/corpus")
 PROJECTS = [
     ("more-itertools (pytest)", "more-itertools-10.5.0",
      ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=/dev/null"]),
-    ("strsim (cargo-nextest)", "strsim-0.11.1", ["cargo", "nextest", "run", "--no-fail-fast"]),
+    # tdd runs the doctests too (nextest does not), so the runner's side does as well.
+    ("strsim (cargo-nextest)", "strsim-0.11.1",
+     ["sh", "-c", "cargo nextest run --no-fail-fast && cargo test --doc"]),
     ("google/uuid (go test)", "golang-github-google-uuid", ["go", "test", "-json", "-count=1", "./..."]),
     ("jsonpath (mocha)", "jsonpath-1.3.0",
      ["node_modules/.bin/mocha", "-u", "tdd", "test", "--reporter", "json"]),
@@ -53,7 +55,8 @@ def main():
                 print(f"{label}: not fetched ({source}); run `cargo test --test e2e corpus`")
                 continue
             repo = os.path.join(work, name)
-            shutil.copytree(source, repo)
+            # Links stay links: node_modules/.bin holds them.
+            shutil.copytree(source, repo, symlinks=True)
             for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"],
                          [TDD, "init"], ["git", "add", "-A"], ["git", "commit", "-qm", "tdd"]):
                 subprocess.run(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, check=True)

@@ -81,10 +81,12 @@ pub fn detect(root: &Path) -> Detection {
         .as_ref()
         .is_some_and(|(adapter, _)| *adapter == AdapterKind::Cargo && is_cargo_workspace(root));
     if let Some((adapter, marker)) = &root_project {
-        let name = declared::read(root, *adapter)
-            .name
-            .unwrap_or_else(|| adapter.as_str().to_string());
-        let project = proposal(root, &name, ".", *adapter, marker, &mut detection.warnings);
+        let name = |d: &declared::Declared| {
+            d.name
+                .clone()
+                .unwrap_or_else(|| adapter.as_str().to_string())
+        };
+        let project = proposal(root, name, ".", *adapter, marker, &mut detection.warnings);
         detection.projects.push(project);
     }
     let mut children: Vec<String> = std::fs::read_dir(root)
@@ -106,7 +108,7 @@ pub fn detect(root: &Path) -> Detection {
                 let dir = root.join(&child);
                 let project = proposal(
                     &dir,
-                    &name,
+                    |_| name,
                     &child,
                     adapter,
                     &marker,
@@ -172,60 +174,25 @@ fn is_cargo_workspace(root: &Path) -> bool {
         .is_some_and(|t| t.contains_key("workspace"))
 }
 
-/// The proposal for the project at `dir` (`root` relative to the work tree): test
-/// paths from what it declares, else from its test files on disk, else the
-/// convention, whichever first matches a test file; lock globs that cover them.
-/// What a person should check is added to `warnings`.
+/// The proposal for the project at `dir` (`root` relative to the work tree), named by
+/// `name` from what it declares; test paths and lock globs from [`test_paths`]. What a
+/// person should check is added to `warnings`.
 fn proposal(
     dir: &Path,
-    name: &str,
+    name: impl FnOnce(&declared::Declared) -> String,
     root: &str,
     adapter: AdapterKind,
     marker: &str,
     warnings: &mut Vec<String>,
 ) -> DetectedProject {
     let declared = declared::read(dir, adapter);
-    let files = layout::files(dir);
-    let matched = |entries: &[String]| layout::matched(adapter, dir, entries, &files);
-    let mut chosen = None;
-    if let Some(from) = &declared.test_paths_from {
-        let entries = if adapter == AdapterKind::Cargo {
-            [layout::convention(adapter), declared.test_paths.clone()].concat()
-        } else {
-            declared.test_paths.clone()
-        };
-        match matched(&entries) {
-            0 => warnings.push(format!(
-                "project {name} ({root}): {from} names {}, which matches no test file; \
-                 proposing the test files found on disk instead",
-                declared.test_paths.join(", ")
-            )),
-            n => chosen = Some((entries, from.clone(), n)),
-        }
-    }
-    let chosen = chosen.unwrap_or_else(|| {
-        let entries = layout::discovered(adapter, &files);
-        match matched(&entries) {
-            0 => {
-                let entries = layout::convention(adapter);
-                let n = matched(&entries);
-                if n == 0 {
-                    warnings.push(format!(
-                        "project {name} ({root}): no test file found; test_paths is the \
-                         {adapter} convention ({}). Add a test there, or edit test_paths, \
-                         then run `tdd test --all`",
-                        entries.join(", ")
-                    ));
-                }
-                (entries, "convention".to_string(), n)
-            }
-            n => (entries, "test files on disk".to_string(), n),
-        }
-    });
-    let (test_paths, test_paths_from, tests_matched) = chosen;
+    let name = name(&declared);
+    let label = format!("project {name} ({root})");
+    let (test_paths, test_paths_from, tests_matched) =
+        test_paths(dir, adapter, &declared, &label, warnings);
     let (impl_globs, test_globs) = layout::locks(adapter, &test_paths);
     DetectedProject {
-        name: name.to_string(),
+        name,
         root: root.to_string(),
         adapter,
         marker: marker.to_string(),
@@ -236,6 +203,51 @@ fn proposal(
         tests_matched,
         runner_args: declared.runner_args,
     }
+}
+
+/// The test paths of the project at `dir`, where they came from and how many test
+/// files they match: what it declares, else its test files on disk, else the
+/// convention, whichever first matches a test file. A declaration that matches none,
+/// and a project without any test, add a warning about `label`.
+fn test_paths(
+    dir: &Path,
+    adapter: AdapterKind,
+    declared: &declared::Declared,
+    label: &str,
+    warnings: &mut Vec<String>,
+) -> (Vec<String>, String, usize) {
+    let files = layout::files(dir);
+    let matched = |entries: &[String]| layout::matched(adapter, dir, entries, &files);
+    if let Some(from) = &declared.test_paths_from {
+        let entries = if adapter == AdapterKind::Cargo {
+            [layout::convention(adapter), declared.test_paths.clone()].concat()
+        } else {
+            declared.test_paths.clone()
+        };
+        match matched(&entries) {
+            0 => warnings.push(format!(
+                "{label}: {from} names {}, which matches no test file; \
+                 proposing the test files found on disk instead",
+                declared.test_paths.join(", ")
+            )),
+            n => return (entries, from.clone(), n),
+        }
+    }
+    let entries = layout::discovered(adapter, &files);
+    match matched(&entries) {
+        0 => {}
+        n => return (entries, "test files on disk".to_string(), n),
+    }
+    let entries = layout::convention(adapter);
+    let n = matched(&entries);
+    if n == 0 {
+        warnings.push(format!(
+            "{label}: no test file found; test_paths is the {adapter} convention ({}). \
+             Add a test there, or edit test_paths, then run `tdd test --all`",
+            entries.join(", ")
+        ));
+    }
+    (entries, "convention".to_string(), n)
 }
 
 /// Renders a reviewed-by-a-person `tdd.toml` for a detection and optional imported rules.

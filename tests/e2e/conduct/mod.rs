@@ -6,6 +6,12 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::calc::IMPL;
+use crate::calc::ISSUE_ONE;
+use crate::calc::LIB;
+use crate::calc::PLAN_ONE;
+use crate::calc::STUB;
+use crate::calc::TEST;
 use crate::support::Env;
 
 mod bails;
@@ -190,12 +196,6 @@ fn assert_traced(value: &Value) {
 }
 
 const CONFIG: &str = include_str!("../../../examples/demo/tdd.toml");
-const PLAN_ONE: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n---\n";
-const ISSUE_ONE: &str = "# Subtraction\n\nUsers need to subtract.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n";
-const LIB: &str = include_str!("../../../examples/demo/src/lib.rs");
-const STUB: &str = "\npub fn sub(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
-const IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
-const TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
 
 /// A one-criterion fixture: `planner` and `verifier` are the leaves' entries for those
 /// roles; the developer's are fixed.
@@ -255,16 +255,7 @@ fn project(env: &Env, fixture: &str) -> String {
     std::fs::write(&fixture_path, fixture).expect("fixture");
     let issue = env.home.path().join("issue-1.md");
     std::fs::write(&issue, ISSUE_ONE).expect("issue");
-    env.write(
-        "Cargo.toml",
-        include_str!("../../../examples/demo/Cargo.toml"),
-    );
-    env.write("src/lib.rs", LIB);
-    env.write(
-        "tests/add.rs",
-        include_str!("../../../examples/demo/tests/add.rs"),
-    );
-    env.write(".gitignore", "target/\nCargo.lock\n");
+    crate::calc::write_crate(env);
     env.write(
         "tdd.toml",
         &CONFIG.replace("{fixture}", &fixture_path.display().to_string()),

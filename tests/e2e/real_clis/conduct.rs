@@ -17,17 +17,17 @@ use super::clis_dir;
 use super::codex_env;
 use super::location;
 use super::write;
+use crate::calc::IMPL;
+use crate::calc::ISSUE_ONE;
+use crate::calc::LIB;
+use crate::calc::PLAN_ONE;
+use crate::calc::STUB;
+use crate::calc::TEST;
 use crate::model_api::Api;
 use crate::model_api::FakeApi;
 use crate::model_api::Step;
 use crate::support::Env;
 
-const ISSUE: &str = "# Subtraction\n\nUsers need to subtract.\n\n## Acceptance criteria\n\n- [ ] `calc::sub(5, 2)` returns 3\n";
-const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"1\"\n---\n";
-const LIB: &str = include_str!("../../../examples/demo/src/lib.rs");
-const STUB: &str = "\npub fn sub(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
-const IMPL: &str = "\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
-const TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
 const TARGET: &str = "app::calc::sub subtracts";
 
 /// The prompts' headings, one per leaf kind: the fake's routes.
@@ -40,16 +40,7 @@ const VERIFIER: &str = "# Verifier assignment";
 /// The demo's calc crate, its configuration with `developer` and `verifier` as the
 /// providers, and the issue file; returns the issue's path.
 fn calc_project(env: &Env, developer: &str, verifier: &str, extra: &str) -> String {
-    env.write(
-        "Cargo.toml",
-        include_str!("../../../examples/demo/Cargo.toml"),
-    );
-    env.write("src/lib.rs", LIB);
-    env.write(
-        "tests/add.rs",
-        include_str!("../../../examples/demo/tests/add.rs"),
-    );
-    env.write(".gitignore", "target/\nCargo.lock\n");
+    crate::calc::write_crate(env);
     env.write(
         "tdd.toml",
         &format!(
@@ -60,7 +51,7 @@ fn calc_project(env: &Env, developer: &str, verifier: &str, extra: &str) -> Stri
     );
     env.commit_all("calc");
     let issue = env.home.path().join("issue-1.md");
-    std::fs::write(&issue, ISSUE).expect("issue");
+    std::fs::write(&issue, ISSUE_ONE).expect("issue");
     issue.display().to_string()
 }
 
@@ -242,7 +233,7 @@ fn claude_code_conducts_a_whole_issue() {
                 PLANNER,
                 vec![
                     bash("tdd status --json", "assignment"),
-                    write(&root.join(".tdd/issue-1.md"), PLAN),
+                    write(&root.join(".tdd/issue-1.md"), PLAN_ONE),
                     Step::text("Planned."),
                 ],
             ),
@@ -324,7 +315,7 @@ fn codex_conducts_a_whole_issue() {
             (
                 PLANNER,
                 vec![
-                    exec(&cat_into(".tdd/issue-1.md", PLAN)),
+                    exec(&cat_into(".tdd/issue-1.md", PLAN_ONE)),
                     Step::text("Planned."),
                 ],
             ),
@@ -386,7 +377,7 @@ fn aider_plans_and_develops_a_whole_issue_with_a_claude_verifier() {
         vec![
             (
                 PLANNER,
-                vec![Step::text(aider_edit(".tdd/issue-1.md", "", PLAN))],
+                vec![Step::text(aider_edit(".tdd/issue-1.md", "", PLAN_ONE))],
             ),
             (RED, vec![Step::text(red)]),
             (
@@ -400,11 +391,13 @@ fn aider_plans_and_develops_a_whole_issue_with_a_claude_verifier() {
             (REFACTOR, vec![Step::text("Nothing to refactor.")]),
         ],
     );
+    let cheat = env.root().canonicalize().expect("root").join(CHEAT);
     let messages = FakeApi::routed(
         Api::Anthropic,
         vec![(
             VERIFIER,
             vec![
+                write(&cheat, "x"),
                 super::bash(&format!("tdd test '{TARGET}'"), "run"),
                 super::bash(
                     "tdd verdict accept --reason 'the test pins the behaviour'",

@@ -278,7 +278,7 @@ fn node(dir: &Path, adapter: AdapterKind) -> Declared {
     let Some(words) = runner_words(script, adapter) else {
         return declared;
     };
-    let mut words = words.into_iter().peekable();
+    let mut words = words.into_iter();
     while let Some(word) = words.next() {
         let (flag, inline) = match word.split_once('=') {
             Some((f, v)) if word.starts_with('-') => (f.to_string(), Some(v.to_string())),

@@ -141,7 +141,6 @@ impl Conductor<'_> {
         }
     }
 
-    /// The confinement of a leaf of `who` working on `request`.
     /// Reports, once per CLI per conduct, that the leaf just started runs a CLI version
     /// its provider was not tested with: its streams or flags may have changed.
     fn warn_untested_cli(&self, run: &tdd_leaves::LeafRun) {
@@ -167,6 +166,7 @@ impl Conductor<'_> {
         );
     }
 
+    /// The confinement of a leaf of `who` working on `request`.
     fn sandbox_for(&self, who: Who, request: &Request) -> tdd_supervisor::Sandbox {
         let provider = match who {
             Who::Developer => &self.developer,

@@ -78,6 +78,10 @@ pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
 
 /// The entries that differ between trees `from` and `to`, renames not detected.
 pub(crate) fn diff_trees(git: &Git, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
+    // The same name is the same tree: nothing differs, and no git process is needed.
+    if from == to {
+        return Ok(Vec::new());
+    }
     let out = git.output(["diff-tree", "-r", "-z", "--no-renames", from, to])?;
     let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
     let mut changes = Vec::new();

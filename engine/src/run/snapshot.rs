@@ -202,6 +202,10 @@ struct RawChange {
 }
 
 fn raw_changes(git: &Git, from: &str, to: &str) -> Result<Vec<RawChange>, GitError> {
+    // The same name is the same tree: nothing differs, and no git process is needed.
+    if from == to {
+        return Ok(Vec::new());
+    }
     let out = git.output(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
     let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
     let mut changes = Vec::new();

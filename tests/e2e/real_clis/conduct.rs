@@ -167,14 +167,8 @@ fn leaf_logs(value: &Value) -> String {
     for entry in std::fs::read_dir(&leaves).into_iter().flatten().flatten() {
         for log in ["stdout.log", "stderr.log"] {
             let body = std::fs::read_to_string(entry.path().join(log)).unwrap_or_default();
-            let tail: String = body
-                .chars()
-                .rev()
-                .take(1500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            let start = body.char_indices().rev().nth(1500).map_or(0, |(at, _)| at);
+            let tail = &body[start..];
             text.push_str(&format!(
                 "--- {} {log}\n{tail}\n",
                 entry.file_name().to_string_lossy()

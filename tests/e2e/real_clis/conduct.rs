@@ -191,6 +191,31 @@ fn assert_every_leaf_asked(api: &FakeApi, markers: &[&str]) {
     }
 }
 
+/// Each leaf whose id starts with one of `roles` has a cost when its CLI reports one
+/// (`reports`), and none when it does not: no figure is made up.
+fn assert_costs(env: &Env, roles: &[&str], reports: bool) {
+    let ledger = tdd_engine::ledger::Ledger::open(&location(env).database).expect("ledger");
+    let costs: Vec<(String, Value)> = ledger
+        .events_of_kind(None, "leaf_finished")
+        .expect("events")
+        .into_iter()
+        .map(|e| {
+            let leaf = e.payload["leaf_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            (leaf, e.payload["cost_usd"].clone())
+        })
+        .filter(|(leaf, _)| roles.iter().any(|r| leaf.starts_with(r)))
+        .collect();
+    assert!(!costs.is_empty());
+    for (leaf, cost) in &costs {
+        let given = cost.as_f64().is_some_and(|c| c > 0.0);
+        assert_eq!(given, reports, "{leaf}: cost {cost}");
+        assert_eq!(cost.is_null(), !reports, "{leaf}: cost {cost}");
+    }
+}
+
 /// Every verdict of the run was an ACCEPT, one per phase, each given by a verifier
 /// that ran the target itself (the engine refuses an ACCEPT without that run).
 fn assert_three_accepts(env: &Env) {
@@ -267,6 +292,7 @@ fn claude_code_conducts_a_whole_issue() {
     conduct(&env, &issue, &bin, &claude_env(&api), "claude");
     assert_every_leaf_asked(&api, &[PLANNER, RED, GREEN, REFACTOR, VERIFIER]);
     assert_tokens_add_up(&env, &api, &["planner", "developer", "verifier"]);
+    assert_costs(&env, &["planner", "developer", "verifier"], true);
     assert_three_accepts(&env);
 }
 
@@ -335,6 +361,8 @@ fn codex_conducts_a_whole_issue() {
     conduct(&env, &issue, &bin, &codex_env(&api, &codex_home), "codex");
     assert_every_leaf_asked(&api, &[PLANNER, RED, GREEN, REFACTOR, VERIFIER]);
     assert_tokens_add_up(&env, &api, &["planner", "developer", "verifier"]);
+    // codex's stream carries no cost.
+    assert_costs(&env, &["planner", "developer", "verifier"], false);
     assert_three_accepts(&env);
 }
 
@@ -412,5 +440,6 @@ fn aider_plans_and_develops_a_whole_issue_with_a_claude_verifier() {
     assert_every_leaf_asked(&messages, &[VERIFIER]);
     assert_tokens_add_up(&env, &chat, &["planner", "developer"]);
     assert_tokens_add_up(&env, &messages, &["verifier"]);
+    assert_costs(&env, &["planner", "developer", "verifier"], true);
     assert_three_accepts(&env);
 }

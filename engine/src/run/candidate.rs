@@ -78,28 +78,21 @@ pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
 
 /// The entries that differ between trees `from` and `to`, renames not detected.
 pub(crate) fn diff_trees(git: &Git, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
-    // The same name is the same tree: nothing differs, and no git process is needed.
+    // The same name is the same tree: nothing differs.
     if from == to {
         return Ok(Vec::new());
     }
-    let out = git.output(["diff-tree", "-r", "-z", "--no-renames", from, to])?;
-    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let mut changes = Vec::new();
-    // Raw records: ":<old mode> <new mode> <old id> <new id> <status>" NUL "<path>" NUL.
-    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-        let meta = String::from_utf8_lossy(meta);
-        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let (Some(mode), Some(id), Some(status)) = (parts.get(1), parts.get(3), parts.get(4))
-        else {
-            continue;
-        };
-        let new = (!status.starts_with('D')).then(|| (mode.to_string(), id.to_string()));
-        changes.push(TreeChange {
-            path: path.to_vec(),
-            new,
-        });
-    }
-    Ok(changes)
+    let objects = crate::run::scan::locate(git.dir())?.objects();
+    Ok(objects
+        .diff_trees(from, to)?
+        .into_iter()
+        .map(|c| TreeChange {
+            path: c.path,
+            new: c
+                .new
+                .map(|(mode, id)| (format!("{mode:06o}"), id.to_string())),
+        })
+        .collect())
 }
 
 /// Builds the tree of `base` plus the changes of `now` that `select` picks (by path).

@@ -1,28 +1,33 @@
 //! The scan behind a snapshot: the bytes on disk, whatever the index or the config claim.
 //!
-//! The scan starts from a copy of the user's index, so only files whose stat
-//! data changed need hashing, but it trusts nothing in that copy that the
-//! agent could have bent:
+//! The scan runs in-process: it reads a copy of the user's index, walks the work tree
+//! once on every core, and writes the blobs and trees itself. It uses the index only as
+//! a stat cache, and trusts nothing in it that the agent could have bent:
 //!
-//! - stat comparison is forced strict (`core.checkStat=default`,
-//!   `core.trustctime=true`, `core.ignoreStat=false`, `core.fileMode=true`),
-//!   and no fsmonitor daemon or untracked cache is asked;
+//! - an entry is taken as recorded only when its kind, executable bit, size, inode,
+//!   owner, and modification and change times all match the file (whatever
+//!   `core.checkStat`, `core.trustctime` or `core.ignoreStat` say), and it is not
+//!   racily clean; no fsmonitor daemon or untracked cache is asked;
 //! - entries flagged assume-unchanged or skip-worktree are hashed from disk
 //!   whatever git would say of them, and reported ([`FlaggedPath`]);
-//! - every changed or untracked path is hashed with `--no-filters`, its mode
+//! - every changed or untracked path is hashed from its exact bytes, its mode
 //!   taken from `lstat`, a symlink's target hashed as a blob, so a `clean`
 //!   filter cannot make new bytes hash like old ones;
 //! - when a filter driver is configured, every tracked file the driver
 //!   applies to is hashed from disk, since a staged copy may hold the
 //!   filter's output rather than the bytes.
+//!
+//! A lock check hashes every locked file from disk regardless (see
+//! [`crate::run::Snapshot::revert_locked`]), so a forged stat cache can hide a change
+//! from the tree but never from the locks.
 
 use std::collections::BTreeSet;
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::collections::HashSet;
 use std::path::Path;
 use std::path::PathBuf;
 
+use gix_index::entry::Flags;
 use serde::Serialize;
 
 use super::safe_fs;
@@ -30,7 +35,26 @@ use crate::git::Git;
 use crate::git::GitError;
 use crate::repo_path;
 
-/// Settings for every git call of a scan: strict stat checks, no daemon, no cache.
+mod diff;
+mod ignores;
+mod index;
+mod listed;
+mod objects;
+mod tree;
+mod walk;
+
+use ignores::Base;
+use index::Index;
+pub(crate) use listed::Listed;
+pub(crate) use listed::TreeFile;
+pub(crate) use listed::take_listed;
+pub(crate) use objects::Objects;
+use objects::Recorded;
+use tree::Item;
+use walk::Found;
+use walk::Walk;
+
+/// Settings for every git call about a scan: strict stat checks, no daemon, no cache.
 const STRICT: &[&str] = &[
     "-c",
     "core.fsmonitor=false",
@@ -69,228 +93,297 @@ pub(crate) struct Scanned {
     pub flagged: Vec<FlaggedPath>,
 }
 
-struct TempIndex {
-    path: PathBuf,
+/// Where a repository keeps what a scan reads and writes.
+pub(crate) struct Located {
+    /// The work tree's root.
+    pub(crate) root: PathBuf,
+    /// The work tree's own git directory (its index).
+    pub(crate) git_dir: PathBuf,
+    /// The directory shared by all work trees (objects, `info/exclude`, config).
+    pub(crate) common_dir: PathBuf,
 }
 
-impl Drop for TempIndex {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+/// Finds the repository of `work_tree`, reading `.git` directly where it can.
+pub(crate) fn locate(work_tree: &Path) -> Result<Located, GitError> {
+    if let Some(found) = crate::git::discover(work_tree) {
+        return Ok(Located {
+            root: found.toplevel,
+            git_dir: found.git_dir,
+            common_dir: found.common_dir,
+        });
+    }
+    let git = Git::new(work_tree);
+    let out = git.output([
+        "rev-parse",
+        "--show-toplevel",
+        "--absolute-git-dir",
+        "--git-common-dir",
+    ])?;
+    let mut lines = out.stdout.split(|b| *b == b'\n');
+    let mut next = || repo_path::os(lines.next().unwrap_or_default()).to_path_buf();
+    let (root, git_dir, common) = (next(), next(), next());
+    let common_dir = if common.is_absolute() {
+        common
+    } else {
+        work_tree.join(common)
+    };
+    Ok(Located {
+        root,
+        git_dir,
+        common_dir,
+    })
+}
+
+impl Located {
+    /// The repository's object database, with the id kind its config declares.
+    pub(crate) fn objects(&self) -> Objects {
+        Objects::at(
+            &self.common_dir.join("objects"),
+            object_format(&self.common_dir),
+        )
     }
 }
 
-fn unique() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
-/// Runs `git STRICT ARGS` with `GIT_INDEX_FILE=index`, feeding `stdin`; exit codes in
-/// `ok` (besides 0) count as success. Returns stdout.
-fn run(
-    git: &Git,
-    index: &Path,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-    ok: &[i32],
-) -> Result<Vec<u8>, GitError> {
-    let mut cmd = git.command(STRICT.iter().chain(args));
-    cmd.env("GIT_INDEX_FILE", index)
-        .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT");
-    crate::git::run_piped(cmd, stdin, &args.join(" "), ok)
-}
-
-/// A temporary copy of the user's index (or of HEAD's tree when there is none).
-fn temp_index(work_tree: &Path, git: &Git) -> Result<TempIndex, GitError> {
-    let (git_dir, real_index) = match crate::git::discover(work_tree) {
-        Some(found) => (found.git_dir.clone(), found.git_dir.join("index")),
-        None => {
-            let out = git.output(["rev-parse", "--absolute-git-dir", "--git-path", "index"])?;
-            let mut lines = out.stdout.split(|b| *b == b'\n');
-            let git_dir = PathBuf::from(repo_path::os(lines.next().unwrap_or_default()));
-            let index = repo_path::os(lines.next().unwrap_or_default()).to_path_buf();
-            let index = if index.is_absolute() {
-                index
-            } else {
-                work_tree.join(index)
-            };
-            (git_dir, index)
+/// The object format `extensions.objectFormat` in the repository's config names.
+fn object_format(common_dir: &Path) -> gix_hash::Kind {
+    let text = std::fs::read(common_dir.join("config")).unwrap_or_default();
+    let mut in_extensions = false;
+    for line in text.split(|b| *b == b'\n') {
+        let line = line.trim_ascii();
+        if line.starts_with(b"[") {
+            in_extensions = line.eq_ignore_ascii_case(b"[extensions]");
+            continue;
         }
-    };
-    let index = TempIndex {
-        path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),
-    };
-    if real_index.exists() {
-        std::fs::copy(&real_index, &index.path)
-            .map_err(|e| safe_fs::io_error("copy the index to", &index.path, e))?;
-    } else if git
-        .text(["rev-parse", "--verify", "--quiet", "HEAD"])
-        .is_ok()
-    {
-        run(git, &index.path, &["read-tree", "HEAD"], None, &[])?;
+        let mut kv = line.splitn(2, |b| *b == b'=');
+        let key = kv.next().unwrap_or_default().trim_ascii();
+        let value = kv.next().unwrap_or_default().trim_ascii();
+        if in_extensions
+            && key.eq_ignore_ascii_case(b"objectformat")
+            && value.eq_ignore_ascii_case(b"sha256")
+        {
+            return gix_hash::Kind::Sha256;
+        }
     }
-    Ok(index)
+    gix_hash::Kind::Sha1
 }
 
 /// The tree of the work tree's bytes, and the index entries that carried flags.
 pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
-    let git = Git::new(work_tree);
-    let index = temp_index(work_tree, &git)?;
-    let at = index.path.as_path();
-    let [changed, listed, config] = read_state(&git, at)?;
-    let listing = Listing::parse(&listed);
-    let settings = Settings::parse(&config);
-    let mut paths: BTreeSet<&[u8]> = split_nul(&changed).collect();
-    paths.extend(listing.untracked.iter().copied());
-    paths.extend(listing.flagged.iter().map(|(p, _, _)| *p));
-    let filtered;
-    if !settings.drivers.is_empty() {
-        filtered = filtered_paths(&git, at, &listing.tracked, &settings.drivers)?;
-        paths.extend(filtered.iter().map(Vec::as_slice));
-    }
-    let mut recorded = HashMap::new();
-    if !paths.is_empty() {
-        recorded = record(&git, at, work_tree, &paths, &settings.null_oid())?;
-    }
-    let tree = run(&git, at, &["write-tree"], None, &[])?;
-    let tree = String::from_utf8_lossy(&tree).trim_end().to_string();
-    let flagged: Vec<FlaggedPath> = listing
-        .flagged
-        .iter()
-        .map(|(path, assume_unchanged, skip_worktree)| FlaggedPath {
-            path: repo_path::encode(path),
-            assume_unchanged: *assume_unchanged,
-            skip_worktree: *skip_worktree,
-        })
-        .collect();
-    drop(paths);
-    drop(listing);
-    let listed = Listed {
-        tree: tree.clone(),
-        listing: listed,
-        recorded,
+    let located = locate(work_tree)?;
+    let git = Git::new(&located.root);
+    let objects = located.objects();
+    let (settings, index) = std::thread::scope(|scope| {
+        let settings = scope.spawn(|| read_settings(&git));
+        let index = Index::load(&git, &located.git_dir, objects.kind());
+        let settings = settings.join().unwrap_or_else(|_| Err(panicked()));
+        (settings, index)
+    });
+    let (settings, index) = (settings?, index?);
+    let base = Base::new(
+        &located.root,
+        &located.common_dir,
+        settings.excludes_file.as_deref(),
+    );
+    let walk = Walk {
+        root: &located.root,
+        index: &index,
+        base: &base,
+        objects: &objects,
     };
-    listed::keep(listed);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    let mut found = walk.run(threads)?;
+    if !settings.drivers.is_empty() {
+        record_filtered(
+            &git,
+            &located.root,
+            &index,
+            &objects,
+            &settings.drivers,
+            &mut found,
+        )?;
+    }
+    let recorded: HashMap<Vec<u8>, Recorded> = found.recorded.into_iter().collect();
+    let tree = write_tree(&index, &objects, &found.unchanged, &recorded)?.to_string();
+    let flagged = flagged(&index);
+    listed::keep(Listed {
+        tree: tree.clone(),
+        index,
+        unchanged: found.unchanged,
+        recorded,
+    });
     Ok(Scanned { tree, flagged })
 }
 
-/// The paths whose stat data changed, the index listing with its flags and the
-/// untracked files, and the filter and object-format settings.
-///
-/// The three reads are independent; on a large tree the first two are each a walk of
-/// every directory, so they run in parallel.
-fn read_state(git: &Git, at: &Path) -> Result<[Vec<u8>; 3], GitError> {
-    let (changed, listed, config) = std::thread::scope(|scope| {
-        let changed = scope.spawn(|| run(git, at, &["diff-files", "-z", "--name-only"], None, &[]));
-        let config = scope.spawn(|| {
-            let pattern = "^(filter\\..+\\.(clean|process)|extensions\\.objectformat)$";
-            run(
-                git,
-                at,
-                &["config", "-z", "--get-regexp", pattern],
-                None,
-                &[1],
-            )
+fn panicked() -> GitError {
+    GitError::Failed {
+        args: "scan".into(),
+        stderr: "a scanning thread panicked".into(),
+    }
+}
+
+/// The index entries flagged assume-unchanged or skip-worktree.
+fn flagged(index: &Index) -> Vec<FlaggedPath> {
+    let mut flagged: Vec<FlaggedPath> = Vec::new();
+    for entry in index.entries() {
+        let assume_unchanged = entry.flags.contains(Flags::ASSUME_VALID);
+        let skip_worktree = entry.flags.contains(Flags::SKIP_WORKTREE);
+        if !(assume_unchanged || skip_worktree) {
+            continue;
+        }
+        let path = repo_path::encode(index.path(entry));
+        if flagged.last().is_some_and(|last| last.path == path) {
+            continue;
+        }
+        flagged.push(FlaggedPath {
+            path,
+            assume_unchanged,
+            skip_worktree,
         });
-        let listed = run(
-            git,
-            at,
-            &[
-                "ls-files",
-                "-v",
-                "-s",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            None,
-            &[],
-        );
-        let panicked = || GitError::Failed {
-            args: "scan".into(),
-            stderr: "a scanning thread panicked".into(),
-        };
-        (
-            changed.join().unwrap_or_else(|_| Err(panicked())),
-            listed,
-            config.join().unwrap_or_else(|_| Err(panicked())),
-        )
+    }
+    flagged
+}
+
+/// Writes the tree of the index entries taken as they are (`unchanged`) and the paths
+/// recorded from disk, reusing the index's cached tree ids where nothing changed.
+fn write_tree(
+    index: &Index,
+    objects: &Objects,
+    unchanged: &[usize],
+    recorded: &HashMap<Vec<u8>, Recorded>,
+) -> Result<gix_hash::ObjectId, GitError> {
+    let entries = index.entries();
+    let mut kept = vec![false; entries.len()];
+    for &at in unchanged {
+        kept[at] = true;
+    }
+    let mut touched: HashSet<&[u8]> = HashSet::new();
+    for (at, entry) in entries.iter().enumerate() {
+        if kept[at] {
+            continue;
+        }
+        let path = index.path(entry);
+        let same = recorded.get(path).is_some_and(|(mode, id)| {
+            entry.stage_raw() == 0 && *mode == entry.mode.bits() && *id == entry.id
+        });
+        if !same {
+            touched.extend(tree::parents(path));
+        }
+    }
+    let mut from_disk: Vec<Item<'_>> = Vec::with_capacity(recorded.len());
+    for (path, (mode, id)) in recorded {
+        if index.find(path).is_none() {
+            touched.extend(tree::parents(path));
+        }
+        from_disk.push(Item {
+            path,
+            mode: *mode,
+            id: *id,
+        });
+    }
+    from_disk.sort_unstable_by(|a, b| a.path.cmp(b.path));
+    // Both lists are in path order, and no path is in both: merge them.
+    let from_index = unchanged.iter().map(|&at| {
+        let entry = &entries[at];
+        Item {
+            path: index.path(entry),
+            mode: entry.mode.bits(),
+            id: entry.id,
+        }
     });
-    Ok([changed?, listed?, config?])
+    let items = tree::merge(from_index, from_disk);
+    let builder = tree::Builder { objects, touched };
+    match builder.build(b"", 0, &items, index.file.tree())? {
+        Some(id) => Ok(id),
+        None => objects.write_tree(&gix_object::Tree::empty()),
+    }
+}
+
+/// Records from disk the tracked files a configured filter driver applies to, which the
+/// walk took as the index has them: a staged copy may hold the filter's output.
+fn record_filtered(
+    git: &Git,
+    root: &Path,
+    index: &Index,
+    objects: &Objects,
+    drivers: &BTreeSet<Vec<u8>>,
+    found: &mut Found,
+) -> Result<(), GitError> {
+    let entries = index.entries();
+    let tracked: Vec<&[u8]> = found
+        .unchanged
+        .iter()
+        .map(|&at| index.path(&entries[at]))
+        .collect();
+    let filtered: HashSet<Vec<u8>> = filtered_paths(git, &tracked, drivers)?
+        .into_iter()
+        .collect();
+    if filtered.is_empty() {
+        return Ok(());
+    }
+    let mut keep = Vec::with_capacity(found.unchanged.len());
+    for &at in &found.unchanged {
+        let path = index.path(&entries[at]);
+        if !filtered.contains(path) {
+            keep.push(at);
+            continue;
+        }
+        let Some(meta) = safe_fs::lstat_in_tree(root, path)? else {
+            continue;
+        };
+        let full = root.join(repo_path::os(path));
+        if let Some(recorded) = objects.record(&full, meta.file_type().is_symlink(), true)? {
+            found.recorded.push((path.to_vec(), recorded));
+        }
+    }
+    found.unchanged = keep;
+    Ok(())
+}
+
+/// The filter and ignore settings from every config file git reads.
+fn read_settings(git: &Git) -> Result<Settings, GitError> {
+    let pattern = "^(filter\\..+\\.(clean|process)|core\\.excludesfile)$";
+    let mut cmd = git.command(
+        STRICT
+            .iter()
+            .chain(&["config", "-z", "--get-regexp", pattern]),
+    );
+    cmd.env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT");
+    let out = crate::git::run_piped(cmd, None, "config --get-regexp", &[1])?;
+    let mut settings = Settings::parse(&out);
+    if settings.excludes_file.is_none() {
+        // git's default when `core.excludesFile` is unset.
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+        settings.excludes_file = config_home.map(|c| c.join("git/ignore"));
+    }
+    Ok(settings)
 }
 
 fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes.split(|b| *b == 0).filter(|p| !p.is_empty())
 }
 
-/// `git ls-files -v --cached --others`, sorted by what each entry is.
-struct Listing<'a> {
-    tracked: Vec<&'a [u8]>,
-    untracked: Vec<&'a [u8]>,
-    /// Path, assume-unchanged, skip-worktree.
-    flagged: Vec<(&'a [u8], bool, bool)>,
-}
-
-impl<'a> Listing<'a> {
-    fn parse(out: &'a [u8]) -> Listing<'a> {
-        let mut listing = Listing {
-            tracked: Vec::new(),
-            untracked: Vec::new(),
-            flagged: Vec::new(),
-        };
-        for entry in split_nul(out) {
-            let (Some(&tag), Some(path)) = (entry.first(), entry.get(2..)) else {
-                continue;
-            };
-            if tag == b'?' {
-                // A nested repository is listed as `dir/`.
-                listing
-                    .untracked
-                    .push(path.strip_suffix(b"/").unwrap_or(path));
-                continue;
-            }
-            // `MODE SP OID SP STAGE TAB PATH`.
-            let Some(tab) = path.iter().position(|b| *b == b'\t') else {
-                continue;
-            };
-            let path = &path[tab + 1..];
-            // A lowercase tag is assume-unchanged; `S` (or `s`) is skip-worktree.
-            let assume_unchanged = tag.is_ascii_lowercase();
-            let skip_worktree = tag.eq_ignore_ascii_case(&b'S');
-            if assume_unchanged || skip_worktree {
-                listing
-                    .flagged
-                    .push((path, assume_unchanged, skip_worktree));
-            }
-            if listing.tracked.last() != Some(&path) {
-                listing.tracked.push(path);
-            }
-        }
-        listing
-    }
-}
-
-/// The configured filter drivers and the object format.
+/// The configured filter drivers and the user's ignore file.
 struct Settings {
     drivers: BTreeSet<Vec<u8>>,
-    sha256: bool,
+    excludes_file: Option<PathBuf>,
 }
 
 impl Settings {
     fn parse(out: &[u8]) -> Settings {
         let mut settings = Settings {
             drivers: BTreeSet::new(),
-            sha256: false,
+            excludes_file: None,
         };
         for entry in split_nul(out) {
             let mut kv = entry.splitn(2, |b| *b == b'\n');
             let key = kv.next().unwrap_or_default();
             let value = kv.next().unwrap_or_default();
-            if key == b"extensions.objectformat" {
-                settings.sha256 = value.eq_ignore_ascii_case(b"sha256");
+            if key == b"core.excludesfile" {
+                settings.excludes_file = Some(expand_home(value));
             } else if let Some(rest) = key.strip_prefix(b"filter.") {
                 let name = rest
                     .strip_suffix(b".clean")
@@ -302,16 +395,19 @@ impl Settings {
         }
         settings
     }
+}
 
-    fn null_oid(&self) -> String {
-        "0".repeat(if self.sha256 { 64 } else { 40 })
+/// A config path with a leading `~/` read as git reads it: below `$HOME`.
+fn expand_home(value: &[u8]) -> PathBuf {
+    match (value.strip_prefix(b"~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(repo_path::os(rest)),
+        _ => repo_path::os(value).to_path_buf(),
     }
 }
 
 /// The tracked paths whose `filter` attribute names one of `drivers`.
 fn filtered_paths(
     git: &Git,
-    index: &Path,
     tracked: &[&[u8]],
     drivers: &BTreeSet<Vec<u8>>,
 ) -> Result<Vec<Vec<u8>>, GitError> {
@@ -320,116 +416,18 @@ fn filtered_paths(
         input.extend_from_slice(path);
         input.push(0);
     }
-    let out = run(
-        git,
-        index,
-        &["check-attr", "-z", "--stdin", "filter"],
-        Some(&input),
-        &[],
-    )?;
+    let cmd = git.command(
+        STRICT
+            .iter()
+            .chain(&["check-attr", "-z", "--stdin", "filter"]),
+    );
+    let out = crate::git::run_piped(cmd, Some(&input), "check-attr --stdin filter", &[])?;
     let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
     Ok(fields
         .chunks_exact(3)
         .filter(|f| drivers.contains(f[2]))
         .map(|f| f[0].to_vec())
         .collect())
-}
-
-/// What `lstat` found at each path to record.
-#[derive(Default)]
-struct OnDisk<'a> {
-    /// `--index-info` records removing paths that are not there as files.
-    removals: Vec<u8>,
-    /// Regular files and their git modes.
-    files: Vec<(&'a [u8], u32)>,
-    /// Symlinks and their targets.
-    links: Vec<(&'a [u8], Vec<u8>)>,
-}
-
-impl<'a> OnDisk<'a> {
-    fn inspect(root: &Path, paths: &BTreeSet<&'a [u8]>, null_oid: &str) -> Result<Self, GitError> {
-        let mut found = OnDisk::default();
-        for &path in paths {
-            let full = root.join(repo_path::os(path));
-            match safe_fs::lstat_in_tree(root, path)? {
-                Some(meta) if meta.is_file() => {
-                    let mode = if meta.mode() & 0o100 != 0 {
-                        0o100755
-                    } else {
-                        0o100644
-                    };
-                    found.files.push((path, mode));
-                }
-                Some(meta) if meta.file_type().is_symlink() => {
-                    let target = std::fs::read_link(&full)
-                        .map_err(|e| safe_fs::io_error("read the link", &full, e))?;
-                    found
-                        .links
-                        .push((path, target.as_os_str().as_bytes().to_vec()));
-                }
-                // A submodule or nested repository keeps the entry it has (none when it
-                // is untracked): its files are another repository's to snapshot.
-                Some(meta) if meta.is_dir() && full.join(".git").exists() => {}
-                _ => entry_line(&mut found.removals, 0, null_oid, path),
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Writes the on-disk state of `paths` into the temporary index: blobs hashed without
-/// filters, modes from `lstat`, removals for what is not there.
-fn record(
-    git: &Git,
-    index: &Path,
-    root: &Path,
-    paths: &BTreeSet<&[u8]>,
-    null_oid: &str,
-) -> Result<Recorded, GitError> {
-    let found = OnDisk::inspect(root, paths, null_oid)?;
-    let mut recorded: Recorded = paths.iter().map(|p| (p.to_vec(), None)).collect();
-    // Removals first, so a file that replaced a directory (or the reverse) never meets
-    // the entries it replaces.
-    let mut lines = found.removals;
-    if !found.files.is_empty() {
-        let quoted: String = found
-            .files
-            .iter()
-            .map(|(path, _)| repo_path::c_quote(path) + "\n")
-            .collect();
-        let args = ["hash-object", "-w", "--no-filters", "--stdin-paths"];
-        let out = run(git, index, &args, Some(quoted.as_bytes()), &[])?;
-        let oids = std::str::from_utf8(&out)
-            .map_err(|_| GitError::NotUtf8)?
-            .lines();
-        for ((path, mode), oid) in found.files.iter().zip(oids) {
-            entry_line(&mut lines, *mode, oid, path);
-            recorded.insert(path.to_vec(), Some((*mode, oid.to_string())));
-        }
-    }
-    for (path, target) in &found.links {
-        let args = ["hash-object", "-w", "--no-filters", "--stdin"];
-        let out = run(git, index, &args, Some(target), &[])?;
-        let oid = String::from_utf8_lossy(&out).trim().to_string();
-        entry_line(&mut lines, safe_fs::MODE_SYMLINK, &oid, path);
-    }
-    if !lines.is_empty() {
-        run(
-            git,
-            index,
-            &["update-index", "-z", "--index-info"],
-            Some(&lines),
-            &[],
-        )?;
-    }
-    Ok(recorded)
-}
-
-/// One `--index-info` record: `MODE SP OID TAB PATH NUL` (mode 0 removes the path).
-fn entry_line(out: &mut Vec<u8>, mode: u32, oid: &str, path: &[u8]) {
-    out.extend_from_slice(format!("{mode:o} {oid}\t").as_bytes());
-    out.extend_from_slice(path);
-    out.push(0);
 }
 
 /// Clears assume-unchanged and skip-worktree on `paths` in the user's real index, so that
@@ -456,13 +454,6 @@ pub fn clear_index_flags(work_tree: &Path, paths: &[FlaggedPath]) -> Result<(), 
     }
     Ok(())
 }
-
-mod listed;
-
-pub(crate) use listed::Listed;
-use listed::Recorded;
-pub(crate) use listed::TreeFile;
-pub(crate) use listed::take_listed;
 
 #[cfg(test)]
 mod tests;

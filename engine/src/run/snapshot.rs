@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::safe_fs;
 use super::scan;
 use super::scan::FlaggedPath;
+use super::scan::Objects;
 use super::scan::TreeFile;
 use crate::git::Git;
 use crate::git::GitError;
@@ -99,7 +100,8 @@ impl Snapshot {
     /// The paths that differ between this snapshot and `other`, in the lossless form of
     /// [`crate::repo_path::encode`].
     pub fn changes_to(&self, work_tree: &Path, other: &Snapshot) -> Result<Vec<Change>, GitError> {
-        Ok(raw_changes(&Git::new(work_tree), &self.tree, &other.tree)?
+        let objects = scan::locate(work_tree)?.objects();
+        Ok(raw_changes(&objects, &self.tree, &other.tree)?
             .into_iter()
             .map(|c| Change {
                 status: c.status,
@@ -140,11 +142,8 @@ impl Snapshot {
         let root = work_tree
             .canonicalize()
             .map_err(|e| work_tree_error("resolve", work_tree, e))?;
-        let changes = if now.tree == self.tree {
-            Vec::new()
-        } else {
-            raw_changes(&git, &self.tree, &now.tree)?
-        };
+        let objects = scan::locate(&root)?.objects();
+        let changes = raw_changes(&objects, &self.tree, &now.tree)?;
         let mut report = LockReport::default();
         let mut restore = Vec::new();
         for change in &changes {
@@ -165,17 +164,17 @@ impl Snapshot {
         // Locked files git saw unchanged have the same entry in both trees; the scan that
         // produced `now` usually still holds that tree's listing.
         let seen: HashSet<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
-        let keep = |path: &[u8]| !seen.contains(path) && locked(&repo_path::display(path));
+        let keep = |path: &[u8]| locked(&repo_path::display(path)) && !seen.contains(path);
         let files = match scan::take_listed(&now.tree) {
             Some(listed) => listed.files(keep),
             None => tree_files(&git, &self.tree, keep)?,
         };
         let unseen: Vec<&TreeFile> = files.iter().collect();
-        for (path, mode, oid) in drifted(&git, &root, &unseen)? {
+        for (path, mode, oid) in drifted(&objects, &root, &unseen)? {
             restore.push((path.as_slice(), *mode, oid.as_str()));
         }
         let oids: Vec<&str> = restore.iter().map(|(_, _, oid)| *oid).collect();
-        let blobs = read_blobs(&git, &oids)?;
+        let blobs = objects.read_blobs(&oids)?;
         for ((path, mode, _), bytes) in restore.iter().zip(blobs) {
             if safe_fs::restore(&root, path, *mode, &bytes)? {
                 report.restored.push(repo_path::encode(path));
@@ -193,7 +192,7 @@ fn work_tree_error(what: &str, path: &Path, source: std::io::Error) -> GitError 
     }
 }
 
-/// One changed path between two trees, as `git diff-tree --raw` gives it.
+/// One changed path between two trees: its status, and its mode and blob before.
 struct RawChange {
     status: char,
     old_mode: u32,
@@ -201,74 +200,49 @@ struct RawChange {
     path: Vec<u8>,
 }
 
-fn raw_changes(git: &Git, from: &str, to: &str) -> Result<Vec<RawChange>, GitError> {
-    // The same name is the same tree: nothing differs, and no git process is needed.
-    if from == to {
-        return Ok(Vec::new());
-    }
-    let out = git.output(["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
-    let mut fields = out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let mut changes = Vec::new();
-    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-        // `:OLD_MODE NEW_MODE OLD_OID NEW_OID STATUS`.
-        let meta = String::from_utf8_lossy(meta);
-        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let (Some(mode), Some(oid), Some(status)) = (parts.first(), parts.get(2), parts.get(4))
-        else {
-            continue;
-        };
-        changes.push(RawChange {
-            status: status.chars().next().unwrap_or('M'),
-            old_mode: u32::from_str_radix(mode, 8).unwrap_or(0),
-            old_oid: (*oid).to_string(),
-            path: path.to_vec(),
-        });
-    }
-    Ok(changes)
+fn raw_changes(objects: &Objects, from: &str, to: &str) -> Result<Vec<RawChange>, GitError> {
+    Ok(objects
+        .diff_trees(from, to)?
+        .into_iter()
+        .map(|c| RawChange {
+            status: c.status,
+            old_mode: c.old.map_or(0, |(mode, _)| mode),
+            old_oid: c.old.map(|(_, id)| id.to_string()).unwrap_or_default(),
+            path: c.path,
+        })
+        .collect())
 }
 
 /// The files among `files` (locked files of the snapshot that git saw unchanged) whose
 /// bytes on disk are not the snapshot's after all.
 ///
-/// git compares stat data at a one-second resolution, so an edit made within the second
-/// its index entry was refreshed, with the mtime put back, passes as unchanged; and a
-/// hard link or a symlink changes nothing git looks at. So each such file is checked by
-/// `lstat` (a regular file with one link and the snapshot's executable bit) and then by
-/// its bytes, hashed without filters.
+/// The scan trusts the index's stat data, which the agent can forge, and git compares
+/// times only to the second; and a hard link or a symlink changes nothing a stat cache
+/// looks at. So each such file is checked by `lstat` (a regular file with one link and
+/// the snapshot's executable bit) and then by its bytes, hashed without filters.
 fn drifted<'a>(
-    git: &Git,
+    objects: &Objects,
     root: &Path,
     files: &[&'a TreeFile],
 ) -> Result<Vec<&'a TreeFile>, GitError> {
     let mut drifted = Vec::new();
-    let mut to_hash = Vec::new();
     for &file in files {
-        let (path, mode, _) = file;
+        let (path, mode, oid) = file;
         let meta = safe_fs::lstat_in_tree(root, path)?;
-        let intact = meta.is_some_and(|m| {
+        let intact = meta.as_ref().is_some_and(|m| {
             let exec = m.mode() & 0o100 != 0;
             m.is_file() && m.nlink() == 1 && exec == (*mode == safe_fs::MODE_EXECUTABLE)
         });
-        if intact {
-            to_hash.push(file);
-        } else {
-            drifted.push(file);
-        }
-    }
-    if to_hash.is_empty() {
-        return Ok(drifted);
-    }
-    let quoted: String = to_hash
-        .iter()
-        .map(|(path, _, _)| repo_path::c_quote(path) + "\n")
-        .collect();
-    let out = git.output_with_stdin(
-        ["hash-object", "--no-filters", "--stdin-paths"],
-        quoted.as_bytes(),
-    )?;
-    let oids = String::from_utf8_lossy(&out);
-    for (file, oid) in to_hash.into_iter().zip(oids.lines()) {
-        if oid != file.2 {
+        let same = match meta {
+            Some(meta) if intact => {
+                let full = root.join(repo_path::os(path));
+                objects
+                    .record(&full, meta.file_type().is_symlink(), false)?
+                    .is_some_and(|(now_mode, id)| now_mode == *mode && id.to_hex() == oid.as_str())
+            }
+            _ => false,
+        };
+        if !same {
             drifted.push(file);
         }
     }
@@ -301,40 +275,6 @@ fn tree_files(
         }
     }
     Ok(files)
-}
-
-/// The contents of the blobs `oids`, in order, through one `git cat-file --batch`.
-fn read_blobs(git: &Git, oids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
-    if oids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
-    let out = git.output_with_stdin(["cat-file", "--batch"], input.as_bytes())?;
-    let bad = |why: &str| GitError::Failed {
-        args: "cat-file --batch".into(),
-        stderr: why.to_string(),
-    };
-    let mut rest = out.as_slice();
-    let mut blobs = Vec::with_capacity(oids.len());
-    for _ in oids {
-        // `OID SP TYPE SP SIZE LF CONTENTS LF`, or `OID SP missing LF`.
-        let newline = rest
-            .iter()
-            .position(|b| *b == b'\n')
-            .ok_or_else(|| bad("truncated output"))?;
-        let header = String::from_utf8_lossy(&rest[..newline]);
-        let size: usize = header
-            .rsplit(' ')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| bad(&format!("unexpected header: {header}")))?;
-        let body = rest
-            .get(newline + 1..newline + 1 + size)
-            .ok_or_else(|| bad("truncated blob"))?;
-        blobs.push(body.to_vec());
-        rest = rest.get(newline + 2 + size..).unwrap_or_default();
-    }
-    Ok(blobs)
 }
 
 #[cfg(test)]

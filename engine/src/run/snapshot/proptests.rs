@@ -149,7 +149,8 @@ fn assert_locked_files_intact(repo: &Repo, base: &Snapshot) {
         assert_eq!(meta.nlink(), 1, "{} is shared", repo_path::display(&path));
         let exec = meta.mode() & 0o100 != 0;
         assert_eq!(exec, mode == safe_fs::MODE_EXECUTABLE);
-        let blob = read_blobs(&git, &[oid.as_str()]).expect("blob");
+        let objects = scan::locate(&repo.root()).expect("locate").objects();
+        let blob = objects.read_blobs(&[oid.as_str()]).expect("blob");
         let bytes = std::fs::read(repo.root().join(repo_path::os(&path))).expect("read");
         assert_eq!(bytes, blob[0], "{}", repo_path::display(&path));
     }

@@ -1,0 +1,229 @@
+//! The user's index, read in-process from a private copy, as the scan's stat cache.
+//!
+//! Only what the scan may trust is used: the path list (what is tracked), each entry's
+//! stat data and blob id (trusted only while every stat field still matches the file),
+//! and the cached tree ids of directories nothing changed in. Flags that tell git to
+//! look away are read so they can be reported, never obeyed.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::path::PathBuf;
+
+use gix_index::entry::Flags;
+use gix_index::entry::Mode;
+use nix::sys::stat::FileStat;
+
+use super::STRICT;
+use super::objects::store_error;
+use crate::git::Git;
+use crate::git::GitError;
+use crate::run::safe_fs;
+
+/// The copy of the index a scan reads, removed when the scan ends.
+struct TempIndex {
+    path: PathBuf,
+}
+
+impl Drop for TempIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The entries below one directory: a range of positions, and how many bytes of each
+/// path name the directory (with its slash).
+pub(super) struct Below {
+    range: std::ops::Range<usize>,
+    skip: usize,
+}
+
+impl Below {
+    /// The first position of the range, where a search through it starts.
+    pub(super) fn start(&self) -> usize {
+        self.range.start
+    }
+}
+
+/// The tracked paths with their stat data, read from a copy of the user's index (or of
+/// HEAD's tree when there is no index).
+pub(super) struct Index {
+    pub(super) file: gix_index::File,
+    /// The modification time of the user's index: an entry whose file changed at or
+    /// after it may hold stat data git took before the last write ("racily clean").
+    written: (i64, i64),
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+impl Index {
+    /// Reads the index of the repository whose git directory is `git_dir`.
+    ///
+    /// The user's index is copied first and only the copy is read, so neither git
+    /// rewriting it nor anyone truncating it can change what the scan sees midway.
+    pub(super) fn load(git: &Git, git_dir: &Path, kind: gix_hash::Kind) -> Result<Index, GitError> {
+        let real = git_dir.join("index");
+        let copy = TempIndex {
+            path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),
+        };
+        let written = match std::fs::metadata(&real) {
+            Ok(meta) => {
+                std::fs::copy(&real, &copy.path)
+                    .map_err(|e| safe_fs::io_error("copy the index to", &copy.path, e))?;
+                (meta.mtime(), meta.mtime_nsec())
+            }
+            Err(_) => {
+                // No index (a bare checkout, a deleted index): HEAD's tree is what is
+                // tracked, when there is a HEAD.
+                if git
+                    .text(["rev-parse", "--verify", "--quiet", "HEAD"])
+                    .is_err()
+                {
+                    let file =
+                        gix_index::File::from_state(gix_index::State::new(kind), copy.path.clone());
+                    return Ok(Index {
+                        file,
+                        written: (i64::MAX, 0),
+                    });
+                }
+                let mut cmd = git.command(STRICT.iter().chain(&["read-tree", "HEAD"]));
+                cmd.env("GIT_INDEX_FILE", &copy.path);
+                crate::git::run_piped(cmd, None, "read-tree HEAD", &[])?;
+                (i64::MAX, 0)
+            }
+        };
+        let options = gix_index::decode::Options::default();
+        let file = gix_index::File::at(&copy.path, kind, true, options)
+            .map_err(|e| store_error("read the index", &e))?;
+        Ok(Index { file, written })
+    }
+
+    /// The entries, sorted by path then stage.
+    pub(super) fn entries(&self) -> &[gix_index::Entry] {
+        self.file.entries()
+    }
+
+    /// The path of `entry`.
+    pub(super) fn path(&self, entry: &gix_index::Entry) -> &[u8] {
+        entry.path(&self.file)
+    }
+
+    /// The position of the first entry at `path`, of any stage.
+    pub(super) fn find(&self, path: &[u8]) -> Option<usize> {
+        let at = self.file.entry_index_by_path(path.into()).ok()?;
+        Some(self.first_stage(at))
+    }
+
+    /// Of several stages of one path, the position of the first.
+    fn first_stage(&self, mut at: usize) -> usize {
+        let entries = self.entries();
+        let path = self.path(&entries[at]);
+        while at > 0 && self.path(&entries[at - 1]) == path {
+            at -= 1;
+        }
+        at
+    }
+
+    /// The entries below the directory `dir` (the root when empty), as a range.
+    pub(super) fn below(&self, dir: &[u8]) -> Below {
+        if dir.is_empty() {
+            return Below {
+                range: 0..self.entries().len(),
+                skip: 0,
+            };
+        }
+        let mut prefix = dir.to_vec();
+        prefix.push(b'/');
+        let range = self
+            .file
+            .prefixed_entries_range(prefix.as_slice().into())
+            .unwrap_or(0..0);
+        Below {
+            range,
+            skip: prefix.len(),
+        }
+    }
+
+    /// The entry named `name` directly in the directory `below` covers: its position,
+    /// the first of its stages. Names must be asked in ascending byte order; `cursor`
+    /// (starting at [`Below::start`]) keeps the place between calls.
+    pub(super) fn find_in(&self, below: &Below, cursor: &mut usize, name: &[u8]) -> Option<usize> {
+        let at = self.seek(below, *cursor, name);
+        *cursor = at;
+        let entry = self.entries().get(at).filter(|_| at < below.range.end)?;
+        (&self.path(entry)[below.skip..] == name).then_some(at)
+    }
+
+    /// Whether any entry lies below `name` in the directory `below` covers; `from` is a
+    /// position at or before the first such entry.
+    pub(super) fn has_below(&self, below: &Below, from: usize, name: &[u8]) -> bool {
+        let mut key = name.to_vec();
+        key.push(b'/');
+        let at = self.seek(below, from, &key);
+        self.entries()
+            .get(at)
+            .filter(|_| at < below.range.end)
+            .is_some_and(|e| self.path(e)[below.skip..].starts_with(&key))
+    }
+
+    /// The first position from `from` whose path (past the directory) is not less than
+    /// `key`: galloping ahead, since successive keys of one directory land close by.
+    fn seek(&self, below: &Below, from: usize, key: &[u8]) -> usize {
+        let entries = self.entries();
+        let end = below.range.end;
+        let less = |at: usize| &self.path(&entries[at])[below.skip..] < key;
+        if from >= end || !less(from) {
+            return from;
+        }
+        // `less(low)` holds; find the first position where it does not.
+        let (mut low, mut step) = (from, 1);
+        loop {
+            let high = low + step;
+            if high >= end || !less(high) {
+                let high = high.min(end);
+                return low
+                    + 1
+                    + entries[low + 1..high]
+                        .partition_point(|e| &self.path(e)[below.skip..] < key);
+            }
+            low = high;
+            step *= 2;
+        }
+    }
+
+    /// Whether `entry` may be taken as the file `meta` describes without reading it:
+    /// same kind, executable bit, size, inode, owner, and modification and change times
+    /// (to the nanosecond where the index recorded nanoseconds), and not racily clean.
+    pub(super) fn unchanged(&self, entry: &gix_index::Entry, meta: &FileStat) -> bool {
+        let hash_anyway = Flags::ASSUME_VALID | Flags::SKIP_WORKTREE | Flags::INTENT_TO_ADD;
+        if entry.stage_raw() != 0 || entry.flags.intersects(hash_anyway) {
+            return false;
+        }
+        let format = meta.st_mode & nix::libc::S_IFMT;
+        let exec = meta.st_mode & 0o100 != 0;
+        let kind_matches = match entry.mode {
+            Mode::FILE => format == nix::libc::S_IFREG && !exec,
+            Mode::FILE_EXECUTABLE => format == nix::libc::S_IFREG && exec,
+            Mode::SYMLINK => format == nix::libc::S_IFLNK,
+            _ => false,
+        };
+        let stat = &entry.stat;
+        let time = |recorded: gix_index::entry::stat::Time, secs: i64, nsecs: i64| {
+            i64::from(recorded.secs) == secs
+                && (recorded.nsecs == 0 || i64::from(recorded.nsecs) == nsecs)
+        };
+        let racy = (i64::from(stat.mtime.secs), i64::from(stat.mtime.nsecs)) >= self.written;
+        kind_matches
+            && !racy
+            && time(stat.mtime, meta.st_mtime, meta.st_mtime_nsec)
+            && time(stat.ctime, meta.st_ctime, meta.st_ctime_nsec)
+            && stat.size == meta.st_size as u32
+            && stat.ino == meta.st_ino as u32
+            && stat.uid == meta.st_uid
+            && stat.gid == meta.st_gid
+    }
+}

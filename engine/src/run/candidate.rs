@@ -112,30 +112,28 @@ pub(crate) fn build(
             left,
         });
     }
-    let dir = tempfile::tempdir().map_err(GitError::Spawn)?;
-    let index = dir.path().join("index");
-    with_index(git, &index, &["read-tree", base], None)?;
-    let mut info = Vec::new();
+    let mut edits = Vec::with_capacity(chosen.len());
     for change in &chosen {
-        match &change.new {
-            Some((mode, id)) => info.extend_from_slice(format!("{mode} {id}\t").as_bytes()),
-            None => info.extend_from_slice(b"0 0000000000000000000000000000000000000000\t"),
-        }
-        info.extend_from_slice(&change.path);
-        info.push(0);
+        let side = match &change.new {
+            Some((mode, id)) => {
+                let mode = u32::from_str_radix(mode, 8).map_err(|_| GitError::Failed {
+                    args: "build a candidate".into(),
+                    stderr: format!("bad mode {mode}"),
+                })?;
+                let id =
+                    gix_hash::ObjectId::from_hex(id.as_bytes()).map_err(|e| GitError::Failed {
+                        args: "build a candidate".into(),
+                        stderr: e.to_string(),
+                    })?;
+                Some((mode, id))
+            }
+            None => None,
+        };
+        edits.push((change.path.as_slice(), side));
     }
-    with_index(
-        git,
-        &index,
-        &["update-index", "-z", "--index-info"],
-        Some(&info),
-    )?;
-    let tree = with_index(git, &index, &["write-tree"], None)?;
-    Ok(Candidate {
-        tree: String::from_utf8_lossy(&tree).trim().to_string(),
-        chosen,
-        left,
-    })
+    let objects = crate::run::scan::locate(git.dir())?.objects();
+    let tree = objects.edit_tree(base, &edits)?.to_string();
+    Ok(Candidate { tree, chosen, left })
 }
 
 /// Commits `candidate` on top of HEAD (which must still be `parent`), moves HEAD to it, and
@@ -187,18 +185,6 @@ pub(crate) fn commit(
         &pathspecs,
     )?;
     Ok(Some(commit))
-}
-
-/// Runs git with `GIT_INDEX_FILE` at `index`, feeding `stdin`, and returns stdout.
-pub(crate) fn with_index(
-    git: &Git,
-    index: &std::path::Path,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> Result<Vec<u8>, GitError> {
-    let mut cmd = git.command(args);
-    cmd.env("GIT_INDEX_FILE", index.as_os_str());
-    crate::git::run_piped(cmd, stdin, &args.join(" "), &[])
 }
 
 /// A path as bytes for the filesystem.

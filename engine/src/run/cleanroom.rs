@@ -15,21 +15,19 @@
 //!   are trusted).
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use sha2::Digest;
 
 use super::candidate::os_path;
 use super::links::Link;
-use crate::git::Git;
 use crate::git::GitError;
+use crate::run::scan::Objects;
 
 /// Directories of installed dependencies that a clean room links to the live tree's
 /// instead of taking from the commit (they are ignored, and far too large to copy).
@@ -116,23 +114,23 @@ impl CleanRoom {
         tree: &str,
         roots: &[String],
     ) -> Result<(), CleanRoomError> {
-        let git = Git::new(live);
-        let entries = list_tree(&git, tree)?;
-        if let Some((path, target)) = links_leaving(&git, &entries)?.into_iter().next() {
+        let objects = crate::run::scan::locate(live)?.objects();
+        let entries = list_tree(&objects, tree)?;
+        if let Some((path, target)) = links_leaving(&objects, &entries)?.into_iter().next() {
             return Err(CleanRoomError::LinkLeavesTree {
                 path: String::from_utf8_lossy(&path).into_owned(),
                 target: String::from_utf8_lossy(&target).into_owned(),
             });
         }
         let links = dependency_links(live, roots, &entries);
-        match self.reset_to(&git, &entries, &links) {
+        match self.reset_to(&objects, &entries, &links) {
             Ok(()) => Ok(()),
             // Something a run left cannot be changed in place (a read-only directory, a
             // file turned into a directory): start from an empty checkout instead.
             Err(CleanRoomError::Io { .. }) => {
                 let _ = std::fs::remove_file(&self.manifest);
                 remove_all(&self.root)?;
-                self.reset_to(&git, &entries, &links)
+                self.reset_to(&objects, &entries, &links)
             }
             Err(other) => Err(other),
         }
@@ -140,7 +138,7 @@ impl CleanRoom {
 
     fn reset_to(
         &self,
-        git: &Git,
+        objects: &Objects,
         entries: &Entries,
         links: &[(PathBuf, PathBuf)],
     ) -> Result<(), CleanRoomError> {
@@ -155,7 +153,7 @@ impl CleanRoom {
             .iter()
             .filter(|(path, _)| !manifest.contains_key(*path))
             .collect();
-        write_objects(git, &self.root, &missing, &mut manifest)?;
+        write_objects(objects, &self.root, &missing, &mut manifest)?;
         for (rel, target) in links {
             let at = self.root.join(rel);
             if std::fs::symlink_metadata(&at).is_err() {
@@ -196,51 +194,24 @@ fn is_bytecode(path: &[u8]) -> bool {
             .any(|part| part == b"__pycache__")
 }
 
-fn list_tree(git: &Git, tree: &str) -> Result<Entries, CleanRoomError> {
-    let out = git.output(["ls-tree", "-r", "-z", "--full-tree", tree])?;
+fn list_tree(objects: &Objects, tree: &str) -> Result<Entries, CleanRoomError> {
     let mut entries = Entries::new();
-    for record in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let tab = record
-            .iter()
-            .position(|b| *b == b'\t')
-            .ok_or_else(|| CleanRoomError::Protocol(String::from_utf8_lossy(record).into()))?;
-        let meta = String::from_utf8_lossy(&record[..tab]);
-        let mut parts = meta.split(' ');
-        let (Some(mode), Some(_kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(CleanRoomError::Protocol(meta.into_owned()));
-        };
-        let path = &record[tab + 1..];
-        if !is_bytecode(path) {
-            entries.insert(path.to_vec(), (mode.to_string(), id.to_string()));
+    for (path, (mode, id)) in objects.list_tree(tree)? {
+        if !is_bytecode(&path) {
+            entries.insert(path, (format!("{mode:06o}"), id.to_string()));
         }
     }
     Ok(entries)
 }
 
 /// The symlinks of `entries` that resolve outside the tree, with their targets.
-fn links_leaving(git: &Git, entries: &Entries) -> Result<Vec<Link>, CleanRoomError> {
-    let links: Vec<(&Vec<u8>, &String)> = entries
-        .iter()
-        .filter(|(_, (mode, _))| mode == "120000")
-        .map(|(path, (_, id))| (path, id))
-        .collect();
-    if links.is_empty() {
-        return Ok(Vec::new());
-    }
-    let request: Vec<u8> = links
-        .iter()
-        .flat_map(|(_, id)| format!("{id}\n").into_bytes())
-        .collect();
-    let out = crate::git::run_piped(
-        git.command(["cat-file", "--batch"]),
-        Some(&request),
-        "cat-file --batch",
-        &[],
-    )?;
-    let mut reader = std::io::Cursor::new(out);
+fn links_leaving(objects: &Objects, entries: &Entries) -> Result<Vec<Link>, CleanRoomError> {
+    let mut reader = objects.reader()?;
     let mut targets = HashMap::new();
-    for (path, id) in links {
-        targets.insert(path.clone(), read_object(&mut reader, id)?);
+    for (path, (mode, id)) in entries {
+        if mode == "120000" {
+            targets.insert(path.clone(), reader.read(id)?.to_vec());
+        }
     }
     Ok(super::links::leaving_tree(&targets))
 }
@@ -334,78 +305,29 @@ fn sweep(
     Ok(())
 }
 
-/// Writes the objects of `missing` from `git cat-file --batch` into the checkout.
+/// Writes the objects of `missing` into the checkout.
 fn write_objects(
-    git: &Git,
+    objects: &Objects,
     root: &Path,
     missing: &[(&Vec<u8>, &(String, String))],
     manifest: &mut Manifest,
 ) -> Result<(), CleanRoomError> {
-    let blobs: Vec<&(&Vec<u8>, &(String, String))> = missing
-        .iter()
-        .filter(|(_, (mode, _))| mode != "160000")
-        .collect();
-    // A submodule is an empty directory: its own tree is not part of this repository.
-    for (path, _) in missing.iter().filter(|(_, (mode, _))| mode == "160000") {
+    let mut reader = None;
+    for (path, (mode, id)) in missing {
         let at = root.join(os_path(path));
-        std::fs::create_dir_all(&at).map_err(io(&at))?;
-    }
-    if blobs.is_empty() {
-        return Ok(());
-    }
-    let mut child = git
-        .command(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(GitError::Spawn)?;
-    let request: Vec<u8> = blobs
-        .iter()
-        .flat_map(|(_, (_, id))| format!("{id}\n").into_bytes())
-        .collect();
-    let writer = child
-        .stdin
-        .take()
-        .map(|mut pipe| std::thread::spawn(move || pipe.write_all(&request)));
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| CleanRoomError::Protocol("no output pipe".into()))?;
-    let mut reader = std::io::BufReader::new(stdout);
-    let result = blobs.iter().try_for_each(|(path, (mode, id))| {
-        let bytes = read_object(&mut reader, id)?;
-        let at = root.join(os_path(path));
-        let meta = write_entry(&at, mode, &bytes)?;
+        // A submodule is an empty directory: its own tree is not part of this repository.
+        if mode == "160000" {
+            std::fs::create_dir_all(&at).map_err(io(&at))?;
+            continue;
+        }
+        let reader = match &mut reader {
+            Some(reader) => reader,
+            None => reader.insert(objects.reader()?),
+        };
+        let meta = write_entry(&at, mode, reader.read(id)?)?;
         manifest.insert((*path).clone(), (id.clone(), mode.clone(), stat4(&meta)));
-        Ok(())
-    });
-    drop(reader);
-    let _ = child.wait();
-    if let Some(writer) = writer {
-        let _ = writer.join();
     }
-    result
-}
-
-fn read_object(reader: &mut impl BufRead, id: &str) -> Result<Vec<u8>, CleanRoomError> {
-    let mut header = String::new();
-    reader
-        .read_line(&mut header)
-        .map_err(|e| CleanRoomError::Protocol(format!("reading object {id}: {e}")))?;
-    let fields: Vec<&str> = header.split_whitespace().collect();
-    let size: usize = match fields.as_slice() {
-        [_, "blob", size] => size
-            .parse()
-            .map_err(|_| CleanRoomError::Protocol(header.clone()))?,
-        _ => return Err(CleanRoomError::Protocol(header.trim().to_string())),
-    };
-    let mut bytes = vec![0; size + 1];
-    reader
-        .read_exact(&mut bytes)
-        .map_err(|e| CleanRoomError::Protocol(format!("reading object {id}: {e}")))?;
-    bytes.truncate(size);
-    Ok(bytes)
+    Ok(())
 }
 
 /// Writes one entry, never through an existing link: the checkout was swept, so nothing
@@ -465,6 +387,7 @@ fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), CleanRoomError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::Git;
 
     fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().expect("dir");

@@ -35,12 +35,12 @@ use crate::git::Git;
 use crate::git::GitError;
 use crate::repo_path;
 
-mod diff;
 mod ignores;
 mod index;
 mod listed;
 mod objects;
 mod tree;
+mod trees;
 mod walk;
 
 use ignores::Base;

@@ -138,7 +138,6 @@ impl Snapshot {
         now: &Snapshot,
         locked: impl Fn(&str) -> bool,
     ) -> Result<LockReport, GitError> {
-        let git = Git::new(work_tree);
         let root = work_tree
             .canonicalize()
             .map_err(|e| work_tree_error("resolve", work_tree, e))?;
@@ -167,7 +166,7 @@ impl Snapshot {
         let keep = |path: &[u8]| locked(&repo_path::display(path)) && !seen.contains(path);
         let files = match scan::take_listed(&now.tree) {
             Some(listed) => listed.files(keep),
-            None => tree_files(&git, &self.tree, keep)?,
+            None => tree_files(&objects, &self.tree, keep)?,
         };
         let unseen: Vec<&TreeFile> = files.iter().collect();
         for (path, mode, oid) in drifted(&objects, &root, &unseen)? {
@@ -251,30 +250,18 @@ fn drifted<'a>(
 
 /// The regular files of `tree` that `keep` accepts: path, mode, blob id.
 fn tree_files(
-    git: &Git,
+    objects: &Objects,
     tree: &str,
     keep: impl Fn(&[u8]) -> bool,
 ) -> Result<Vec<TreeFile>, GitError> {
-    let out = git.output(["ls-tree", "-r", "-z", tree])?;
-    let mut files = Vec::new();
-    for entry in out.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        // `MODE SP TYPE SP OID TAB PATH`.
-        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let meta = String::from_utf8_lossy(&entry[..tab]);
-        let mut parts = meta.split(' ');
-        let (Some(mode), Some("blob"), Some(oid)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let mode = u32::from_str_radix(mode, 8).unwrap_or(0);
-        let path = &entry[tab + 1..];
-        if mode != safe_fs::MODE_SYMLINK && keep(path) {
-            files.push((path.to_vec(), mode, oid.to_string()));
-        }
-    }
-    Ok(files)
+    Ok(objects
+        .list_tree(tree)?
+        .into_iter()
+        .filter(|(path, (mode, _))| {
+            (*mode == 0o100644 || *mode == safe_fs::MODE_EXECUTABLE) && keep(path)
+        })
+        .map(|(path, (mode, id))| (path, mode, id.to_string()))
+        .collect())
 }
 
 #[cfg(test)]

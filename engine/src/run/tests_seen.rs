@@ -26,12 +26,16 @@ fn definitions_around(git: &Git, tree: &str, change: &TreeChange) -> Option<(Def
     if !testdefs::readable(&path) {
         return None;
     }
-    let read = |spec: &str| {
-        git.output(["cat-file", "blob", spec])
+    let objects = crate::run::scan::locate(git.dir()).ok()?.objects();
+    let mut reader = objects.reader().ok()?;
+    let mut read = |id: &str| {
+        reader
+            .read(id)
             .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
     };
-    let old = read(&format!("{tree}:{path}"))?;
+    let (_, old_id) = objects.entry_at(tree, &change.path).ok()??;
+    let old = read(&old_id.to_string())?;
     let new = change.new.as_ref().and_then(|(_, id)| read(id));
     let before = testdefs::definitions(&path, &old);
     let after = new

@@ -107,19 +107,18 @@ impl Objects {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let odb = self.handle()?;
-        let mut blobs = Vec::with_capacity(ids.len());
-        for id in ids {
-            let oid = ObjectId::from_hex(id.as_bytes())
-                .map_err(|e| store_error("read an object id", &e))?;
-            let mut buf = Vec::new();
-            let data = odb
-                .try_find(&oid, &mut buf)
-                .map_err(|e| store_error("read an object", &e))?
-                .ok_or_else(|| store_error("read an object", &format!("{id} is missing")))?;
-            blobs.push(data.data.to_vec());
-        }
-        Ok(blobs)
+        let mut reader = self.reader()?;
+        ids.iter()
+            .map(|id| reader.read(id).map(<[u8]>::to_vec))
+            .collect()
+    }
+
+    /// A reader of blobs one at a time, from loose objects, packs or alternates.
+    pub(crate) fn reader(&self) -> Result<BlobReader, GitError> {
+        Ok(BlobReader {
+            odb: self.handle()?,
+            buf: Vec::new(),
+        })
     }
 
     /// A handle on the whole database, packs and alternates included.
@@ -134,6 +133,32 @@ impl Objects {
         gix_object::WriteTo::write_to(tree, &mut data)
             .map_err(|e| store_error("encode a tree", &e))?;
         self.write(gix_object::Kind::Tree, &data)
+    }
+}
+
+/// Reads blobs one at a time, reusing one buffer.
+pub(crate) struct BlobReader {
+    odb: gix_odb::Handle,
+    buf: Vec<u8>,
+}
+
+impl BlobReader {
+    /// The contents of the blob `id` (hex); an error when it is missing or not a blob.
+    pub(crate) fn read(&mut self, id: &str) -> Result<&[u8], GitError> {
+        let oid = ObjectId::from_hex(id.trim().as_bytes())
+            .map_err(|e| store_error("read an object id", &e))?;
+        let data = self
+            .odb
+            .try_find(&oid, &mut self.buf)
+            .map_err(|e| store_error("read an object", &e))?
+            .ok_or_else(|| store_error("read an object", &format!("{id} is missing")))?;
+        if data.kind != gix_object::Kind::Blob {
+            return Err(store_error(
+                "read a blob",
+                &format!("{id} is a {}", data.kind),
+            ));
+        }
+        Ok(data.data)
     }
 }
 

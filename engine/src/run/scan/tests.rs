@@ -141,3 +141,100 @@ fn the_tree_is_the_one_git_writes_whatever_the_ignore_rules() {
         "the scan's tree against git's"
     );
 }
+
+/// What `git update-index --index-info` then `git write-tree` make of `base` and `info`
+/// (records of `MODE SP ID TAB PATH NUL`), in a scratch index.
+fn git_edit(repo: &Repo, base: &str, info: &[u8]) -> String {
+    let index = repo.outside.path().join("edit-index");
+    let run = |args: &[&str], stdin: Option<&[u8]>| {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(args)
+            .current_dir(repo.root())
+            .env("GIT_INDEX_FILE", &index);
+        crate::git::run_piped(cmd, stdin, "edit", &[]).expect("git edits")
+    };
+    run(&["read-tree", base], None);
+    run(&["update-index", "-z", "--index-info"], Some(info));
+    String::from_utf8_lossy(&run(&["write-tree"], None))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn trees_edited_listed_and_diffed_in_process_agree_with_git() {
+    let repo = Repo::new();
+    repo.write("docs/a/b.md", "b");
+    repo.write("docs/c.md", "c");
+    repo.write("x", "a file that becomes a directory");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "more"]);
+    let base = repo.git(&["rev-parse", "HEAD^{tree}"]).trim().to_string();
+    let blob = repo
+        .git(&["hash-object", "-w", "--stdin"])
+        .trim()
+        .to_string();
+    let id = |hex: &str| gix_hash::ObjectId::from_hex(hex.as_bytes()).expect("id");
+    let edits: Vec<trees::Edit<'_>> = vec![
+        (b"calc.py", None),
+        (b"docs/a/b.md", None),
+        (b"docs/new/deep/e.md", Some((0o100755, id(&blob)))),
+        (b"tests/test_a.py", Some((0o120000, id(&blob)))),
+        (b"x", None),
+        (b"x/inside.md", Some((0o100644, id(&blob)))),
+    ];
+    let mut info = Vec::new();
+    for (path, side) in &edits {
+        let record = match side {
+            Some((mode, oid)) => format!("{mode:o} {oid}\t"),
+            None => format!("0 {}\t", "0".repeat(40)),
+        };
+        info.extend_from_slice(record.as_bytes());
+        info.extend_from_slice(path);
+        info.push(0);
+    }
+    let objects = locate(&repo.root()).expect("locate").objects();
+    let edited = objects.edit_tree(&base, &edits).expect("edit").to_string();
+    assert_eq!(edited, git_edit(&repo, &base, &info), "the edited tree");
+
+    let listed: String = objects
+        .list_tree(&edited)
+        .expect("list")
+        .iter()
+        .map(|(path, (mode, oid))| {
+            let kind = if *mode == 0o160000 { "commit" } else { "blob" };
+            format!(
+                "{mode:06o} {kind} {oid}\t{}\n",
+                String::from_utf8_lossy(path)
+            )
+        })
+        .collect();
+    assert_eq!(listed, ls_tree(&repo, &edited), "the listing");
+
+    let diffed: String = objects
+        .diff_trees(&base, &edited)
+        .expect("diff")
+        .iter()
+        .map(|c| format!("{} {}\n", c.status, String::from_utf8_lossy(&c.path)))
+        .collect();
+    let by_git: String = repo
+        .git(&[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--name-status",
+            &base,
+            &edited,
+        ])
+        .lines()
+        .map(|l| l.replacen('\t', " ", 1) + "\n")
+        .collect();
+    assert_eq!(diffed, by_git, "the diff");
+    let at = objects
+        .entry_at(&edited, b"docs/new/deep/e.md")
+        .expect("entry");
+    assert_eq!(at, Some((0o100755, id(&blob))));
+    assert_eq!(
+        objects.entry_at(&edited, b"docs/a/b.md").expect("entry"),
+        None
+    );
+}

@@ -58,7 +58,7 @@ pub(super) fn merge<'a>(
     merged
 }
 
-fn kind_of(mode: u32) -> EntryKind {
+pub(super) fn kind_of(mode: u32) -> EntryKind {
     match mode {
         0o100755 => EntryKind::BlobExecutable,
         safe_fs::MODE_SYMLINK => EntryKind::Link,

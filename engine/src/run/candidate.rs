@@ -65,6 +65,11 @@ pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
 
 /// HEAD's commit and tree, in one call.
 pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
+    if let Ok(located) = crate::run::scan::locate(git.dir())
+        && let Some((head, tree)) = located.head(&located.objects())
+    {
+        return Ok((head.to_string(), tree.to_string()));
+    }
     let text = git.text(["rev-parse", "HEAD", "HEAD^{tree}"])?;
     let mut lines = text.lines();
     match (lines.next(), lines.next()) {

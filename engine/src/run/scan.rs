@@ -39,6 +39,7 @@ mod ignores;
 mod index;
 mod listed;
 mod objects;
+mod refs;
 mod tree;
 mod trees;
 mod walk;

@@ -64,15 +64,16 @@ impl Snapshot {
     /// Records the work tree as it is now, keeping it reachable as `refs/tdd/<name>`.
     pub fn take(work_tree: &Path, name: &str) -> Result<Snapshot, GitError> {
         let snapshot = Snapshot::scan(work_tree)?;
-        let git = Git::new(work_tree);
-        let commit = git.text([
-            "commit-tree",
-            &snapshot.tree,
-            "-m",
-            &format!("tdd snapshot {name}"),
-        ]);
-        if let Ok(commit) = commit {
-            let _ = git.output(["update-ref", &format!("refs/tdd/{name}"), &commit]);
+        let message = format!("tdd snapshot {name}");
+        let located = scan::locate(work_tree)?;
+        let kept = located.keep_tree(&located.objects(), name, &snapshot.tree, &message);
+        if !matches!(kept, Ok(true)) {
+            // Refs git keeps another way: let git write the commit and the ref.
+            let git = Git::new(work_tree);
+            let commit = git.text(["commit-tree", &snapshot.tree, "-m", &message]);
+            if let Ok(commit) = commit {
+                let _ = git.output(["update-ref", &format!("refs/tdd/{name}"), &commit]);
+            }
         }
         Ok(snapshot)
     }

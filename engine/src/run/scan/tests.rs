@@ -238,3 +238,76 @@ fn trees_edited_listed_and_diffed_in_process_agree_with_git() {
         None
     );
 }
+
+#[test]
+fn head_and_kept_trees_read_and_write_refs_as_git_does() {
+    let repo = Repo::new();
+    let located = locate(&repo.root()).expect("locate");
+    let objects = located.objects();
+    let by_git = |rev: &str| repo.git(&["rev-parse", rev]).trim().to_string();
+    let head = |located: &Located| {
+        located
+            .head(&located.objects())
+            .map(|(commit, tree)| (commit.to_string(), tree.to_string()))
+    };
+    let expected = || Some((by_git("HEAD"), by_git("HEAD^{tree}")));
+    assert_eq!(head(&located), expected(), "a loose branch ref");
+    repo.git(&["pack-refs", "--all"]);
+    assert_eq!(head(&located), expected(), "a packed branch ref");
+    repo.git(&["checkout", "-q", "--detach"]);
+    assert_eq!(head(&located), expected(), "a detached HEAD");
+    let wt = repo.outside.path().join("wt");
+    let wt_arg = wt.to_str().expect("utf-8 path");
+    repo.git(&["worktree", "add", "-q", "-b", "side", wt_arg]);
+    std::fs::write(wt.join("side.txt"), "side").expect("write");
+    let commit = |dir: &std::path::Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qam",
+                "side",
+            ])
+            .current_dir(dir)
+            .output()
+            .expect("git");
+        assert!(out.status.success());
+    };
+    repo.git(&["-C", wt_arg, "add", "side.txt"]);
+    commit(&wt);
+    let in_wt = locate(&wt).expect("locate the worktree");
+    let wt_head = repo
+        .git(&["-C", wt_arg, "rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    assert_eq!(
+        in_wt.head(&in_wt.objects()).map(|h| h.0.to_string()),
+        Some(wt_head)
+    );
+
+    let tree = by_git("HEAD^{tree}");
+    assert!(
+        located
+            .keep_tree(&objects, "run-1/cycle-2", &tree, "tdd snapshot x")
+            .expect("keep")
+    );
+    assert_eq!(by_git("refs/tdd/run-1/cycle-2^{tree}"), tree);
+    repo.git(&["fsck", "--strict", "--no-dangling"]);
+    assert!(
+        !located
+            .keep_tree(&objects, "../escape", &tree, "x")
+            .expect("refused")
+    );
+    let unborn = tempfile::tempdir().expect("dir");
+    let out = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(unborn.path())
+        .output()
+        .expect("git init");
+    assert!(out.status.success());
+    let unborn = locate(unborn.path()).expect("locate");
+    assert_eq!(unborn.head(&unborn.objects()), None, "an unborn branch");
+}

@@ -77,6 +77,15 @@ impl Repo {
     }
 }
 
+/// A lock check against `base` restores `tests/test_a.py`, and only it, to its bytes.
+fn assert_the_test_alone_restored(repo: &Repo, base: &Snapshot) {
+    let report = base
+        .check_and_revert(&repo.root(), tests_locked)
+        .expect("revert");
+    assert_eq!(report.restored, vec!["tests/test_a.py"]);
+    assert_eq!(repo.read("tests/test_a.py"), TEST);
+}
+
 fn tests_locked(path: &str) -> bool {
     path.starts_with("tests/")
 }
@@ -257,11 +266,7 @@ fn a_clean_filter_cannot_make_a_weakened_test_hash_like_the_original() {
         "",
         "git sees the original"
     );
-    let report = base
-        .check_and_revert(&repo.root(), tests_locked)
-        .expect("revert");
-    assert_eq!(report.restored, vec!["tests/test_a.py"]);
-    assert_eq!(repo.read("tests/test_a.py"), TEST);
+    assert_the_test_alone_restored(&repo, &base);
 }
 
 #[test]
@@ -302,11 +307,7 @@ fn relaxed_stat_settings_do_not_hide_a_same_size_edit() {
         "",
         "git looks away"
     );
-    let report = base
-        .check_and_revert(&repo.root(), tests_locked)
-        .expect("revert");
-    assert_eq!(report.restored, vec!["tests/test_a.py"]);
-    assert_eq!(repo.read("tests/test_a.py"), TEST);
+    assert_the_test_alone_restored(&repo, &base);
 }
 
 #[test]
@@ -371,11 +372,7 @@ fn an_edit_behind_a_forged_stat_cache_is_still_reverted() {
         base,
         "the forged stat cache hides the edit from the tree"
     );
-    let report = base
-        .check_and_revert(&repo.root(), tests_locked)
-        .expect("revert");
-    assert_eq!(report.restored, vec!["tests/test_a.py"]);
-    assert_eq!(repo.read("tests/test_a.py"), TEST);
+    assert_the_test_alone_restored(&repo, &base);
 }
 
 #[test]
@@ -403,9 +400,5 @@ fn an_edit_within_the_second_of_a_refresh_is_seen() {
         set_old_mtime();
         assert_ne!(Snapshot::scan(&repo.root()).expect("scan"), base);
     }
-    let report = base
-        .check_and_revert(&repo.root(), tests_locked)
-        .expect("revert");
-    assert_eq!(report.restored, vec!["tests/test_a.py"]);
-    assert_eq!(repo.read("tests/test_a.py"), TEST);
+    assert_the_test_alone_restored(&repo, &base);
 }

@@ -79,7 +79,7 @@ fn main() {
     }
     times.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "snapshot take + check_and_revert, {files} files, 3 changed: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
+        "check_and_revert (scan, then lock check), {files} files, 3 changed: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
         times[times.len() / 2],
         times[0],
         times[times.len() - 1],

@@ -311,3 +311,24 @@ fn head_and_kept_trees_read_and_write_refs_as_git_does() {
     let unborn = locate(unborn.path()).expect("locate");
     assert_eq!(unborn.head(&unborn.objects()), None, "an unborn branch");
 }
+
+#[test]
+fn a_split_index_and_index_version_4_scan_as_git_sees_them() {
+    for setup in [
+        &["update-index", "--split-index"][..],
+        &["update-index", "--index-version", "4"][..],
+    ] {
+        let repo = Repo::new();
+        repo.git(setup);
+        repo.write("tests/test_b.py", "new");
+        repo.git(&["add", "tests/test_b.py"]);
+        repo.write("calc.py", "changed");
+        repo.write("untracked.txt", "untracked");
+        let scanned = scan(&repo.root()).expect("scan");
+        assert_eq!(
+            ls_tree(&repo, &scanned.tree),
+            ls_tree(&repo, &git_tree(&repo)),
+            "{setup:?}"
+        );
+    }
+}

@@ -193,6 +193,7 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
     };
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
     let mut found = walk.run(threads)?;
+    keep_sparse_directories(&index, &mut found);
     if !settings.drivers.is_empty() {
         record_filtered(
             &git,
@@ -219,6 +220,21 @@ fn panicked() -> GitError {
     GitError::Failed {
         args: "scan".into(),
         stderr: "a scanning thread panicked".into(),
+    }
+}
+
+/// Keeps the directories a sparse index records as one entry each: they are not checked
+/// out, so the walk never meets them, and they are not removed.
+fn keep_sparse_directories(index: &Index, found: &mut Found) {
+    let seen: HashSet<usize> = found.unchanged.iter().copied().collect();
+    let before = found.unchanged.len();
+    for (at, entry) in index.entries().iter().enumerate() {
+        if entry.mode == gix_index::entry::Mode::DIR && !seen.contains(&at) {
+            found.unchanged.push(at);
+        }
+    }
+    if found.unchanged.len() != before {
+        found.unchanged.sort_unstable();
     }
 }
 

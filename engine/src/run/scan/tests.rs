@@ -332,3 +332,24 @@ fn a_split_index_and_index_version_4_scan_as_git_sees_them() {
         );
     }
 }
+
+#[test]
+fn a_sparse_index_keeps_the_directories_it_leaves_out() {
+    let repo = Repo::new();
+    repo.write("far/away/f.txt", "far");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "far"]);
+    repo.git(&[
+        "sparse-checkout",
+        "set",
+        "--cone",
+        "--sparse-index",
+        "tests",
+    ]);
+    assert!(!repo.path("far").exists(), "far/ is not checked out");
+    repo.write("tests/test_b.py", "new");
+    let scanned = scan(&repo.root()).expect("scan");
+    let listing = ls_tree(&repo, &scanned.tree);
+    assert!(listing.contains("\tfar/away/f.txt"), "{listing}");
+    assert!(listing.contains("\ttests/test_b.py"), "{listing}");
+}

@@ -7,6 +7,7 @@
 
 use crate::git::Git;
 use crate::git::GitError;
+use crate::run::scan::Objects;
 
 /// One path whose entry differs between two trees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,7 +15,7 @@ pub(crate) struct TreeChange {
     /// The path, as git stores it (bytes, `/`-separated).
     pub path: Vec<u8>,
     /// The new mode and object id, `None` when the path is gone.
-    pub new: Option<(String, String)>,
+    pub new: Option<(u32, gix_hash::ObjectId)>,
 }
 
 impl TreeChange {
@@ -82,20 +83,13 @@ pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
 }
 
 /// The entries that differ between trees `from` and `to`, renames not detected.
-pub(crate) fn diff_trees(git: &Git, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
-    // The same name is the same tree: nothing differs.
-    if from == to {
-        return Ok(Vec::new());
-    }
-    let objects = crate::run::scan::locate(git.dir())?.objects();
+fn diff_trees(objects: &Objects, from: &str, to: &str) -> Result<Vec<TreeChange>, GitError> {
     Ok(objects
         .diff_trees(from, to)?
         .into_iter()
         .map(|c| TreeChange {
             path: c.path,
-            new: c
-                .new
-                .map(|(mode, id)| (format!("{mode:06o}"), id.to_string())),
+            new: c.new,
         })
         .collect())
 }
@@ -107,7 +101,8 @@ pub(crate) fn build(
     now: &str,
     select: impl Fn(&str) -> bool,
 ) -> Result<Candidate, GitError> {
-    let (chosen, left): (Vec<TreeChange>, Vec<TreeChange>) = diff_trees(git, base, now)?
+    let objects = crate::run::scan::locate(git.dir())?.objects();
+    let (chosen, left): (Vec<TreeChange>, Vec<TreeChange>) = diff_trees(&objects, base, now)?
         .into_iter()
         .partition(|c| select(&c.display()));
     if chosen.is_empty() {
@@ -117,26 +112,10 @@ pub(crate) fn build(
             left,
         });
     }
-    let mut edits = Vec::with_capacity(chosen.len());
-    for change in &chosen {
-        let side = match &change.new {
-            Some((mode, id)) => {
-                let mode = u32::from_str_radix(mode, 8).map_err(|_| GitError::Failed {
-                    args: "build a candidate".into(),
-                    stderr: format!("bad mode {mode}"),
-                })?;
-                let id =
-                    gix_hash::ObjectId::from_hex(id.as_bytes()).map_err(|e| GitError::Failed {
-                        args: "build a candidate".into(),
-                        stderr: e.to_string(),
-                    })?;
-                Some((mode, id))
-            }
-            None => None,
-        };
-        edits.push((change.path.as_slice(), side));
-    }
-    let objects = crate::run::scan::locate(git.dir())?.objects();
+    let edits: Vec<_> = chosen
+        .iter()
+        .map(|change| (change.path.as_slice(), change.new))
+        .collect();
     let tree = objects.edit_tree(base, &edits)?.to_string();
     Ok(Candidate { tree, chosen, left })
 }

@@ -36,7 +36,7 @@ fn definitions_around(git: &Git, tree: &str, change: &TreeChange) -> Option<(Def
     };
     let (_, old_id) = objects.entry_at(tree, &change.path).ok()??;
     let old = read(&old_id.to_string())?;
-    let new = change.new.as_ref().and_then(|(_, id)| read(id));
+    let new = change.new.and_then(|(_, id)| read(&id.to_string()));
     let before = testdefs::definitions(&path, &old);
     let after = new
         .map(|t| testdefs::definitions(&path, &t))

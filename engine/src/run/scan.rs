@@ -145,9 +145,9 @@ impl Located {
     }
 }
 
-/// The object format `extensions.objectFormat` in the repository's config names.
-fn object_format(common_dir: &Path) -> gix_hash::Kind {
-    let text = std::fs::read(common_dir.join("config")).unwrap_or_default();
+/// The value of `extensions.<key>` in the repository's own config file, if set.
+fn extension(common_dir: &Path, key: &[u8]) -> Option<Vec<u8>> {
+    let text = std::fs::read(common_dir.join("config")).ok()?;
     let mut in_extensions = false;
     for line in text.split(|b| *b == b'\n') {
         let line = line.trim_ascii();
@@ -156,16 +156,26 @@ fn object_format(common_dir: &Path) -> gix_hash::Kind {
             continue;
         }
         let mut kv = line.splitn(2, |b| *b == b'=');
-        let key = kv.next().unwrap_or_default().trim_ascii();
-        let value = kv.next().unwrap_or_default().trim_ascii();
-        if in_extensions
-            && key.eq_ignore_ascii_case(b"objectformat")
-            && value.eq_ignore_ascii_case(b"sha256")
-        {
-            return gix_hash::Kind::Sha256;
+        let name = kv.next().unwrap_or_default().trim_ascii();
+        if in_extensions && name.eq_ignore_ascii_case(key) {
+            return Some(kv.next().unwrap_or_default().trim_ascii().to_vec());
         }
     }
-    gix_hash::Kind::Sha1
+    None
+}
+
+/// The object format `extensions.objectFormat` names.
+fn object_format(common_dir: &Path) -> gix_hash::Kind {
+    match extension(common_dir, b"objectformat") {
+        Some(value) if value.eq_ignore_ascii_case(b"sha256") => gix_hash::Kind::Sha256,
+        _ => gix_hash::Kind::Sha1,
+    }
+}
+
+/// Whether the repository keeps its refs as files (no `extensions.refStorage`, or
+/// `files`).
+fn refs_are_files(common_dir: &Path) -> bool {
+    extension(common_dir, b"refstorage").is_none_or(|v| v.eq_ignore_ascii_case(b"files"))
 }
 
 /// The tree of the work tree's bytes, and the index entries that carried flags.

@@ -2,7 +2,6 @@
 //! its refs as files; anything else (a reftable, an odd HEAD) is left to git.
 
 use std::io::Write as _;
-use std::path::Path;
 
 use gix_hash::ObjectId;
 use gix_object::Find;
@@ -10,22 +9,9 @@ use gix_object::Find;
 use super::Located;
 use super::objects::Objects;
 use super::objects::store_error;
+use super::refs_are_files;
 use crate::git::GitError;
 use crate::run::safe_fs;
-
-/// Whether the repository's config declares a ref storage other than files.
-fn refs_are_files(common_dir: &Path) -> bool {
-    let text = std::fs::read(common_dir.join("config")).unwrap_or_default();
-    !text
-        .split(|b| *b == b'\n')
-        .map(<[u8]>::trim_ascii)
-        .any(|line| {
-            let mut kv = line.splitn(2, |b| *b == b'=');
-            let key = kv.next().unwrap_or_default().trim_ascii();
-            let value = kv.next().unwrap_or_default().trim_ascii();
-            key.eq_ignore_ascii_case(b"refstorage") && !value.eq_ignore_ascii_case(b"files")
-        })
-}
 
 impl Located {
     /// The commit HEAD names and its tree, read from the ref files and the object

@@ -236,6 +236,9 @@ fn panicked() -> GitError {
 /// Keeps the directories a sparse index records as one entry each: they are not checked
 /// out, so the walk never meets them, and they are not removed.
 fn keep_sparse_directories(index: &Index, found: &mut Found) {
+    if !index.file.is_sparse() {
+        return;
+    }
     let seen: HashSet<usize> = found.unchanged.iter().copied().collect();
     let before = found.unchanged.len();
     for (at, entry) in index.entries().iter().enumerate() {

@@ -301,7 +301,7 @@ fn write_tree(
     }
     let mut from_disk: Vec<Item<'_>> = Vec::with_capacity(recorded.len());
     for (path, (mode, id)) in recorded {
-        if index.find(path).is_none() {
+        if !index.tracks(path) {
             touched.extend(tree::parents(path));
         }
         from_disk.push(Item {

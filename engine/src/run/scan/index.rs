@@ -112,20 +112,9 @@ impl Index {
         entry.path(&self.file)
     }
 
-    /// The position of the first entry at `path`, of any stage.
-    pub(super) fn find(&self, path: &[u8]) -> Option<usize> {
-        let at = self.file.entry_index_by_path(path.into()).ok()?;
-        Some(self.first_stage(at))
-    }
-
-    /// Of several stages of one path, the position of the first.
-    fn first_stage(&self, mut at: usize) -> usize {
-        let entries = self.entries();
-        let path = self.path(&entries[at]);
-        while at > 0 && self.path(&entries[at - 1]) == path {
-            at -= 1;
-        }
-        at
+    /// Whether the index has an entry at `path`, of any stage.
+    pub(super) fn tracks(&self, path: &[u8]) -> bool {
+        self.file.entry_index_by_path(path.into()).is_ok()
     }
 
     /// The entries below the directory `dir` (the root when empty), as a range.

@@ -402,3 +402,23 @@ fn an_edit_within_the_second_of_a_refresh_is_seen() {
     }
     assert_the_test_alone_restored(&repo, &base);
 }
+
+#[test]
+fn a_fifo_in_place_of_a_locked_test_neither_hangs_the_scan_nor_survives_the_lock_check() {
+    let repo = Repo::new();
+    let base = Snapshot::scan(&repo.root()).expect("base");
+    let test = repo.path("tests/test_a.py");
+    std::fs::remove_file(&test).expect("remove");
+    nix::unistd::mkfifo(&test, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    // A FIFO is nothing git records: to the scan the test is gone.
+    let now = Snapshot::scan(&repo.root()).expect("scan");
+    let changes: Vec<(char, String)> = base
+        .changes_to(&repo.root(), &now)
+        .expect("changes")
+        .into_iter()
+        .map(|c| (c.status, c.path))
+        .collect();
+    assert_eq!(changes, vec![('D', "tests/test_a.py".to_string())]);
+    assert_the_test_alone_restored(&repo, &base);
+    assert!(test.symlink_metadata().expect("stat").is_file());
+}

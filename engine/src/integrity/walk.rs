@@ -1,5 +1,9 @@
-//! The branch walk: every commit reachable from HEAD that carries a `TDD-Run` trailer,
-//! read from one `git log` call.
+//! The branch walk: every commit reachable from HEAD that carries a `TDD-Run` trailer.
+//!
+//! The walk reads the object database in-process, in `git log`'s default order (newest
+//! commit time first), and parses trailers as git does. Commits are read as they are
+//! stored: replacement refs do not apply. Where the history is shallow or grafted, or
+//! HEAD is not a ref file this reads, one `git log` call answers instead.
 
 use std::io::BufRead;
 use std::io::BufReader;
@@ -7,16 +11,22 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
+use gix_object::Find as _;
+use gix_traverse::commit::Simple;
+use gix_traverse::commit::simple::CommitTimeOrder;
+use gix_traverse::commit::simple::Sorting;
+
 use crate::git::Git;
 use crate::git::GitError;
+use crate::ledger::LEDGER_TRAILER;
 
 /// The trailer naming the run that made a commit.
 pub const RUN_TRAILER: &str = "TDD-Run";
 
 /// One `git log -z` record per commit: the sha, the `TDD-Run` values and the
 /// `TDD-Ledger` values, separated by US (0x1f); several values of one key by RS (0x1e).
-const FORMAT: &str = "--format=%H%x1f%(trailers:key=TDD-Run,valueonly,separator=%x1e)\
-                      %x1f%(trailers:key=TDD-Ledger,valueonly,separator=%x1e)";
+const FORMAT: &str = "--format=%H%x1f%(trailers:key=TDD-Run,valueonly,unfold,separator=%x1e)\
+                      %x1f%(trailers:key=TDD-Ledger,valueonly,unfold,separator=%x1e)";
 
 /// A commit reachable from HEAD that a run made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +71,82 @@ pub(crate) fn parse_record(record: &str, is_head: bool) -> Option<RunCommit> {
 }
 
 /// The run commits reachable from HEAD in `work_tree`, newest first; none on an unborn
-/// branch. One `git log` process, stopped early when `scope` is reached.
+/// branch. The walk stops early when `scope` is reached.
 pub fn run_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, GitError> {
+    match walk_objects(work_tree, scope) {
+        Some(found) => found,
+        None => log_commits(work_tree, scope),
+    }
+}
+
+/// The walk over the object database; `None` where git must answer instead.
+fn walk_objects(work_tree: &Path, scope: Scope) -> Option<Result<Vec<RunCommit>, GitError>> {
+    let located = crate::run::scan::locate(work_tree).ok()?;
+    let rewritten = ["shallow", "info/grafts"];
+    if rewritten
+        .iter()
+        .any(|f| located.common_dir.join(f).exists())
+    {
+        return None;
+    }
+    let objects = located.objects();
+    let (head, _) = located.head(&objects)?;
+    let odb = objects.handle().ok()?;
+    let newest_first = Sorting::ByCommitTime(CommitTimeOrder::NewestFirst);
+    let walk = Simple::new(Some(head), &odb).sorting(newest_first).ok()?;
+    let mut commits = Vec::new();
+    let mut buf = Vec::new();
+    for info in walk {
+        let id = info.ok()?.id;
+        let data = odb.try_find(&id, &mut buf).ok()??;
+        let commit = gix_object::CommitRef::from_bytes(data.data, objects.kind()).ok()?;
+        let (run, anchor) = match run_trailers(&commit) {
+            Ok(found) => found,
+            Err(err) => return Some(Err(err)),
+        };
+        let Some(run_id) = run else {
+            continue;
+        };
+        let anchored = anchor.is_some();
+        commits.push(RunCommit {
+            sha: id.to_string(),
+            run_id,
+            anchor,
+            is_head: id == head,
+        });
+        if anchored && scope == Scope::ToNewestAnchor {
+            break;
+        }
+    }
+    Some(Ok(commits))
+}
+
+/// The first non-empty `TDD-Run` and `TDD-Ledger` values of `commit`'s trailers.
+fn run_trailers(
+    commit: &gix_object::CommitRef<'_>,
+) -> Result<(Option<String>, Option<String>), GitError> {
+    let (mut run, mut anchor) = (None, None);
+    for trailer in commit.message_trailers() {
+        let slot = if trailer.token.eq_ignore_ascii_case(RUN_TRAILER.as_bytes()) {
+            &mut run
+        } else if trailer
+            .token
+            .eq_ignore_ascii_case(LEDGER_TRAILER.as_bytes())
+        {
+            &mut anchor
+        } else {
+            continue;
+        };
+        let value = std::str::from_utf8(trailer.value.as_ref()).map_err(|_| GitError::NotUtf8)?;
+        if slot.is_none() && !value.trim().is_empty() {
+            *slot = Some(value.trim().to_string());
+        }
+    }
+    Ok((run, anchor))
+}
+
+/// The walk by one `git log` process, stopped early when `scope` is reached.
+fn log_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, GitError> {
     let git = Git::new(work_tree);
     let args = ["log", "-z", FORMAT, "HEAD", "--"];
     let mut child = git
@@ -194,5 +278,110 @@ mod tests {
         );
         let newest = run_commits(dir.path(), Scope::ToNewestAnchor).expect("walk");
         assert_eq!(newest, full[..1].to_vec());
+    }
+
+    /// Commits with `message` at commit time `at` (seconds), on whatever HEAD is.
+    fn commit_at(dir: &Path, message: &str, at: u64) {
+        let date = format!("@{at} +0000");
+        let out = std::process::Command::new("git")
+            .args([
+                "commit",
+                "-q",
+                "--allow-empty",
+                "--cleanup=verbatim",
+                "-m",
+                message,
+            ])
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .output()
+            .expect("git commit");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn the_walk_in_process_agrees_with_git_log_on_order_and_trailers() {
+        let dir = tdd_testutil::repo();
+        let path = dir.path();
+        let messages = [
+            "one paragraph only\nTDD-Run: not-a-trailer",
+            "s\n\nTDD-Run: a\nTDD-Cycle: 1",
+            "s\n\ntdd-run: lower\ntdd-ledger: 1:aa",
+            "s\n\nTDD-Run : spaced\n",
+            "s\n\nTDD-Run: folded\n  value\nTDD-Ledger: 2:bb",
+            "s\n\nprose that is not a trailer\nmore prose\nstill prose\nTDD-Run: minority",
+            "s\n\nTDD-Run: early\n\nthen a last paragraph",
+            "s\n\nTDD-Run:\nTDD-Run: second-wins-over-empty",
+            "s\n\nSigned-off-by: x <x@y>\nnot a trailer line\nTDD-Run: mixed",
+        ];
+        for (i, message) in messages.iter().enumerate() {
+            commit_at(path, message, 1_700_000_000 + i as u64 * 10);
+        }
+        // A side branch whose commits interleave by time with the main line, merged back.
+        tdd_testutil::git(path, &["checkout", "-q", "-b", "side", "HEAD~4"]);
+        commit_at(path, "s\n\nTDD-Run: side-old", 1_700_000_005);
+        commit_at(
+            path,
+            "s\n\nTDD-Run: side-new\nTDD-Ledger: 3:cc",
+            1_700_000_200,
+        );
+        tdd_testutil::git(path, &["checkout", "-q", "-"]);
+        tdd_testutil::git(path, &["merge", "-q", "--no-ff", "--no-edit", "side"]);
+        commit_at(path, "s\n\nTDD-Run: top", 1_700_000_300);
+        for scope in [Scope::Full, Scope::ToNewestAnchor] {
+            let walked = walk_objects(path, scope)
+                .expect("read in-process")
+                .expect("walk");
+            let logged = log_commits(path, scope).expect("git log");
+            assert_eq!(walked, logged, "{scope:?}");
+        }
+        let ids: Vec<String> = walk_objects(path, Scope::Full)
+            .expect("read in-process")
+            .expect("walk")
+            .into_iter()
+            .map(|c| c.run_id)
+            .collect();
+        assert!(ids.contains(&"side-old".to_string()), "{ids:?}");
+        assert!(ids.contains(&"folded value".to_string()), "{ids:?}");
+        assert!(!ids.contains(&"not-a-trailer".to_string()), "{ids:?}");
+    }
+
+    #[test]
+    fn a_shallow_clone_is_walked_by_git() {
+        let origin = tdd_testutil::repo();
+        commit_at(origin.path(), "s\n\nTDD-Run: old", 1_700_000_000);
+        commit_at(origin.path(), "s\n\nTDD-Run: new", 1_700_000_010);
+        let clone = tempfile::tempdir().expect("tempdir");
+        let url = format!("file://{}", origin.path().display());
+        let target = clone.path().join("c");
+        tdd_testutil::git(
+            clone.path(),
+            &[
+                "clone",
+                "-q",
+                "--depth",
+                "1",
+                &url,
+                &target.display().to_string(),
+            ],
+        );
+        assert!(walk_objects(&target, Scope::Full).is_none());
+        let runs: Vec<String> = run_commits(&target, Scope::Full)
+            .expect("walk")
+            .into_iter()
+            .map(|c| c.run_id)
+            .collect();
+        assert_eq!(runs, vec!["new".to_string()]);
     }
 }

@@ -22,7 +22,7 @@ mod red;
 mod register;
 mod rollback;
 mod safe_fs;
-mod scan;
+pub(crate) mod scan;
 mod sensitivity;
 mod snapshot;
 mod start;

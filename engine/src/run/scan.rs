@@ -40,6 +40,7 @@ mod index;
 mod listed;
 mod objects;
 mod refs;
+mod settings;
 mod tree;
 mod trees;
 mod walk;
@@ -51,6 +52,7 @@ pub(crate) use listed::TreeFile;
 pub(crate) use listed::take_listed;
 pub(crate) use objects::Objects;
 use objects::Recorded;
+use settings::read_settings;
 use tree::Item;
 use walk::Found;
 use walk::Walk;
@@ -184,7 +186,7 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
     let git = Git::new(&located.root);
     let objects = located.objects();
     let (settings, index) = std::thread::scope(|scope| {
-        let settings = scope.spawn(|| read_settings(&git));
+        let settings = scope.spawn(|| read_settings(&git, &located));
         let index = Index::load(&git, &located.git_dir, objects.kind());
         let settings = settings.join().unwrap_or_else(|_| Err(panicked()));
         (settings, index)
@@ -367,72 +369,6 @@ fn record_filtered(
     }
     found.unchanged = keep;
     Ok(())
-}
-
-/// The filter and ignore settings from every config file git reads.
-fn read_settings(git: &Git) -> Result<Settings, GitError> {
-    let pattern = "^(filter\\..+\\.(clean|process)|core\\.excludesfile)$";
-    let mut cmd = git.command(
-        STRICT
-            .iter()
-            .chain(&["config", "-z", "--get-regexp", pattern]),
-    );
-    cmd.env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT");
-    let out = crate::git::run_piped(cmd, None, "config --get-regexp", &[1])?;
-    let mut settings = Settings::parse(&out);
-    if settings.excludes_file.is_none() {
-        // git's default when `core.excludesFile` is unset.
-        let config_home = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-        settings.excludes_file = config_home.map(|c| c.join("git/ignore"));
-    }
-    Ok(settings)
-}
-
-fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    bytes.split(|b| *b == 0).filter(|p| !p.is_empty())
-}
-
-/// The configured filter drivers and the user's ignore file.
-struct Settings {
-    drivers: BTreeSet<Vec<u8>>,
-    excludes_file: Option<PathBuf>,
-}
-
-impl Settings {
-    fn parse(out: &[u8]) -> Settings {
-        let mut settings = Settings {
-            drivers: BTreeSet::new(),
-            excludes_file: None,
-        };
-        for entry in split_nul(out) {
-            let mut kv = entry.splitn(2, |b| *b == b'\n');
-            let key = kv.next().unwrap_or_default();
-            let value = kv.next().unwrap_or_default();
-            if key == b"core.excludesfile" {
-                settings.excludes_file = Some(expand_home(value));
-            } else if let Some(rest) = key.strip_prefix(b"filter.") {
-                let name = rest
-                    .strip_suffix(b".clean")
-                    .or_else(|| rest.strip_suffix(b".process"));
-                if let (Some(name), false) = (name, value.is_empty()) {
-                    settings.drivers.insert(name.to_vec());
-                }
-            }
-        }
-        settings
-    }
-}
-
-/// A config path with a leading `~/` read as git reads it: below `$HOME`.
-fn expand_home(value: &[u8]) -> PathBuf {
-    match (value.strip_prefix(b"~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(repo_path::os(rest)),
-        _ => repo_path::os(value).to_path_buf(),
-    }
 }
 
 /// The tracked paths whose `filter` attribute names one of `drivers`.

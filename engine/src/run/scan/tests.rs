@@ -48,15 +48,6 @@ fn a_nested_repository_is_left_to_itself_and_the_index_is_untouched() {
     assert_eq!(index_before, index_after, "the user's index is not written");
 }
 
-#[test]
-fn settings_name_configured_filter_drivers_and_the_ignore_file() {
-    let out = b"filter.lfs.clean\ngit-lfs clean -- %f\0filter.odd.name.process\nx\0core.excludesfile\n/etc/ignore\0filter.empty.clean\n\0";
-    let settings = Settings::parse(out);
-    let drivers: Vec<&[u8]> = settings.drivers.iter().map(Vec::as_slice).collect();
-    assert_eq!(drivers, vec![b"lfs".as_slice(), b"odd.name".as_slice()]);
-    assert_eq!(settings.excludes_file, Some(PathBuf::from("/etc/ignore")));
-}
-
 /// The tree git itself writes for the work tree: the index copied, `git add -A`, then
 /// `git write-tree`, so the user's index is untouched.
 fn git_tree(repo: &Repo) -> String {

@@ -270,6 +270,33 @@ fn a_clean_filter_cannot_make_a_weakened_test_hash_like_the_original() {
 }
 
 #[test]
+fn a_filter_driver_from_an_included_config_file_does_not_hide_the_bytes_from_the_scan() {
+    let repo = Repo::new();
+    let info = repo.root().join(".git/info");
+    std::fs::create_dir_all(&info).expect("mkdir");
+    std::fs::write(info.join("attributes"), "tests/* filter=x\n").expect("attributes");
+    let included = repo.outside.path().join("included");
+    std::fs::write(
+        &included,
+        "[filter \"x\"]\n\tclean = sed -e 's/or True/== 5/'\n",
+    )
+    .expect("included config");
+    repo.git(&["config", "include.path", &included.display().to_string()]);
+    let weakened = TEST.replace("== 5", "or True");
+    repo.write("tests/test_a.py", &weakened);
+    repo.git(&["add", "tests/test_a.py"]);
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        "",
+        "git sees the original"
+    );
+    let scanned = Snapshot::scan(&repo.root()).expect("scan");
+    let blob = repo.git(&["rev-parse", &format!("{}:tests/test_a.py", scanned.tree)]);
+    let on_disk = repo.git(&["hash-object", "--no-filters", "tests/test_a.py"]);
+    assert_eq!(blob, on_disk, "the scan holds the bytes on disk");
+}
+
+#[test]
 fn relaxed_stat_settings_do_not_hide_a_same_size_edit() {
     let repo = Repo::new();
     let test = repo.path("tests/test_a.py");

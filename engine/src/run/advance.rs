@@ -289,22 +289,36 @@ impl Engine {
             ("TDD-Cycle", ctx.planned.n.to_string()),
             ("TDD-Phase", ctx.phase.trailer().to_string()),
         ];
-        let commit = if candidate.is_empty() {
-            None
-        } else {
-            let trailers = anchor_trailers(ledger, &chosen, message, &trailers)?;
-            candidate::commit(&git, head, candidate, message, &trailers)?
-        };
+        let name = format!(
+            "{}/cycle-{}-{}",
+            ctx.state.run_id,
+            ctx.planned.n,
+            to.trailer()
+        );
+        // The next phase's base is the work tree as it is now, which the commit does not
+        // touch: it is scanned while git writes the commit and moves HEAD.
+        let (commit, snapshot) = std::thread::scope(|scope| {
+            let snapshot = scope.spawn(|| Snapshot::take(&self.work_tree, &name));
+            let commit = if candidate.is_empty() {
+                Ok(None)
+            } else {
+                anchor_trailers(ledger, &chosen, message, &trailers).and_then(|trailers| {
+                    Ok(candidate::commit(
+                        &git, head, candidate, message, &trailers,
+                    )?)
+                })
+            };
+            let snapshot = snapshot.join().unwrap_or_else(|_| {
+                Err(crate::git::GitError::Failed {
+                    args: "snapshot".into(),
+                    stderr: "the snapshot thread panicked".into(),
+                })
+            });
+            (commit, snapshot)
+        });
+        let commit = commit?;
         crate::failpoint::hit("advance_committed");
-        let snapshot = Snapshot::take(
-            &self.work_tree,
-            &format!(
-                "{}/cycle-{}-{}",
-                ctx.state.run_id,
-                ctx.planned.n,
-                to.trailer()
-            ),
-        )?;
+        let snapshot = snapshot?;
         let event = RunEvent::PhaseChanged(PhaseChanged {
             n: ctx.planned.n,
             from: ctx.phase,

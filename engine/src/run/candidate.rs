@@ -122,7 +122,9 @@ pub(crate) fn build(
 
 /// Commits `candidate` on top of HEAD (which must still be `parent`), moves HEAD to it, and
 /// brings the user's index in line for the committed paths only. The work tree is not
-/// touched: a file changed after the scan shows as a change against the new commit.
+/// touched: a file changed after the scan shows as a change against the new commit. When
+/// HEAD is no longer `parent`, HEAD stays where it is and the index entries of the
+/// committed paths are HEAD's.
 pub(crate) fn commit(
     git: &Git,
     parent: &str,
@@ -145,33 +147,121 @@ pub(crate) fn commit(
         &trailer_text.join("\n"),
     ])?;
     let subject = message.lines().next().unwrap_or_default();
-    git.output([
-        "update-ref",
-        "-m",
-        &format!("tdd: {subject}"),
-        "HEAD",
-        &commit,
-        parent,
-    ])?;
     let mut pathspecs = Vec::new();
     for change in &candidate.chosen {
         pathspecs.extend_from_slice(&change.path);
         pathspecs.push(0);
     }
-    git.output_with_stdin(
-        [
-            "--literal-pathspecs",
-            "reset",
-            "-q",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-        ],
-        &pathspecs,
-    )?;
+    let reset_to = |rev: &str| {
+        git.output_with_stdin(
+            [
+                "--literal-pathspecs",
+                "reset",
+                "-q",
+                rev,
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            &pathspecs,
+        )
+    };
+    // HEAD moves and the index takes the committed paths from the new commit (named, so
+    // the reset does not wait for HEAD): two processes at once.
+    let (moved, reset) = std::thread::scope(|scope| {
+        let moved = scope.spawn(|| {
+            git.output([
+                "update-ref",
+                "-m",
+                &format!("tdd: {subject}"),
+                "HEAD",
+                &commit,
+                parent,
+            ])
+        });
+        let reset = reset_to(&commit);
+        let moved = moved.join().unwrap_or_else(|_| {
+            Err(GitError::Failed {
+                args: "update-ref".into(),
+                stderr: "the thread moving HEAD panicked".into(),
+            })
+        });
+        (moved, reset)
+    });
+    if let Err(err) = moved {
+        // HEAD did not move (it is no longer `parent`): the index follows HEAD back.
+        let _ = reset_to("HEAD");
+        return Err(err);
+    }
+    reset?;
     Ok(Some(commit))
 }
 
 /// A path as bytes for the filesystem.
 pub(crate) fn os_path(bytes: &[u8]) -> &std::path::Path {
     crate::repo_path::os(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed_repo() -> (tempfile::TempDir, Git) {
+        let dir = tdd_testutil::repo();
+        std::fs::write(dir.path().join("calc.py"), "old\n").expect("write");
+        tdd_testutil::commit_all(dir.path(), "base");
+        let git = Git::new(dir.path());
+        (dir, git)
+    }
+
+    fn candidate_of_work_tree(dir: &std::path::Path, git: &Git) -> (String, Candidate) {
+        let (head, head_tree) = head_and_tree(git).expect("head");
+        let now = crate::run::Snapshot::scan(dir).expect("scan").tree;
+        (
+            head,
+            build(git, &head_tree, &now, |_| true).expect("candidate"),
+        )
+    }
+
+    #[test]
+    fn a_commit_moves_head_and_stages_exactly_what_it_committed() {
+        let (dir, git) = committed_repo();
+        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+        let made = commit(
+            &git,
+            &head,
+            &candidate,
+            "feat: new",
+            &[("TDD-Run", "r".into())],
+        )
+        .expect("commit")
+        .expect("a commit");
+        assert_eq!(
+            tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]).trim(),
+            made
+        );
+        assert_eq!(
+            tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
+            ""
+        );
+    }
+
+    #[test]
+    fn a_commit_on_a_stale_parent_leaves_head_and_unstages_its_paths() {
+        let (dir, git) = committed_repo();
+        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+        tdd_testutil::git(
+            dir.path(),
+            &["commit", "-q", "--allow-empty", "-m", "moved"],
+        );
+        let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
+        assert!(commit(&git, &head, &candidate, "feat: new", &[]).is_err());
+        assert_eq!(tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]), moved);
+        assert_eq!(
+            tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
+            " M calc.py\n",
+            "the change is in the work tree only"
+        );
+    }
 }

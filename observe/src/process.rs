@@ -107,6 +107,18 @@ fn spawn_and_wait(spec: &ProcessSpec<'_>) -> Exit {
         Err(err) => return not_started("capture the output of", err),
     };
     let mut command = Command::new(program);
+    #[cfg(unix)]
+    if let Some(file) = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .and_then(|(_, path)| unix::locate_program(program, path))
+    {
+        use std::os::unix::process::CommandExt;
+        command = Command::new(file);
+        command.arg0(program);
+    }
     if spec.clear_env {
         command.env_clear();
     }

@@ -49,6 +49,11 @@ pub fn alive(pid: i64, start: u64) -> bool {
 /// `git ARGS` in `dir` with a pinned identity and no system or global configuration;
 /// panics with git's stderr when it fails. Returns stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_with(dir, args, &[])
+}
+
+/// [`git`] with the variables `env` added, such as `GIT_COMMITTER_DATE`.
+pub fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -61,6 +66,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(

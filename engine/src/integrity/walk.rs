@@ -283,31 +283,19 @@ mod tests {
     /// Commits with `message` at commit time `at` (seconds), on whatever HEAD is.
     fn commit_at(dir: &Path, message: &str, at: u64) {
         let date = format!("@{at} +0000");
-        let out = std::process::Command::new("git")
-            .args([
-                "commit",
-                "-q",
-                "--allow-empty",
-                "--cleanup=verbatim",
-                "-m",
-                message,
-            ])
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
-            .output()
-            .expect("git commit");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = [
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            message,
+        ];
+        let dates = [
+            ("GIT_AUTHOR_DATE", date.as_str()),
+            ("GIT_COMMITTER_DATE", date.as_str()),
+        ];
+        tdd_testutil::git_with(dir, &args, &dates);
     }
 
     #[test]

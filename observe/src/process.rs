@@ -43,7 +43,7 @@ pub(crate) struct ProcessSpec<'a> {
 pub(crate) struct Finished {
     /// Exit code, signal, timeout or spawn failure.
     pub exit: Exit,
-    /// Milliseconds from spawn to reap.
+    /// Milliseconds from spawn to reap, to the nearest.
     pub wall_ms: u64,
 }
 
@@ -54,7 +54,8 @@ pub(crate) fn run(spec: &ProcessSpec<'_>) -> Finished {
     let exit = spawn_and_wait(spec);
     Finished {
         exit,
-        wall_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+        // To the nearest millisecond: truncating would understate every run.
+        wall_ms: u64::try_from((start.elapsed().as_micros() + 500) / 1000).unwrap_or(u64::MAX),
     }
 }
 

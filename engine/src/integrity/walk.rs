@@ -2,8 +2,8 @@
 //!
 //! The walk reads the object database in-process, in `git log`'s default order (newest
 //! commit time first), and parses trailers as git does. Commits are read as they are
-//! stored: replacement refs do not apply. Where the history is shallow or grafted, or
-//! HEAD is not a ref file this reads, one `git log` call answers instead.
+//! stored: replacement refs do not apply, on either path. Where the history is shallow
+//! or grafted, or HEAD is not a ref file this reads, one `git log` call answers instead.
 
 use std::io::BufRead;
 use std::io::BufReader;
@@ -148,7 +148,7 @@ fn run_trailers(
 /// The walk by one `git log` process, stopped early when `scope` is reached.
 fn log_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, GitError> {
     let git = Git::new(work_tree);
-    let args = ["log", "-z", FORMAT, "HEAD", "--"];
+    let args = ["--no-replace-objects", "log", "-z", FORMAT, "HEAD", "--"];
     let mut child = git
         .command(args)
         .stdin(Stdio::null())
@@ -346,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shallow_clone_is_walked_by_git() {
+    fn a_shallow_clone_is_walked_by_git_without_replacement_refs() {
         let origin = tdd_testutil::repo();
         commit_at(origin.path(), "s\n\nTDD-Run: old", 1_700_000_000);
         commit_at(origin.path(), "s\n\nTDD-Run: new", 1_700_000_010);
@@ -365,6 +365,14 @@ mod tests {
             ],
         );
         assert!(walk_objects(&target, Scope::Full).is_none());
+        // A replacement ref changes what git shows, not what the walk reads.
+        let forged = tdd_testutil::git(
+            &target,
+            &["commit-tree", "HEAD^{tree}", "-m", "s\n\nTDD-Run: forged"],
+        );
+        tdd_testutil::git(&target, &["replace", "HEAD", forged.trim()]);
+        let shown = tdd_testutil::git(&target, &["log", "-1", "--format=%B"]);
+        assert!(shown.contains("forged"), "{shown}");
         let runs: Vec<String> = run_commits(&target, Scope::Full)
             .expect("walk")
             .into_iter()

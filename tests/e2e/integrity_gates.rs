@@ -347,6 +347,31 @@ fn index_flags_and_filters_do_not_hide_a_weakened_test() {
 }
 
 #[test]
+fn a_clean_filter_in_the_users_git_config_does_not_hide_a_staged_weakened_test() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    // The driver lives in the global config, which the scan reads without asking git.
+    let original = env.root().join(".git/original.py");
+    std::fs::write(&original, TEST).expect("copy");
+    env.write(".git/info/attributes", "tests/test_sub.py filter=hide\n");
+    let global = format!("[filter \"hide\"]\n\tclean = cat {}\n", original.display());
+    std::fs::write(env.home.path().join(".gitconfig"), global).expect("global config");
+    env.write("tests/test_sub.py", WEAK);
+    env.git(&["add", "tests/test_sub.py"]);
+    assert_eq!(
+        env.git(&["status", "--porcelain", "tests/test_sub.py"]),
+        "",
+        "git sees the original"
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "target_failing", "{value}");
+    assert_eq!(head(&env), red);
+    let test = std::fs::read_to_string(env.root().join("tests/test_sub.py")).expect("test");
+    assert_eq!(test, TEST, "the weakened test is reverted by its bytes");
+}
+
+#[test]
 fn a_forged_bytecode_cache_is_never_read() {
     let env = at_green(Locks::Hand);
     let red = head(&env);

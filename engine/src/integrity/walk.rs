@@ -2,8 +2,9 @@
 //!
 //! The walk reads the object database in-process, in `git log`'s default order (newest
 //! commit time first), and parses trailers as git does. Commits are read as they are
-//! stored: replacement refs do not apply, on either path. Where the history is shallow
-//! or grafted, or HEAD is not a ref file this reads, one `git log` call answers instead.
+//! stored: replacement refs and grafts do not apply. Where the history is shallow, an
+//! object is missing or HEAD is not a ref file this reads, one `git log` call (without
+//! replacement refs) answers instead.
 
 use std::io::BufRead;
 use std::io::BufReader;
@@ -82,11 +83,7 @@ pub fn run_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, Git
 /// The walk over the object database; `None` where git must answer instead.
 fn walk_objects(work_tree: &Path, scope: Scope) -> Option<Result<Vec<RunCommit>, GitError>> {
     let located = crate::run::scan::locate(work_tree).ok()?;
-    let rewritten = ["shallow", "info/grafts"];
-    if rewritten
-        .iter()
-        .any(|f| located.common_dir.join(f).exists())
-    {
+    if located.common_dir.join("shallow").exists() {
         return None;
     }
     let objects = located.objects();
@@ -343,6 +340,28 @@ mod tests {
         assert!(ids.contains(&"side-old".to_string()), "{ids:?}");
         assert!(ids.contains(&"folded value".to_string()), "{ids:?}");
         assert!(!ids.contains(&"not-a-trailer".to_string()), "{ids:?}");
+    }
+
+    #[test]
+    fn a_graft_does_not_hide_older_run_commits() {
+        let dir = tdd_testutil::repo();
+        commit_at(
+            dir.path(),
+            "s\n\nTDD-Run: old\nTDD-Ledger: 1:aa",
+            1_700_000_000,
+        );
+        commit_at(dir.path(), "s\n\nTDD-Run: new", 1_700_000_010);
+        let head = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
+        std::fs::create_dir_all(dir.path().join(".git/info")).expect("mkdir");
+        std::fs::write(dir.path().join(".git/info/grafts"), head).expect("graft");
+        let shown = tdd_testutil::git(dir.path(), &["log", "--format=%s"]);
+        assert_eq!(shown.lines().count(), 1, "git log stops at the graft");
+        let runs: Vec<String> = run_commits(dir.path(), Scope::ToNewestAnchor)
+            .expect("walk")
+            .into_iter()
+            .map(|c| c.run_id)
+            .collect();
+        assert_eq!(runs, vec!["new".to_string(), "old".to_string()]);
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub(super) struct Ctx<'a> {
     pub(super) base: Snapshot,
     pub(super) now: Snapshot,
     pub(super) phase: Phase,
+    /// Who the phase commit is by, probed while the runners work.
+    pub(super) stamp: super::stamp::Probe,
 }
 
 impl Ctx<'_> {
@@ -157,6 +159,7 @@ impl Engine {
             base,
             now,
             phase: cycle.phase,
+            stamp: super::stamp::Probe::default(),
         };
         let blank = AdvanceOutcome {
             run_id: state.run_id.clone(),
@@ -303,8 +306,14 @@ impl Engine {
                 Ok(None)
             } else {
                 anchor_trailers(ledger, &chosen, message, &trailers).and_then(|trailers| {
+                    let stamp = ctx.stamp.take(&self.work_tree);
                     Ok(candidate::commit(
-                        &git, head, candidate, message, &trailers,
+                        &git,
+                        head,
+                        candidate,
+                        message,
+                        &trailers,
+                        stamp.as_ref(),
                     )?)
                 })
             };

@@ -8,6 +8,8 @@
 use crate::git::Git;
 use crate::git::GitError;
 use crate::run::scan::Objects;
+use crate::run::stamp::Stamp;
+use crate::run::stamp::now;
 
 /// One path whose entry differs between two trees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,21 +133,33 @@ pub(crate) fn commit(
     candidate: &Candidate,
     message: &str,
     trailers: &[(&str, String)],
+    stamp: Option<&Stamp>,
 ) -> Result<Option<String>, GitError> {
     if candidate.is_empty() {
         return Ok(None);
     }
     let trailer_text: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let commit = git.text([
-        "commit-tree",
-        &candidate.tree,
-        "-p",
-        parent,
-        "-m",
-        message,
-        "-m",
-        &trailer_text.join("\n"),
-    ])?;
+    let trailer_text = trailer_text.join("\n");
+    let commit = match stamp {
+        Some(stamp) => {
+            let object =
+                stamp.commit_object(&candidate.tree, parent, message, &trailer_text, now());
+            let objects = crate::run::scan::locate(git.dir())?.objects();
+            objects
+                .write(gix_object::Kind::Commit, &object)?
+                .to_string()
+        }
+        None => git.text([
+            "commit-tree",
+            &candidate.tree,
+            "-p",
+            parent,
+            "-m",
+            message,
+            "-m",
+            &trailer_text,
+        ])?,
+    };
     let subject = message.lines().next().unwrap_or_default();
     let mut pathspecs = Vec::new();
     for change in &candidate.chosen {
@@ -224,26 +238,43 @@ mod tests {
 
     #[test]
     fn a_commit_moves_head_and_stages_exactly_what_it_committed() {
-        let (dir, git) = committed_repo();
-        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
-        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
-        let made = commit(
-            &git,
-            &head,
-            &candidate,
-            "feat: new",
-            &[("TDD-Run", "r".into())],
-        )
-        .expect("commit")
-        .expect("a commit");
-        assert_eq!(
-            tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]).trim(),
-            made
-        );
-        assert_eq!(
-            tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
-            ""
-        );
+        for stamped in [false, true] {
+            let (dir, git) = committed_repo();
+            std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+            let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+            let stamp = stamped
+                .then(|| crate::run::stamp::Probe::default().take(dir.path()))
+                .flatten();
+            assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
+            let made = commit(
+                &git,
+                &head,
+                &candidate,
+                "feat: new",
+                &[("TDD-Run", "r".into())],
+                stamp.as_ref(),
+            )
+            .expect("commit")
+            .expect("a commit");
+            assert_eq!(
+                tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]).trim(),
+                made
+            );
+            assert_eq!(
+                tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
+                ""
+            );
+            tdd_testutil::git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
+            let log = tdd_testutil::git(dir.path(), &["log", "-1", "--format=%an <%ae>%n%B"]);
+            // The identity git gives in the engine's own environment.
+            let who = git.text(["var", "GIT_AUTHOR_IDENT"]).expect("git var");
+            let who = &who[..who.rfind('>').expect("an email") + 1];
+            assert_eq!(
+                log,
+                format!("{who}\nfeat: new\n\nTDD-Run: r\n\n"),
+                "stamped: {stamped}"
+            );
+        }
     }
 
     #[test]
@@ -256,7 +287,7 @@ mod tests {
             &["commit", "-q", "--allow-empty", "-m", "moved"],
         );
         let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
-        assert!(commit(&git, &head, &candidate, "feat: new", &[]).is_err());
+        assert!(commit(&git, &head, &candidate, "feat: new", &[], None).is_err());
         assert_eq!(tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]), moved);
         assert_eq!(
             tdd_testutil::git(dir.path(), &["status", "--porcelain"]),

@@ -158,6 +158,8 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
+        // Who the commit will be by is learned while the suites run.
+        ctx.stamp.start(&self.work_tree);
         let mut alone = Vec::new();
         if ctx.phase == Phase::AwaitingImpl {
             match self.targets_first(ctx, outcome, &projects, progress)? {

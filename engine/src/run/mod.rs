@@ -25,6 +25,7 @@ mod safe_fs;
 pub(crate) mod scan;
 mod sensitivity;
 mod snapshot;
+mod stamp;
 mod start;
 mod state;
 mod testdefs;

@@ -43,6 +43,8 @@ impl Engine {
         if let Some(refusal) = self.baseline_tests_changed(ctx, &head_tree, &red_commit)? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
+        // Who the commit will be by is learned while the targets run.
+        ctx.stamp.start(&self.work_tree);
         let mut passed_all = true;
         let mut decision = None;
         for test in &ctx.targets {

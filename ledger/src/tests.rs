@@ -255,3 +255,62 @@ fn the_kinds_of_an_enum_must_be_exactly_those_listed_for_its_domain() {
         "the engine's are its own"
     );
 }
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Leaf {
+    pid: u32,
+    argv: Vec<String>,
+}
+
+crate::typed_events! {
+    enum Supervision in Supervisor {
+        "leaf_launched" => Launched(Leaf),
+        "leaf_signalled" => Signalled(Leaf),
+        "leaf_exited" => Exited(Leaf),
+    }
+}
+
+#[test]
+fn a_typed_event_reads_back_as_written_and_a_bad_one_says_which() {
+    let (_dir, mut ledger) = fresh();
+    let leaf = Leaf {
+        pid: 7,
+        argv: vec!["claude".into(), "-p".into()],
+    };
+    ledger
+        .record(Some("run-1"), &Supervision::Signalled(leaf.clone()))
+        .expect("record");
+    ledger
+        .append(
+            Some("run-1"),
+            "leaf_exited",
+            &json!({ "pid": "seven", "argv": [] }),
+        )
+        .expect("append");
+    ledger
+        .append(Some("run-1"), "leaf_started", &json!({}))
+        .expect("append");
+    ledger
+        .append(Some("run-1"), "no_such_kind", &json!({}))
+        .expect("append");
+    let events = ledger.events(Some("run-1")).expect("events");
+    let decoded = |i: usize| decode::<Supervision>(&events[i], &[]);
+    match decoded(0) {
+        Ok(Some(Supervision::Signalled(read))) => assert_eq!(read, leaf),
+        other => panic!("not the event written: {other:?}"),
+    }
+    match decoded(1) {
+        Err(EventError::Payload { id, kind, .. }) => {
+            assert_eq!((id, kind.as_str()), (2, "leaf_exited"))
+        }
+        other => panic!("a bad payload must say so: {other:?}"),
+    }
+    assert!(
+        matches!(decoded(2), Ok(None)),
+        "another domain's kind is passed over"
+    );
+    assert!(matches!(
+        decoded(3),
+        Err(EventError::UnknownKind { id: 4, .. })
+    ));
+}

@@ -213,14 +213,72 @@ pub fn decode<E: TypedEvent>(event: &Event, run_kinds: &[&str]) -> Result<Option
             }),
         };
     }
-    let tagged = serde_json::json!({ "kind": event.kind, "payload": event.payload });
-    serde_json::from_value(tagged)
-        .map(Some)
-        .map_err(|source| EventError::Payload {
-            id: event.id,
-            kind: event.kind.clone(),
-            source,
-        })
+    <E as serde::Deserialize>::deserialize(Tagged {
+        kind: &event.kind,
+        payload: &event.payload,
+        at: 0,
+    })
+    .map(Some)
+    .map_err(|source| EventError::Payload {
+        id: event.id,
+        kind: event.kind.clone(),
+        source,
+    })
+}
+
+/// An event seen as the map `{"kind": …, "payload": …}` an adjacently tagged enum
+/// reads, borrowing the payload rather than copying it.
+struct Tagged<'a> {
+    kind: &'a str,
+    payload: &'a serde_json::Value,
+    /// How many of the two entries were read.
+    at: u8,
+}
+
+impl<'de> serde::Deserializer<'de> for Tagged<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_map(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+impl<'de> serde::de::MapAccess<'de> for Tagged<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        let key = match self.at {
+            0 => "kind",
+            1 => "payload",
+            _ => return Ok(None),
+        };
+        seed.deserialize(serde::de::value::BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.at += 1;
+        if self.at == 1 {
+            seed.deserialize(serde::de::value::BorrowedStrDeserializer::new(self.kind))
+        } else {
+            seed.deserialize(self.payload)
+        }
+    }
 }
 
 impl Ledger {

@@ -1,6 +1,9 @@
 //! `check_and_revert` (a snapshot of the work tree, then the lock check against an
 //! earlier one) on a generated 100,000-file repository with three changed files (one
-//! locked). Prints the median of several runs.
+//! locked). Prints the median of several runs, and beside it the median of
+//! `git status --porcelain --untracked-files=all` on the same tree in the same rounds
+//! (git's own walk: a stat of every tracked file and a read of every directory), so the
+//! figure can be read against what this machine's file system allows.
 //!
 //! Run: `cargo bench -p tdd-engine --bench snapshot` (FILES=N to change the size).
 
@@ -25,6 +28,7 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_AUTHOR_EMAIL", "b@b")
         .env("GIT_COMMITTER_NAME", "b")
         .env("GIT_COMMITTER_EMAIL", "b@b")
+        .stdout(std::process::Stdio::null())
         .status()
         .expect("git runs");
     assert!(status.success(), "git {args:?}");
@@ -57,6 +61,7 @@ fn main() {
     assert!(status.success(), "sync");
     let base = Snapshot::take(root, "bench-base").expect("base snapshot");
     let mut times = Vec::new();
+    let mut git_times = Vec::new();
     for round in 0..7 {
         for (k, name) in [
             "src/d0001/f100.txt",
@@ -76,13 +81,23 @@ fn main() {
             .expect("check");
         times.push(start.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(report.restored.len(), 1, "{report:?}");
+        let start = Instant::now();
+        git(root, &["status", "--porcelain", "--untracked-files=all"]);
+        git_times.push(start.elapsed().as_secs_f64() * 1000.0);
     }
     times.sort_by(|a, b| a.total_cmp(b));
+    git_times.sort_by(|a, b| a.total_cmp(b));
     println!(
         "check_and_revert (scan, then lock check), {files} files, 3 changed: median {:.1} ms (min {:.1}, max {:.1}, {} runs)",
         times[times.len() / 2],
         times[0],
         times[times.len() - 1],
         times.len()
+    );
+    let (ours, theirs) = (times[times.len() / 2], git_times[git_times.len() / 2]);
+    println!(
+        "git status --porcelain --untracked-files=all on the same tree: median {theirs:.1} ms; \
+         check_and_revert / git status = {:.2}",
+        ours / theirs
     );
 }

@@ -88,7 +88,13 @@ impl Objects {
             }
         } else {
             match read_regular(full) {
-                Ok(Some(found)) => found,
+                Ok(Some(Regular::Read(mode, data))) => (mode, data),
+                Ok(Some(Regular::Large(mode, file, size))) => {
+                    let id = self
+                        .stream_blob(file, size, store)
+                        .map_err(|e| safe_fs::io_error("read", full, e))?;
+                    return Ok(Some((mode, id)));
+                }
                 Ok(None) => return Ok(None),
                 Err(e) if gone(&e) => return Ok(None),
                 Err(e) => return Err(safe_fs::io_error("read", full, e)),
@@ -100,6 +106,38 @@ impl Objects {
             self.id_of(gix_object::Kind::Blob, &data)?
         };
         Ok(Some((mode, id)))
+    }
+
+    /// The blob id of the `size` bytes of `file`, read in pieces, and the blob stored when
+    /// `store` and the database lacks it. A file that ends before `size` bytes (it shrank
+    /// while being read) is an error, and nothing is stored.
+    fn stream_blob(
+        &self,
+        mut file: std::fs::File,
+        size: u64,
+        store: bool,
+    ) -> std::io::Result<ObjectId> {
+        let blob = gix_object::Kind::Blob;
+        let mut hasher = gix_hash::hasher(self.kind);
+        hasher.update(&gix_object::encode::loose_header(blob, size));
+        let mut piece = vec![0; 1 << 16];
+        let mut reader = Exactly::new(&mut file, size);
+        loop {
+            let n = reader.read(&mut piece)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&piece[..n]);
+        }
+        let id = hasher.try_finalize().map_err(std::io::Error::other)?;
+        if !store || self.loose.contains(&id) {
+            return Ok(id);
+        }
+        std::io::Seek::rewind(&mut file)?;
+        // The id of what was written: the file may have changed since it was hashed.
+        self.loose
+            .write_stream(blob, size, &mut Exactly::new(&mut file, size))
+            .map_err(std::io::Error::other)
     }
 
     /// The contents of the blobs `ids`, in order, from loose objects, packs or alternates.
@@ -174,9 +212,50 @@ fn libc_eloop() -> i32 {
     nix::errno::Errno::ELOOP as i32
 }
 
-/// The git mode and bytes of the regular file at `full`, opened without following a
-/// symlink and without blocking on a FIFO; `None` when something else is there now.
-fn read_regular(full: &Path) -> std::io::Result<Option<(u32, Vec<u8>)>> {
+/// Files above this size are hashed and stored in pieces, never held whole in memory.
+const READ_WHOLE_UP_TO: u64 = 16 << 20;
+
+/// A regular file: its git mode and bytes, or, when it is large, the open file and its
+/// size.
+enum Regular {
+    Read(u32, Vec<u8>),
+    Large(u32, std::fs::File, u64),
+}
+
+/// Reads exactly `left` bytes of a stream: never more, and an error if it ends sooner.
+struct Exactly<'a> {
+    inner: &'a mut std::fs::File,
+    left: u64,
+}
+
+impl<'a> Exactly<'a> {
+    fn new(inner: &'a mut std::fs::File, size: u64) -> Exactly<'a> {
+        Exactly { inner, left: size }
+    }
+}
+
+impl Read for Exactly<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Ok(0);
+        }
+        let most = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
+        let n = self.inner.read(&mut buf[..most])?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file shrank while it was being read",
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// The git mode and bytes (or, for a large file, the open file) of the regular file at
+/// `full`, opened without following a symlink and without blocking on a FIFO; `None`
+/// when something else is there now.
+fn read_regular(full: &Path) -> std::io::Result<Option<Regular>> {
     let mut file = std::fs::File::options()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
@@ -190,7 +269,66 @@ fn read_regular(full: &Path) -> std::io::Result<Option<(u32, Vec<u8>)>> {
     } else {
         0o100644
     };
+    if meta.len() > READ_WHOLE_UP_TO {
+        return Ok(Some(Regular::Large(mode, file, meta.len())));
+    }
     let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.read_to_end(&mut data)?;
-    Ok(Some((mode, data)))
+    Ok(Some(Regular::Read(mode, data)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_file_is_hashed_and_stored_in_pieces_as_git_would() {
+        let dir = tdd_testutil::repo();
+        let path = dir.path().join("big.bin");
+        let size = READ_WHOLE_UP_TO + 3;
+        let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let objects = crate::run::scan::locate(dir.path())
+            .expect("locate")
+            .objects();
+        let (mode, id) = objects
+            .record(&path, false, false)
+            .expect("record")
+            .expect("a file");
+        let by_git = tdd_testutil::git(dir.path(), &["hash-object", "big.bin"]);
+        assert_eq!(
+            (mode, id.to_string()),
+            (0o100644, by_git.trim().to_string())
+        );
+        assert!(!objects.loose.contains(&id), "hashing alone stores nothing");
+        let (_, stored) = objects
+            .record(&path, false, true)
+            .expect("store")
+            .expect("a file");
+        assert_eq!(stored, id);
+        let read = std::process::Command::new("git")
+            .current_dir(dir.path())
+            .args(["cat-file", "blob", &id.to_string()])
+            .output()
+            .expect("cat-file");
+        assert!(read.stdout == data, "git reads back the bytes written");
+    }
+
+    #[test]
+    fn a_stream_gives_exactly_its_size_and_fails_when_it_ends_sooner() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").expect("write");
+        let mut file = std::fs::File::open(&path).expect("open");
+        let mut read = Vec::new();
+        Exactly::new(&mut file, 4)
+            .read_to_end(&mut read)
+            .expect("read");
+        assert_eq!(read, b"0123");
+        let mut file = std::fs::File::open(&path).expect("open");
+        let err = Exactly::new(&mut file, 11)
+            .read_to_end(&mut Vec::new())
+            .expect_err("the file is shorter");
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
 }

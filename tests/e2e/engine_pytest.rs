@@ -93,6 +93,13 @@ fn stub_standard_and_pin_cycles() {
             "test: addition stays"
         ]
     );
+    // The phase commits are by whom git names in tdd's environment, and well formed.
+    let by = env.git(&["log", "-3", "--format=%an <%ae> / %cn <%ce>"]);
+    assert_eq!(
+        by.lines().collect::<Vec<_>>(),
+        vec!["Test <test@example.invalid> / Test <test@example.invalid>"; 3]
+    );
+    env.git(&["fsck", "--strict", "--no-dangling"]);
 }
 
 #[test]

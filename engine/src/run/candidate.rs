@@ -240,6 +240,8 @@ mod tests {
     fn a_commit_moves_head_and_stages_exactly_what_it_committed() {
         for stamped in [false, true] {
             let (dir, git) = committed_repo();
+            tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
+            tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
             std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
             let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
             let stamp = stamped

@@ -265,10 +265,13 @@ pub(crate) fn now() -> u64 {
 mod tests {
     use super::*;
 
+    /// A repository with one commit and an identity of its own, whatever the machine's.
     fn repo() -> tempfile::TempDir {
         let dir = tdd_testutil::repo();
         std::fs::write(dir.path().join("a.txt"), "a\n").expect("write");
         tdd_testutil::commit_all(dir.path(), "base");
+        tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
+        tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
         dir
     }
 
@@ -299,8 +302,6 @@ mod tests {
     #[test]
     fn the_object_is_the_one_git_commit_tree_writes() {
         let dir = repo();
-        tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
-        tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
         let stamp = Probe::default().take(dir.path()).expect("a stamp");
         let head = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
         let tree = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD^{tree}"]);
@@ -343,10 +344,16 @@ mod tests {
     }
 
     #[test]
-    fn a_signing_config_gives_no_stamp() {
-        let dir = repo();
-        tdd_testutil::git(dir.path(), &["config", "commit.gpgSign", "true"]);
-        assert_eq!(Probe::default().take(dir.path()), None);
+    fn a_signing_or_encoding_config_gives_no_stamp() {
+        for (key, value) in [
+            ("commit.gpgSign", "true"),
+            ("i18n.commitEncoding", "ISO-8859-1"),
+        ] {
+            let dir = repo();
+            assert!(Probe::default().take(dir.path()).is_some());
+            tdd_testutil::git(dir.path(), &["config", key, value]);
+            assert_eq!(Probe::default().take(dir.path()), None, "{key}");
+        }
     }
 
     /// The processes of this test process whose command line names `dir`.

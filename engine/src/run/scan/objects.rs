@@ -77,6 +77,18 @@ impl Objects {
         symlink: bool,
         store: bool,
     ) -> Result<Option<Recorded>, GitError> {
+        self.record_tries(full, symlink, store, 3)
+    }
+
+    /// [`Objects::record`], reading a large file again (`tries` times in all) when it
+    /// shrinks while being read.
+    fn record_tries(
+        &self,
+        full: &Path,
+        symlink: bool,
+        store: bool,
+        tries: u32,
+    ) -> Result<Option<Recorded>, GitError> {
         let (mode, data) = if symlink {
             match std::fs::read_link(full) {
                 Ok(target) => (
@@ -90,10 +102,13 @@ impl Objects {
             match read_regular(full) {
                 Ok(Some(Regular::Read(mode, data))) => (mode, data),
                 Ok(Some(Regular::Large(mode, file, size))) => {
-                    let id = self
-                        .stream_blob(file, size, store)
-                        .map_err(|e| safe_fs::io_error("read", full, e))?;
-                    return Ok(Some((mode, id)));
+                    return match self.stream_blob(file, size, store) {
+                        Ok(id) => Ok(Some((mode, id))),
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && tries > 1 => {
+                            self.record_tries(full, symlink, store, tries - 1)
+                        }
+                        Err(e) => Err(safe_fs::io_error("read", full, e)),
+                    };
                 }
                 Ok(None) => return Ok(None),
                 Err(e) if gone(&e) => return Ok(None),

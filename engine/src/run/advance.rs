@@ -67,6 +67,8 @@ pub(super) struct Ctx<'a> {
     pub(super) phase: Phase,
     /// Who the phase commit is by, probed while the runners work.
     pub(super) stamp: super::stamp::Probe,
+    /// The next phase's base, when scanned while the clean room runs the suites.
+    pub(super) next_base: super::snapshot::EarlyScan,
 }
 
 impl Ctx<'_> {
@@ -160,6 +162,7 @@ impl Engine {
             now,
             phase: cycle.phase,
             stamp: super::stamp::Probe::default(),
+            next_base: super::snapshot::EarlyScan::default(),
         };
         let blank = AdvanceOutcome {
             run_id: state.run_id.clone(),
@@ -298,10 +301,14 @@ impl Engine {
             ctx.planned.n,
             to.trailer()
         );
-        // The next phase's base is the work tree as it is now, which the commit does not
-        // touch: it is scanned while git writes the commit and moves HEAD.
+        // The next phase's base is the work tree as it is now (or as scanned while the
+        // clean room ran), which the commit does not touch: it is scanned while git writes
+        // the commit and moves HEAD.
         let (commit, snapshot) = std::thread::scope(|scope| {
-            let snapshot = scope.spawn(|| Snapshot::take(&self.work_tree, &name));
+            let snapshot = scope.spawn(|| match ctx.next_base.take() {
+                Some(scanned) => Snapshot::keep(&self.work_tree, &name, scanned?),
+                None => Snapshot::take(&self.work_tree, &name),
+            });
             let commit = if candidate.is_empty() {
                 Ok(None)
             } else {

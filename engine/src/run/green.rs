@@ -158,8 +158,6 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
-        // Who the commit will be by is learned while the suites run.
-        ctx.stamp.start(&self.work_tree);
         let mut alone = Vec::new();
         if ctx.phase == Phase::AwaitingImpl {
             match self.targets_first(ctx, outcome, &projects, progress)? {
@@ -167,6 +165,10 @@ impl Engine {
                 Err(refusal) => return Ok(Some(refusal)),
             }
         }
+        // Who the commit will be by, and the next phase's base, are learned while the
+        // suites run (not before: a GREEN refused on its targets makes no commit).
+        ctx.stamp.start(&self.work_tree);
+        ctx.next_base.start(&self.work_tree);
         for project in &projects {
             let name = &project.name;
             let adapter = adapter_for(project.config.adapter);

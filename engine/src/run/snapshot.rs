@@ -1,8 +1,8 @@
 //! Snapshots of the work tree as git trees, and the lock check that reverts to one.
 //!
-//! A snapshot is the tree of every tracked and untracked (not ignored) file,
-//! written through a temporary index (`GIT_INDEX_FILE`) so the user's staging
-//! area is never touched, and kept reachable under `refs/tdd/`.
+//! A snapshot is the tree of every tracked and untracked (not ignored) file, hashed
+//! from the bytes on disk in-process (the user's staging area is never touched), and
+//! kept reachable under `refs/tdd/`.
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
@@ -60,10 +60,62 @@ pub struct Change {
     pub path: String,
 }
 
+/// A scan of the work tree made on a thread while the clean room runs the suites, for
+/// the base of the phase that follows: the live tree is not touched by those runs, and a
+/// change made after the scan counts against the next phase. Read once; dropping it
+/// waits for the thread.
+#[derive(Debug, Default)]
+pub(crate) struct EarlyScan {
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Result<Snapshot, GitError>>>>,
+}
+
+impl EarlyScan {
+    /// Starts the scan of `work_tree` unless one was started; returns at once.
+    pub(crate) fn start(&self, work_tree: &Path) {
+        let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
+        if thread.is_none() {
+            let work_tree = work_tree.to_path_buf();
+            *thread = std::thread::Builder::new()
+                .name("tdd-scan".into())
+                .spawn(move || Snapshot::scan(&work_tree))
+                .ok();
+        }
+    }
+
+    /// The scan, once it is done; `None` when none was started (or it could not be).
+    pub(crate) fn take(&self) -> Option<Result<Snapshot, GitError>> {
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        Some(thread.join().unwrap_or_else(|_| {
+            Err(GitError::Failed {
+                args: "snapshot".into(),
+                stderr: "the scanning thread panicked".into(),
+            })
+        }))
+    }
+}
+
+impl Drop for EarlyScan {
+    fn drop(&mut self) {
+        let _ = self.take();
+    }
+}
+
 impl Snapshot {
     /// Records the work tree as it is now, keeping it reachable as `refs/tdd/<name>`.
     pub fn take(work_tree: &Path, name: &str) -> Result<Snapshot, GitError> {
-        let snapshot = Snapshot::scan(work_tree)?;
+        Snapshot::keep(work_tree, name, Snapshot::scan(work_tree)?)
+    }
+
+    /// Keeps `snapshot`, a scan of `work_tree`, reachable as `refs/tdd/<name>`.
+    pub(crate) fn keep(
+        work_tree: &Path,
+        name: &str,
+        snapshot: Snapshot,
+    ) -> Result<Snapshot, GitError> {
         let message = format!("tdd snapshot {name}");
         let located = scan::locate(work_tree)?;
         let kept = located.keep_tree(&located.objects(), name, &snapshot.tree, &message);

@@ -138,11 +138,12 @@ impl Objects {
         let mut piece = vec![0; 1 << 16];
         let mut reader = Exactly::new(&mut file, size);
         loop {
-            let n = reader.read(&mut piece)?;
-            if n == 0 {
-                break;
+            match reader.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&piece[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            hasher.update(&piece[..n]);
         }
         let id = hasher.try_finalize().map_err(std::io::Error::other)?;
         if !store || self.loose.contains(&id) {

@@ -163,10 +163,7 @@ impl Drop for Probe {
             && let State::Running(thread) = std::mem::take(state)
             && let Ok(Some(children)) = thread.join()
         {
-            for mut child in children {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+            stop(children);
         }
     }
 }
@@ -193,15 +190,20 @@ fn spawn(dir: &Path) -> Option<Vec<Child>> {
         match spawned {
             Ok(child) => children.push(child),
             Err(_) => {
-                for mut child in children {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
+                stop(children);
                 return None;
             }
         }
     }
     Some(children)
+}
+
+/// Kills the probes and reaps them.
+fn stop(children: Vec<Child>) {
+    for mut child in children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// Reads the probes' answers (every child is waited for, whatever happens).

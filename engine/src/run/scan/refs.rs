@@ -82,9 +82,7 @@ impl Located {
         if !refs_are_files(&self.common_dir) || !safe {
             return Ok(false);
         }
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = crate::run::stamp::now();
         let who = format!("tdd <tdd@localhost> {secs} +0000");
         let body = format!("tree {tree}\nauthor {who}\ncommitter {who}\n\n{message}\n");
         let commit = objects.write(gix_object::Kind::Commit, body.as_bytes())?;

@@ -29,6 +29,11 @@ impl Ident {
     /// date as given, otherwise the date is the time of the commit in the line's zone.
     fn parse(line: &[u8], fixed: bool) -> Option<Ident> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
+        // A header line ends at a newline: an identity with one inside (or a NUL) would
+        // add headers of its own to the commit. git strips them; anything else is refused.
+        if line.iter().any(|b| matches!(b, b'\n' | b'\0')) {
+            return None;
+        }
         let end = line.iter().rposition(|b| *b == b'>')? + 1;
         let date = line[end..].trim_ascii();
         let mut parts = date.split(|b| *b == b' ');
@@ -285,6 +290,11 @@ mod tests {
         assert_eq!(fixed.at(42), b"A B <a@b> 1700000000 +0130".to_vec());
         assert_eq!(Ident::parse(b"A B <a@b>\n", false), None);
         assert_eq!(Ident::parse(b"no email 1 +0000", false), None);
+        assert_eq!(
+            Ident::parse(b"A\nparent 0123 <a@b> 1700000000 +0000\n", false),
+            None,
+            "a newline inside would add a header"
+        );
     }
 
     #[test]
@@ -408,5 +418,25 @@ mod tests {
             first,
             "a second take gives the same"
         );
+    }
+
+    #[test]
+    fn a_name_written_to_add_a_header_stays_inside_the_author_line() {
+        let dir = repo();
+        let forged = "Eve\nparent 0000000000000000000000000000000000000000\ngpgsig x";
+        tdd_testutil::git(dir.path(), &["config", "user.name", forged]);
+        let stamp = Probe::default()
+            .take(dir.path())
+            .expect("git strips the newlines");
+        let object = stamp.commit_object("t", "p", "feat: x", "TDD-Run: r", 1);
+        let text = String::from_utf8_lossy(&object);
+        let headers: Vec<&str> = text
+            .split("\n\n")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .collect();
+        let keys: Vec<&str> = headers.iter().filter_map(|h| h.split(' ').next()).collect();
+        assert_eq!(keys, ["tree", "parent", "author", "committer"], "{text}");
     }
 }

@@ -38,7 +38,11 @@ pub fn decode(text: &str) -> Vec<u8> {
 ///
 /// Borrows when `bytes` is UTF-8, so matching every path of a large tree costs no copy.
 pub fn display(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+    // `from_utf8` checks ASCII a word at a time; the lossy decoder walks byte by byte.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// The path `bytes`, relative to a work tree, as an `OsStr` for the file system.

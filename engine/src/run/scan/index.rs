@@ -19,7 +19,8 @@ use crate::git::Git;
 use crate::git::GitError;
 use crate::run::safe_fs;
 
-/// The copy of the index a scan reads, removed when the scan ends.
+/// The index `git read-tree` writes for a scan of a repository without one, removed
+/// when the scan ends.
 struct TempIndex {
     path: PathBuf,
 }
@@ -42,6 +43,11 @@ impl Below {
     pub(super) fn start(&self) -> usize {
         self.range.start
     }
+
+    /// Whether no entry lies below the directory.
+    pub(super) fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
 }
 
 /// The tracked paths with their stat data, read from a copy of the user's index (or of
@@ -51,6 +57,37 @@ pub(super) struct Index {
     /// The modification time of the user's index: an entry whose file changed at or
     /// after it may hold stat data git took before the last write ("racily clean").
     written: (i64, i64),
+}
+
+/// The bytes of the regular file at `path` and its modification time, both of the one
+/// file opened (a rename over `path` midway changes neither). A FIFO, a device or a
+/// directory there is an error, never a wait or an endless read.
+fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, (i64, i64))> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(meta.len()).read_to_end(&mut bytes)?;
+    Ok((bytes, (meta.mtime(), meta.mtime_nsec())))
+}
+
+/// The index in `bytes`, its trailing checksum not verified (the scan trusts no entry
+/// beyond what `lstat` confirms, so a checksum would prove nothing more).
+fn decode(bytes: &[u8], path: PathBuf, kind: gix_hash::Kind) -> Result<gix_index::File, GitError> {
+    let options = gix_index::decode::Options::default();
+    let (state, _) = gix_index::State::from_bytes(bytes, filetime::FileTime::zero(), kind, options)
+        .map_err(|e| store_error("read the index", &e))?;
+    Ok(gix_index::File::from_state(state, path))
 }
 
 fn unique() -> u128 {
@@ -63,43 +100,50 @@ fn unique() -> u128 {
 impl Index {
     /// Reads the index of the repository whose git directory is `git_dir`.
     ///
-    /// The user's index is copied first and only the copy is read, so neither git
-    /// rewriting it nor anyone truncating it can change what the scan sees midway.
+    /// The user's index is read whole into memory with one open file, and only that copy
+    /// is decoded, so neither git replacing it nor anyone truncating it can change what
+    /// the scan sees midway (a mapped file would fault on truncation).
     pub(super) fn load(git: &Git, git_dir: &Path, kind: gix_hash::Kind) -> Result<Index, GitError> {
         let real = git_dir.join("index");
+        let (bytes, written) = match read_whole(&real) {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Index::from_head(git, git_dir, kind);
+            }
+            Err(e) => return Err(safe_fs::io_error("read the index", &real, e)),
+        };
+        Ok(Index {
+            file: decode(&bytes, real, kind)?,
+            written,
+        })
+    }
+
+    /// The index of a repository without one (a bare checkout, a deleted index): HEAD's
+    /// tree is what is tracked, when there is a HEAD.
+    fn from_head(git: &Git, git_dir: &Path, kind: gix_hash::Kind) -> Result<Index, GitError> {
         let copy = TempIndex {
             path: git_dir.join(format!("tdd-index-{}-{}", std::process::id(), unique())),
         };
-        let written = match std::fs::metadata(&real) {
-            Ok(meta) => {
-                std::fs::copy(&real, &copy.path)
-                    .map_err(|e| safe_fs::io_error("copy the index to", &copy.path, e))?;
-                (meta.mtime(), meta.mtime_nsec())
-            }
-            Err(_) => {
-                // No index (a bare checkout, a deleted index): HEAD's tree is what is
-                // tracked, when there is a HEAD.
-                if git
-                    .text(["rev-parse", "--verify", "--quiet", "HEAD"])
-                    .is_err()
-                {
-                    let file =
-                        gix_index::File::from_state(gix_index::State::new(kind), copy.path.clone());
-                    return Ok(Index {
-                        file,
-                        written: (i64::MAX, 0),
-                    });
-                }
-                let mut cmd = git.command(STRICT.iter().chain(&["read-tree", "HEAD"]));
-                cmd.env("GIT_INDEX_FILE", &copy.path);
-                crate::git::run_piped(cmd, None, "read-tree HEAD", &[])?;
-                (i64::MAX, 0)
-            }
-        };
-        let options = gix_index::decode::Options::default();
-        let file = gix_index::File::at(&copy.path, kind, true, options)
-            .map_err(|e| store_error("read the index", &e))?;
-        Ok(Index { file, written })
+        let never = (i64::MAX, 0);
+        if git
+            .text(["rev-parse", "--verify", "--quiet", "HEAD"])
+            .is_err()
+        {
+            let file = gix_index::File::from_state(gix_index::State::new(kind), copy.path.clone());
+            return Ok(Index {
+                file,
+                written: never,
+            });
+        }
+        let mut cmd = git.command(STRICT.iter().chain(&["read-tree", "HEAD"]));
+        cmd.env("GIT_INDEX_FILE", &copy.path);
+        crate::git::run_piped(cmd, None, "read-tree HEAD", &[])?;
+        let (bytes, _) = read_whole(&copy.path)
+            .map_err(|e| safe_fs::io_error("read the index", &copy.path, e))?;
+        Ok(Index {
+            file: decode(&bytes, copy.path.clone(), kind)?,
+            written: never,
+        })
     }
 
     /// The entries, sorted by path then stage.
@@ -117,23 +161,11 @@ impl Index {
         self.file.entry_index_by_path(path.into()).is_ok()
     }
 
-    /// The entries below the directory `dir` (the root when empty), as a range.
-    pub(super) fn below(&self, dir: &[u8]) -> Below {
-        if dir.is_empty() {
-            return Below {
-                range: 0..self.entries().len(),
-                skip: 0,
-            };
-        }
-        let mut prefix = dir.to_vec();
-        prefix.push(b'/');
-        let range = self
-            .file
-            .prefixed_entries_range(prefix.as_slice().into())
-            .unwrap_or(0..0);
+    /// All entries: the range of the root directory.
+    pub(super) fn root(&self) -> Below {
         Below {
-            range,
-            skip: prefix.len(),
+            range: 0..self.entries().len(),
+            skip: 0,
         }
     }
 
@@ -147,16 +179,26 @@ impl Index {
         (&self.path(entry)[below.skip..] == name).then_some(at)
     }
 
-    /// Whether any entry lies below `name` in the directory `below` covers; `from` is a
-    /// position at or before the first such entry.
-    pub(super) fn has_below(&self, below: &Below, from: usize, name: &[u8]) -> bool {
-        let mut key = name.to_vec();
+    /// The entries below the subdirectory `name` of the directory `below` covers (an
+    /// empty range when none is); `from` is a position at or before the first of them.
+    ///
+    /// Found from the parent's range and the place the last lookup left off, so each
+    /// directory costs a few comparisons near entries just read, not a search of the
+    /// whole index.
+    pub(super) fn child(&self, below: &Below, from: usize, name: &[u8]) -> Below {
+        let mut key = Vec::with_capacity(name.len() + 1);
+        key.extend_from_slice(name);
+        // Every path below `name/` sorts from `name/` up to, not including, `name0`
+        // (`0` is the byte after `/`).
         key.push(b'/');
-        let at = self.seek(below, from, &key);
-        self.entries()
-            .get(at)
-            .filter(|_| at < below.range.end)
-            .is_some_and(|e| self.path(e)[below.skip..].starts_with(&key))
+        let start = self.seek(below, from, &key);
+        key.pop();
+        key.push(b'0');
+        let end = self.seek(below, start, &key);
+        Below {
+            range: start..end,
+            skip: below.skip + name.len() + 1,
+        }
     }
 
     /// The first position from `from` whose path (past the directory) is not less than

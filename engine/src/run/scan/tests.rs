@@ -133,6 +133,59 @@ fn the_tree_is_the_one_git_writes_whatever_the_ignore_rules() {
     );
 }
 
+#[test]
+fn tracked_files_in_ignored_directories_are_found_whatever_their_siblings_names() {
+    // Names that sort around `a/` in byte order (`-` and `.` before `/`, `0` right after),
+    // all ignored and tracked by force: a directory whose tracked entries the walk failed
+    // to find would be skipped as ignored, and its files would be missing from the tree.
+    let repo = Repo::new();
+    repo.write(".gitignore", "*\n!.gitignore\n");
+    let tracked = [
+        "a-b/x", "a.c", "a/b/c", "a/b.c", "a/b-c/g", "a/b/d/e", "a/d", "a0/e", "ab/f",
+    ];
+    for path in tracked {
+        repo.write(path, path);
+        repo.git(&["add", "-f", path]);
+    }
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-qm", "ignored but tracked"]);
+    for path in ["a/b/c", "a0/e", "a/b/d/e"] {
+        repo.write(path, "changed, and longer than before");
+    }
+    repo.write("a/b/new", "untracked and ignored");
+    let scanned = scan(&repo.root()).expect("scan");
+    let listing = ls_tree(&repo, &scanned.tree);
+    for path in tracked {
+        assert!(
+            listing.contains(&format!("\t{path}\n")),
+            "{path} in {listing}"
+        );
+    }
+    assert_eq!(
+        listing,
+        ls_tree(&repo, &git_tree(&repo)),
+        "the scan's tree against git's"
+    );
+}
+
+#[test]
+fn an_index_that_is_not_a_regular_file_is_an_error_not_a_hang() {
+    let repo = Repo::new();
+    let index = repo.root().join(".git/index");
+    std::fs::remove_file(&index).expect("remove the index");
+    nix::unistd::mkfifo(&index, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let root = repo.root();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(scan(&root).map(|s| s.tree));
+    });
+    let outcome = receive
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the scan returns instead of waiting for a writer");
+    let error = outcome.expect_err("a FIFO is no index").to_string();
+    assert!(error.contains(".git/index"), "{error}");
+}
+
 /// What `git update-index --index-info` then `git write-tree` make of `base` and `info`
 /// (records of `MODE SP ID TAB PATH NUL`), in a scratch index.
 fn git_edit(repo: &Repo, base: &str, info: &[u8]) -> String {

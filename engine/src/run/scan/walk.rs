@@ -7,7 +7,8 @@
 //! nested repository is left alone.
 
 use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
+use std::os::fd::AsFd;
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::path::PathBuf;
@@ -58,12 +59,16 @@ struct Job {
     rules: Arc<Rules>,
     /// Inside a directory git ignores: only tracked files count.
     ignored: bool,
+    /// The index entries below it.
+    below: Below,
 }
 
 /// The directories left to read, and how many are being read now.
 struct Queue {
     jobs: Vec<Job>,
     busy: usize,
+    /// Threads waiting for a job: only then is there anyone to wake.
+    waiting: usize,
     failed: Option<GitError>,
 }
 
@@ -86,8 +91,10 @@ impl Walk<'_> {
                 rel: Vec::new(),
                 rules: Rules::root(),
                 ignored: false,
+                below: self.index.root(),
             }],
             busy: 0,
+            waiting: 0,
             failed: None,
         });
         let ready = Condvar::new();
@@ -110,18 +117,24 @@ impl Walk<'_> {
                 stderr: "a scanning thread panicked".into(),
             });
         }
+        // Each thread's positions are in no common order: mark them, then read them off
+        // in index order (cheaper than sorting a list as long as the index).
+        let mut taken = vec![false; self.index.entries().len()];
         let mut found = Found::default();
         for part in parts {
-            found.unchanged.extend(part.unchanged);
+            for at in part.unchanged {
+                taken[at] = true;
+            }
             found.recorded.extend(part.recorded);
         }
-        found.unchanged.sort_unstable();
+        found.unchanged = (0..taken.len()).filter(|&at| taken[at]).collect();
         Ok(found)
     }
 
     /// One thread's share: takes directories until none is left and none is being read.
     fn work(&self, queue: &Mutex<Queue>, ready: &Condvar) -> Found {
         let mut found = Found::default();
+        let mut names = Names::default();
         loop {
             let job = {
                 let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -136,7 +149,9 @@ impl Walk<'_> {
                     if q.busy == 0 {
                         break None;
                     }
+                    q.waiting += 1;
                     q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                    q.waiting -= 1;
                 }
             };
             let Some(job) = job else {
@@ -144,7 +159,7 @@ impl Walk<'_> {
                 return found;
             };
             let mut more = Vec::new();
-            let result = self.visit(job, &mut found, &mut more);
+            let result = self.visit(job, &mut found, &mut more, &mut names);
             let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
             q.busy -= 1;
             match result {
@@ -153,39 +168,49 @@ impl Walk<'_> {
                     q.failed.get_or_insert(error);
                 }
             }
-            ready.notify_all();
+            // Waking costs a system call even when nobody waits.
+            if q.waiting > 0 {
+                ready.notify_all();
+            }
         }
     }
 
     /// Reads one directory: records its files, queues its subdirectories.
-    fn visit(&self, job: Job, found: &mut Found, more: &mut Vec<Job>) -> Result<(), GitError> {
+    fn visit(
+        &self,
+        job: Job,
+        found: &mut Found,
+        more: &mut Vec<Job>,
+        names: &mut Names,
+    ) -> Result<(), GitError> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
-        let fd = match nix::fcntl::open(&job.dir, flags, NixMode::empty()) {
-            Ok(fd) => fd,
+        let mut dir = match Dir::open(&job.dir, flags, NixMode::empty()) {
+            Ok(dir) => dir,
             Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => return Ok(()),
             Err(e) => return Err(safe_fs::io_error("list", &job.dir, e.into())),
         };
-        let mut names = list(&fd).map_err(|e| safe_fs::io_error("list", &job.dir, e.into()))?;
         // In byte order, as the index is: each lookup starts where the last one ended.
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        names
+            .read(&mut dir)
+            .map_err(|e| safe_fs::io_error("list", &job.dir, e.into()))?;
+        let fd = dir.as_fd();
         let rules = if !job.ignored && names.iter().any(|(name, _)| name == b".gitignore") {
             Rules::child(&job.rules, &job.dir, true)
         } else {
             Arc::clone(&job.rules)
         };
-        let below = self.index.below(&job.rel);
         let mut place = Place {
             job: &job,
-            fd: &fd,
-            below: &below,
-            cursor: below.start(),
+            fd,
+            below: &job.below,
+            cursor: job.below.start(),
             rules: &rules,
         };
-        for (name, kind) in &names {
+        for (name, kind) in names.iter() {
             let kind = match kind {
-                Some(kind) => Some(*kind),
+                Some(kind) => Some(kind),
                 // The file system did not say: ask `lstat`.
-                None => match fstatat(&fd, name.as_slice(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                None => match fstatat(fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
                     Ok(meta) => type_of(meta.st_mode),
                     Err(_) => continue,
                 },
@@ -218,7 +243,8 @@ impl Walk<'_> {
             }
         }
         let full = place.job.dir.join(OsStr::from_bytes(name));
-        let tracked_below = self.index.has_below(place.below, place.cursor, name);
+        let below = self.index.child(place.below, place.cursor, name);
+        let tracked_below = !below.is_empty();
         if !tracked_below && full.join(".git").symlink_metadata().is_ok() {
             // An untracked nested repository: its files are its own repository's.
             return None;
@@ -232,6 +258,7 @@ impl Walk<'_> {
             rel: join(&place.job.rel, name),
             rules: Arc::clone(place.rules),
             ignored,
+            below,
         })
     }
 
@@ -281,27 +308,46 @@ fn type_of(mode: nix::libc::mode_t) -> Option<DirType> {
 /// The directory a walk step is in.
 struct Place<'a> {
     job: &'a Job,
-    fd: &'a OwnedFd,
+    fd: BorrowedFd<'a>,
     below: &'a Below,
     /// Where the next lookup in `below` starts.
     cursor: usize,
     rules: &'a Arc<Rules>,
 }
 
-/// The names in the directory open at `fd` (but `.`, `..` and `.git`), and their types
-/// where the file system tells them.
-fn list(fd: &OwnedFd) -> nix::Result<Vec<(Vec<u8>, Option<DirType>)>> {
-    let mut dir = Dir::from_fd(
-        fd.try_clone()
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?,
-    )?;
-    let mut names = Vec::new();
-    for entry in dir.iter() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name != b"." && name != b".." && name != b".git" {
-            names.push((name.to_vec(), entry.file_type()));
+/// The names in one directory (but `.`, `..` and `.git`) with their types where the
+/// file system tells them, kept in one buffer that a thread reuses for every directory.
+#[derive(Default)]
+struct Names {
+    bytes: Vec<u8>,
+    items: Vec<(std::ops::Range<usize>, Option<DirType>)>,
+}
+
+impl Names {
+    /// Replaces the names with those of `dir`, in byte order.
+    fn read(&mut self, dir: &mut Dir) -> nix::Result<()> {
+        self.bytes.clear();
+        self.items.clear();
+        for entry in dir.iter() {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." && name != b".git" {
+                let start = self.bytes.len();
+                self.bytes.extend_from_slice(name);
+                self.items
+                    .push((start..self.bytes.len(), entry.file_type()));
+            }
         }
+        let bytes = &self.bytes;
+        self.items
+            .sort_unstable_by(|a, b| bytes[a.0.clone()].cmp(&bytes[b.0.clone()]));
+        Ok(())
     }
-    Ok(names)
+
+    /// The names in byte order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], Option<DirType>)> {
+        self.items
+            .iter()
+            .map(|(range, kind)| (&self.bytes[range.clone()], *kind))
+    }
 }

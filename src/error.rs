@@ -170,6 +170,16 @@ impl From<GitError> for CommandError {
             .hint("run tdd inside a git repository, or pass -C <dir>"),
             GitError::Spawn(_) => CommandError::refused("git_missing", err.to_string())
                 .hint("install git and make sure it is on PATH"),
+            GitError::Stalled { .. } => CommandError::refused("git_stalled", err.to_string()).hint(
+                "find the named pipe with `find . -type p` (the work tree and .git), \
+                     remove it, then run the command again",
+            ),
+            GitError::NotRegular { .. } => {
+                CommandError::refused("repository_file_not_regular", err.to_string()).hint(
+                    "remove it (for .git/index, then run `git reset` to rebuild the index \
+                     from HEAD), then run the command again",
+                )
+            }
             GitError::WorkTree { .. } => {
                 CommandError::refused("work_tree_unwritable", error_chain(&err))
                     .hint("make the work tree writable by this user, then run the command again")

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::process::Output;
 
+mod wait;
+
 /// Variables removed from every git invocation.
 const SCRUBBED: &[&str] = &[
     "GIT_DIR",
@@ -37,6 +39,25 @@ pub enum GitError {
         args: String,
         /// git's stderr, trimmed.
         stderr: String,
+    },
+    /// git sat waiting to open a named pipe (FIFO) in the repository or its config, and
+    /// was stopped rather than waited for forever.
+    #[error(
+        "`git {args}` was stopped: it was waiting to open a named pipe (FIFO), which no \
+         one writes; one stands where git reads a file (the index, a config, HEAD, a \
+         .gitignore or .gitattributes)"
+    )]
+    Stalled {
+        /// The arguments, space-joined, for the message.
+        args: String,
+    },
+    /// A file git keeps (the index) is a named pipe, a device or a directory.
+    #[error(
+        "{path} is not a regular file: a named pipe, a device or a directory stands where git keeps a file"
+    )]
+    NotRegular {
+        /// The path, for a person to read.
+        path: String,
     },
     /// The directory is not inside a git work tree.
     #[error("{} is not inside a git work tree", .0.display())]
@@ -94,17 +115,21 @@ impl Git {
         I: IntoIterator<Item = S> + Clone,
         S: AsRef<OsStr>,
     {
-        let out = self
-            .command(args.clone())
-            .output()
-            .map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            let joined: Vec<String> = args
+        let finished = wait::run(self.command(args.clone()), None).map_err(GitError::Spawn)?;
+        let joined = || {
+            let args: Vec<String> = args
                 .into_iter()
                 .map(|a| a.as_ref().to_string_lossy().into_owned())
                 .collect();
+            args.join(" ")
+        };
+        if finished.stalled {
+            return Err(GitError::Stalled { args: joined() });
+        }
+        let out = finished.output;
+        if !out.status.success() {
             return Err(GitError::Failed {
-                args: joined.join(" "),
+                args: joined(),
                 stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }
@@ -208,28 +233,18 @@ fn parse_status(out: &[u8]) -> Vec<String> {
 /// count as success besides 0; `what` names the call in an error. stdin is fed from a
 /// thread, so git may fill its stdout pipe before it has read all of its input.
 pub fn run_piped(
-    mut cmd: Command,
+    cmd: Command,
     input: Option<&[u8]>,
     what: &str,
     ok: &[i32],
 ) -> Result<Vec<u8>, GitError> {
-    use std::io::Write;
-    use std::process::Stdio;
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-    let out = std::thread::scope(|scope| {
-        if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
-            scope.spawn(move || pipe.write_all(bytes));
-        }
-        child.wait_with_output()
-    })
-    .map_err(GitError::Spawn)?;
+    let finished = wait::run(cmd, input).map_err(GitError::Spawn)?;
+    if finished.stalled {
+        return Err(GitError::Stalled {
+            args: what.to_string(),
+        });
+    }
+    let out = finished.output;
     let code = out.status.code().unwrap_or(-1);
     if !out.status.success() && !ok.contains(&code) {
         return Err(GitError::Failed {

@@ -147,3 +147,65 @@ fn staged_deletions_renames_and_odd_names_are_committed_not_crashed_on() {
     let (exit, value) = env.json(&["advance"]);
     assert_ne!(exit, 70, "{value}");
 }
+
+/// Makes `path` a named pipe that nobody writes.
+fn fifo(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+}
+
+#[test]
+fn a_named_pipe_where_git_reads_a_file_stops_git_instead_of_hanging_tdd() {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
+    env.write(".tdd/plan.md", PLAN);
+    env.write(
+        "tests/test_add.py",
+        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    env.commit_all("calc");
+    // git opens every `.gitignore` it meets with a plain `open`: on a FIFO that waits
+    // for a writer that never comes. `run start` asks `git status`, which is stopped.
+    let ignore = env.root().join("tests/.gitignore");
+    fifo(&ignore);
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "git_stalled", "{value}");
+    assert!(
+        !env.root().join(".git/index.lock").exists(),
+        "the stopped git left its lock behind"
+    );
+    std::fs::remove_file(&ignore).expect("remove the pipe");
+    let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{value}");
+}
+
+#[test]
+fn named_pipes_in_the_work_tree_or_as_the_index_never_hang_an_advance() {
+    let env = in_green();
+    implement(&env);
+    // The scan reads no `.gitignore` that is not a file, and commits no pipe.
+    let ignore = env.root().join("tests/.gitignore");
+    fifo(&ignore);
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR");
+    let committed = env.git(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(!committed.contains("tests/.gitignore"), "{committed}");
+    std::fs::remove_file(&ignore).expect("remove the pipe");
+    // An index that is a FIFO is named, not waited on.
+    let index = env.root().join(".git/index");
+    fifo(&index);
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(
+        value["error"]["reason"], "repository_file_not_regular",
+        "{value}"
+    );
+    std::fs::remove_file(&index).expect("remove the pipe");
+    env.git(&["reset", "-q"]);
+    let (exit, value) = env.json(&["status"]);
+    assert_eq!(exit, 0, "{value}");
+}

@@ -110,6 +110,11 @@ impl Index {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Index::from_head(git, git_dir, kind);
             }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(GitError::NotRegular {
+                    path: real.display().to_string(),
+                });
+            }
             Err(e) => return Err(safe_fs::io_error("read the index", &real, e)),
         };
         Ok(Index {

@@ -10,8 +10,8 @@ const CALC: &str = "def add(a, b):\n    return a + b\n";
 const TEST: &str = "from calc import sub\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
 const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n";
 
-/// A pytest project already in GREEN: the test is committed and locked.
-fn in_green() -> Env {
+/// A committed pytest project with its plan, before `run start`.
+fn committed() -> Env {
     let env = Env::new();
     env.write("calc.py", CALC);
     env.write("old.py", "OLD = 1\n");
@@ -21,6 +21,12 @@ fn in_green() -> Env {
     env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\", \"old.py\", \"helper.py\"]\ntest = [\"tests/**\"]\n");
     env.write(".tdd/plan.md", PLAN);
     env.commit_all("calc");
+    env
+}
+
+/// A pytest project already in GREEN: the test is committed and locked.
+fn in_green() -> Env {
+    let env = committed();
     assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
     env.write("tests/test_sub.py", TEST);
     env.write(
@@ -156,19 +162,11 @@ fn fifo(path: &std::path::Path) {
 
 #[test]
 fn a_named_pipe_where_git_reads_a_file_stops_git_instead_of_hanging_tdd() {
-    let env = Env::new();
-    env.write("calc.py", CALC);
-    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
-    env.write("tdd.toml", "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n");
-    env.write(".tdd/plan.md", PLAN);
-    env.write(
-        "tests/test_add.py",
-        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-    );
-    env.commit_all("calc");
+    let env = committed();
     // git opens every `.gitignore` it meets with a plain `open`: on a FIFO that waits
     // for a writer that never comes. `run start` asks `git status`, which is stopped.
     let ignore = env.root().join("tests/.gitignore");
+    std::fs::create_dir_all(env.root().join("tests")).expect("mkdir tests");
     fifo(&ignore);
     let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
     assert_eq!(exit, 1, "{value}");

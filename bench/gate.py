@@ -13,7 +13,11 @@ With --cargo, the same on a 20-crate cargo workspace, plus the number of crates 
 second and later GREENs compile (goal: only the changed crate and what depends on it,
 never a dependency from the registry).
 
-Usage: bench/gate.py [path/to/tdd] [runs] [--cargo]
+With --sandbox-off, the repositories' tdd.toml says `[sandbox] enabled = false`, so
+runners start unconfined: run it beside a run without the flag to see what confining
+every runner costs (goal: at most 5 ms a runner process).
+
+Usage: bench/gate.py [path/to/tdd] [runs] [--cargo] [--sandbox-off]
 """
 import json
 import os
@@ -29,6 +33,7 @@ ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 TDD = os.path.abspath(ARGS[0]) if ARGS else os.path.join(ROOT, "target/release/tdd")
 RUNS = int(ARGS[1]) if len(ARGS) > 1 else 10
 CARGO = "--cargo" in sys.argv
+SANDBOX = "\n[sandbox]\nenabled = false\n" if "--sandbox-off" in sys.argv else ""
 
 
 def run(argv, cwd, env):
@@ -71,7 +76,7 @@ def pytest_repo(repo, env):
     write(f"{repo}/calc.py", "def add(a, b):\n    return a + b\n")
     write(f"{repo}/pytest.ini", "[pytest]\npythonpath = .\n")
     write(f"{repo}/.gitignore", "__pycache__/\n.pytest_cache/\n")
-    write(f"{repo}/tdd.toml", '[project.py]\nadapter = "pytest"\ntest_paths = ["tests/"]\n\n[locks]\nimpl = ["calc.py"]\ntest = ["tests/**"]\n')
+    write(f"{repo}/tdd.toml", '[project.py]\nadapter = "pytest"\ntest_paths = ["tests/"]\n\n[locks]\nimpl = ["calc.py"]\ntest = ["tests/**"]\n' + SANDBOX)
     write(f"{repo}/.tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: sub\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n")
     commit(repo, env)
 
@@ -120,7 +125,7 @@ def cargo_repo(repo, env):
         write(f"{repo}/{m}/Cargo.toml", f'[package]\nname = "{m}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n{deps}')
         write(f"{repo}/{m}/src/lib.rs", f"pub fn id_{i}(x: i32) -> i32 {{\n    x\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn same() {{\n        assert_eq!(super::id_{i}(1), 1);\n    }}\n}}\n")
     write(f"{repo}/.gitignore", "target/\n")
-    write(f"{repo}/tdd.toml", '[project.ws]\nadapter = "cargo"\n\n[locks]\nimpl = ["c19/src/lib.rs"]\ntest = ["c19/tests/**"]\n')
+    write(f"{repo}/tdd.toml", '[project.ws]\nadapter = "cargo"\n\n[locks]\nimpl = ["c19/src/lib.rs"]\ntest = ["c19/tests/**"]\n' + SANDBOX)
     write(f"{repo}/.tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: ws\n    title: double\n    test: ws::c19::double doubles\n    stub_expected: [c19/src/lib.rs]\n---\n")
     run(["cargo", "generate-lockfile", "--offline"], repo, env)
     commit(repo, env)

@@ -120,7 +120,11 @@ pub fn main() -> Exit {
     }
     let out = Output::new(cli.json, cli.quiet, cli.verbose);
     let name = cli.command.name();
+    let reaps = runs_project_code(&cli.command) && tdd_supervisor::become_subreaper();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli, out.clone())));
+    if reaps {
+        tdd_supervisor::end_descendants();
+    }
     match result {
         Ok(exit) => exit,
         Err(_) => out.finish(
@@ -130,6 +134,39 @@ pub fn main() -> Exit {
                     .hint("this is a bug in tdd: report it with the command you ran"),
             ),
         ),
+    }
+}
+
+/// Whether `args` (after the program name) is a command a leaf may have the relay run,
+/// as this very parser reads it: `tdd test`, `status`, `verdict` or `stop`, with no
+/// directory option in any spelling (`-C DIR`, `-CDIR`, `-qCDIR`, ...).
+pub fn relayable(args: &[String]) -> Result<(), String> {
+    let argv = std::iter::once("tdd".to_string()).chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let first = e.to_string();
+        let first = first.lines().next().unwrap_or_default().to_string();
+        format!("the arguments do not parse: {first}")
+    })?;
+    if cli.directory.is_some() {
+        return Err("a relayed command runs in the leaf's directory: no -C".into());
+    }
+    match cli.command {
+        Command::Test(_) | Command::Status(_) | Command::Verdict(_) | Command::Stop(_) => Ok(()),
+        _ => Err(
+            "only `tdd test`, `tdd status`, `tdd verdict` and `tdd stop` reach the engine from a leaf"
+                .into(),
+        ),
+    }
+}
+
+/// Whether `command` runs project code (suites, baselines, gates, leaves) and waits for
+/// it: such a command is the subreaper of what it starts and, when it ends, kills what
+/// is left, so no process of a test outlives the command that ran it.
+fn runs_project_code(command: &Command) -> bool {
+    match command {
+        Command::Test(_) | Command::Advance(_) | Command::Run(_) | Command::Demo(_) => true,
+        Command::Conduct(args) => !args.detached(),
+        _ => false,
     }
 }
 
@@ -289,4 +326,38 @@ fn install_panic_hook() {
              This is a bug in tdd. Please report it with the command you ran.\n"
         ));
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relayable;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn the_relay_takes_four_commands_and_no_directory_in_any_spelling() {
+        for ok in [
+            &["test", "x"][..],
+            &["--json", "status"],
+            &["verdict", "accept", "--reason", "ran it"],
+            &["stop"],
+        ] {
+            assert_eq!(relayable(&args(ok)), Ok(()), "{ok:?}");
+        }
+        for refused in [
+            &["-C", "/other", "status"][..],
+            &["-C/other", "status"],
+            &["-qC/other", "test"],
+            &["-vqC", "/other", "test"],
+            &["test", "-C/other", "x"],
+            &["status", "--json", "-qvC/other"],
+            &["advance"],
+            &["run", "start"],
+            &["--no-such-flag", "status"],
+        ] {
+            assert!(relayable(&args(refused)).is_err(), "{refused:?}");
+        }
+    }
 }

@@ -54,6 +54,8 @@ pub struct Options {
     /// Work in the conductor's own `git worktree` (see [`crate::worktree`]) even when
     /// `[conductor] worktree` is off.
     pub worktree: bool,
+    /// The command-line parser's check of what a leaf asks the relay to run.
+    pub relay_args: crate::relay::ArgsCheck,
 }
 
 /// How a conduct invocation ended.
@@ -387,6 +389,7 @@ impl<'p> Conductor<'p> {
                 options.tdd_exe.clone(),
                 location.database.clone(),
                 std::env::vars().collect(),
+                options.relay_args,
             )
             .map_err(|e| ConductError::config(format!("failed to open the engine relay: {e}")))?;
             Some(relay)

@@ -100,6 +100,9 @@ impl Conductor<'_> {
                 _ => None,
             };
             self.leaves.start(&mut run).doing(doing)?;
+            if let (Some(admission), Some(root)) = (&_admission, run.supervisor_process()) {
+                admission.launched(root);
+            }
             span.record("leaf", run.id());
             self.progress.event(
                 "leaf_started",
@@ -200,6 +203,7 @@ impl Conductor<'_> {
                 ledger_dir: &ledger_dir,
                 home: home.as_deref(),
                 own_worktree: self.own_worktree,
+                work_tree: &self.work_tree,
             },
         )
     }

@@ -2,11 +2,17 @@
 //!
 //! A confined leaf cannot reach the ledger, so `tdd test`, `tdd status` and
 //! `tdd verdict` inside it do not run there: they send their arguments over a local
-//! socket (`TDD_ENGINE_RELAY`) to the conductor, which checks the leaf's one-time token
-//! against the ledger, runs the same command on the leaf's behalf in the leaf's
-//! directory, and sends back its output and exit code. The suites that `tdd test`
-//! starts run confined by the leaf's own policy (`TDD_RUNNER_SANDBOX`), so the
-//! agent's code never runs with the conductor's rights.
+//! socket (`TDD_ENGINE_RELAY`) to the conductor. The conductor serves only processes
+//! of the leaf it is running, as the kernel names the peer (`SO_PEERCRED`: the supervisor
+//! of that leaf or one of its descendants), so a suite the relay itself ran, whose
+//! code descends from the conductor, is never served. It checks the arguments with the
+//! command-line parser and the leaf's one-time token against the ledger, runs the same
+//! command on the leaf's behalf in the leaf's directory with the leaf's base
+//! environment (never the conductor's), and sends back its output and exit code. The
+//! suites that `tdd test` starts run confined by the leaf's own policy
+//! (`TDD_RUNNER_SANDBOX`) and never see an identity or a token; what still runs for a
+//! leaf when it ends is killed with it. Requests are bounded: one line of at most
+//! [`MAX_REQUEST_BYTES`], [`MAX_CONNECTIONS`] at once, ten seconds to send it.
 //!
 //! Outside `tdd conduct` nothing changes: without `TDD_ENGINE_RELAY` the commands run
 //! as they always do.
@@ -14,19 +20,24 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::io::BufReader;
+use std::io::Read;
 use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::Condvar;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
 use serde::Deserialize;
 use serde::Serialize;
+use tdd_supervisor::ProcessId;
 
 /// The variable that tells a command inside a leaf where the relay listens.
 pub const RELAY_VAR: &str = "TDD_ENGINE_RELAY";
@@ -41,6 +52,28 @@ pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop"];
 
 /// The leaf identity variables a relayed command keeps.
 const IDENTITY: &[&str] = tdd_leaves::env::IDENTITY_ENV;
+
+/// The longest request line the relay reads; a longer one is refused unread.
+pub const MAX_REQUEST_BYTES: u64 = 256 * 1024;
+
+/// How many connections the relay serves at once; one more is refused at once.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// How long a connection may take to send its request line.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a request from a leaf that has just been launched waits for the relay to
+/// learn the leaf's process tree.
+const ROOT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Checks the arguments of a relayed command with the real command-line parser: `Ok`
+/// only for a command the relay serves, with no directory option in any spelling.
+pub type ArgsCheck = fn(&[String]) -> Result<(), String>;
+
+/// Variables of the conductor's environment a relayed command gets besides the
+/// leaf's base variables: the toolchains' own homes and the engine's display settings.
+/// Nothing else (no API key, no cloud credential, no forge token) is passed on.
+const RELAYED_EXTRA_ENV: &[&str] = &["TDD_HEARTBEAT_SECS", tdd_sandbox::NO_LANDLOCK_VAR];
 
 /// What a command inside a leaf asks the relay.
 #[derive(Debug, Serialize, Deserialize)]
@@ -80,14 +113,30 @@ pub enum RelayError {
     Reply(#[from] serde_json::Error),
 }
 
-/// The leaf currently admitted: its id, the directory it works in and the policy its
-/// runners get.
+/// The leaf currently admitted: its id, the directory it works in, the policy its
+/// runners get, and the root of its process tree once it is launched.
 #[derive(Debug, Clone)]
 struct Admitted {
+    /// Distinguishes one admission from the next, so a late reply never touches them.
+    serial: u64,
     leaf_id: String,
     workdir: PathBuf,
     policy: String,
     tmp: PathBuf,
+    root: Option<ProcessId>,
+}
+
+/// What the accepting thread, the serving threads and the admissions share.
+#[derive(Debug, Default)]
+struct Shared {
+    admitted: Mutex<Option<Admitted>>,
+    /// Signalled when the admission or its root changes.
+    changed: Condvar,
+    /// The relayed commands running now, by admission serial.
+    running: Mutex<Vec<(u64, ProcessId)>>,
+    /// Connections being served.
+    live: AtomicUsize,
+    serials: AtomicU64,
 }
 
 /// The conductor's end: a socket in a private temporary directory, served by one
@@ -96,7 +145,7 @@ pub struct Relay {
     /// Holds the socket; removed when the relay is dropped.
     _dir: tempfile::TempDir,
     socket: PathBuf,
-    admitted: Arc<Mutex<Option<Admitted>>>,
+    shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -110,24 +159,27 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
-    /// Listens for leaves of the repository whose ledger is `database`; commands run as
-    /// `tdd` (the binary at `tdd`) in exactly the environment `env` (the conductor's),
-    /// less forge tokens.
+    /// Listens for leaves of the repository whose ledger is `database`. Commands run as
+    /// `tdd` (the binary at `tdd`) with the leaf's base variables and the toolchains'
+    /// homes taken from `env` (the conductor's), never the rest of it; `check` is the
+    /// command-line parser's verdict on their arguments.
     pub fn start(
         tdd: PathBuf,
         database: PathBuf,
         env: BTreeMap<String, String>,
+        check: ArgsCheck,
     ) -> std::io::Result<Relay> {
         let dir = tempfile::Builder::new().prefix("tdd-relay-").tempdir()?;
         let socket = dir.path().join("engine.sock");
         let listener = UnixListener::bind(&socket)?;
-        let admitted: Arc<Mutex<Option<Admitted>>> = Arc::new(Mutex::new(None));
+        let shared = Arc::new(Shared::default());
         let stop = Arc::new(AtomicBool::new(false));
         let server = Server {
             tdd,
             database,
-            env: Arc::new(env),
-            admitted: Arc::clone(&admitted),
+            env: Arc::new(relayed_env(&env)),
+            shared: Arc::clone(&shared),
+            check,
         };
         let stopping = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -138,18 +190,14 @@ impl Relay {
                         break;
                     }
                     if let Ok(stream) = stream {
-                        let server = server.clone();
-                        // One thread a call: a slow suite never holds up a status.
-                        let _ = std::thread::Builder::new()
-                            .name("engine-relay-call".into())
-                            .spawn(move || server.serve(stream));
+                        server.accept(stream);
                     }
                 }
             })?;
         Ok(Relay {
             _dir: dir,
             socket,
-            admitted,
+            shared,
             stop,
             thread: Some(thread),
         })
@@ -161,9 +209,11 @@ impl Relay {
     }
 
     /// Admits leaf `leaf_id`, working in `workdir`, for as long as the returned
-    /// admission lives: on every path out of the leaf's run, nobody is admitted
-    /// after it. Its commands run with `tmp` as `TMPDIR`, and the suites they start are
-    /// confined by `policy`, the leaf's own.
+    /// admission lives: on every path out of the leaf's run, nobody is admitted after
+    /// it, and every command still running on its behalf is killed with all it
+    /// started. Its commands run with `tmp` as `TMPDIR`, and the suites they start are
+    /// confined by `policy`, the leaf's own. No request is served until
+    /// [`Admission::launched`] names the leaf's process tree: only its processes are.
     pub fn admit(
         &self,
         leaf_id: &str,
@@ -172,29 +222,72 @@ impl Relay {
         tmp: &Path,
     ) -> Admission<'_> {
         let policy = serde_json::to_string(policy).unwrap_or_default();
-        if let Ok(mut admitted) = self.admitted.lock() {
+        let serial = self.shared.serials.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(mut admitted) = self.shared.admitted.lock() {
             *admitted = Some(Admitted {
+                serial,
                 leaf_id: leaf_id.to_string(),
                 workdir: workdir.to_path_buf(),
                 policy,
                 tmp: tmp.to_path_buf(),
+                root: None,
             });
         }
-        Admission { relay: self }
+        self.shared.changed.notify_all();
+        Admission {
+            relay: self,
+            serial,
+        }
     }
 }
 
-/// A leaf's admission to the relay; dropping it admits nobody.
+/// A leaf's admission to the relay; dropping it admits nobody and ends what the relay
+/// still runs for it.
 #[must_use = "the leaf is admitted only while this lives"]
 #[derive(Debug)]
 pub struct Admission<'r> {
     relay: &'r Relay,
+    serial: u64,
+}
+
+impl Admission<'_> {
+    /// The leaf has been launched under the supervisor process `root`: from now on the
+    /// relay serves requests from `root` and its descendants, and from no other process.
+    pub fn launched(&self, root: ProcessId) {
+        if let Ok(mut admitted) = self.relay.shared.admitted.lock()
+            && let Some(admitted) = admitted.as_mut()
+            && admitted.serial == self.serial
+        {
+            admitted.root = Some(root);
+        }
+        self.relay.shared.changed.notify_all();
+    }
 }
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
-        if let Ok(mut admitted) = self.relay.admitted.lock() {
+        if let Ok(mut admitted) = self.relay.shared.admitted.lock()
+            && admitted.as_ref().is_some_and(|a| a.serial == self.serial)
+        {
             *admitted = None;
+        }
+        self.relay.shared.changed.notify_all();
+        // What still runs for the leaf ends with it: a relayed suite must not go on
+        // writing the work tree once the engine looks at it.
+        let running: Vec<ProcessId> = self
+            .relay
+            .shared
+            .running
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .filter(|(serial, _)| *serial == self.serial)
+                    .map(|(_, p)| *p)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for process in running {
+            tdd_supervisor::end_tree(process);
         }
     }
 }
@@ -210,36 +303,84 @@ impl Drop for Relay {
     }
 }
 
+/// The conductor's variables a relayed command keeps: a leaf's base variables and the
+/// toolchains' homes, never an identity, a forge token or anything else.
+fn relayed_env(conductor: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = tdd_leaves::env::leaf_env(conductor, &[], &[]);
+    for name in tdd_engine::observe::hermetic::ALLOWED
+        .iter()
+        .chain(RELAYED_EXTRA_ENV)
+    {
+        if let Some(value) = conductor.get(*name)
+            && !tdd_leaves::env::FORBIDDEN_ENV.contains(name)
+        {
+            env.insert((*name).to_string(), value.clone());
+        }
+    }
+    env
+}
+
 #[derive(Clone)]
 struct Server {
     tdd: PathBuf,
     database: PathBuf,
     env: Arc<BTreeMap<String, String>>,
-    admitted: Arc<Mutex<Option<Admitted>>>,
+    shared: Arc<Shared>,
+    check: ArgsCheck,
+}
+
+/// Counts a connection for as long as it is served.
+struct Served(Arc<Shared>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Server {
-    fn serve(&self, stream: UnixStream) {
-        let mut reader = BufReader::new(&stream);
-        let mut line = String::new();
-        if reader.read_line(&mut line).is_err() || line.is_empty() {
+    /// Serves `stream` on a thread of its own (a slow suite never holds up a status),
+    /// unless [`MAX_CONNECTIONS`] are served already: then it is refused at once.
+    fn accept(&self, stream: UnixStream) {
+        if self.shared.live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            self.shared.live.fetch_sub(1, Ordering::SeqCst);
+            reply(&stream, &refused("too many requests at once; try again"));
             return;
         }
-        let reply = match serde_json::from_str::<RelayRequest>(&line) {
-            Ok(request) => self.run(&request),
-            Err(e) => refused(&format!("not a relay request: {e}")),
-        };
-        let mut writer = &stream;
-        if let Ok(text) = serde_json::to_string(&reply) {
-            let _ = writer.write_all(text.as_bytes());
-            let _ = writer.write_all(b"\n");
-        }
+        let served = Served(Arc::clone(&self.shared));
+        let server = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("engine-relay-call".into())
+            .spawn(move || {
+                let _served = served;
+                server.serve(stream);
+            });
+        // A thread that could not start dropped its `Served` with the closure.
+        drop(spawned);
     }
 
-    fn run(&self, request: &RelayRequest) -> RelayReply {
-        let admitted = self.admitted.lock().ok().and_then(|a| a.clone());
-        let Some(admitted) = admitted else {
-            return refused("no leaf is running");
+    fn serve(&self, stream: UnixStream) {
+        let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
+        let peer = peer_pid(&stream);
+        let mut line = String::new();
+        let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
+        let answer = match read {
+            Err(e) => refused(&format!("the request could not be read: {e}")),
+            Ok(_) if !line.ends_with('\n') => refused(&format!(
+                "a request is one line of at most {MAX_REQUEST_BYTES} bytes"
+            )),
+            Ok(_) => match serde_json::from_str::<RelayRequest>(&line) {
+                Ok(request) => self.run(&request, peer),
+                Err(e) => refused(&format!("not a relay request: {e}")),
+            },
+        };
+        reply(&stream, &answer);
+    }
+
+    fn run(&self, request: &RelayRequest, peer: Option<i32>) -> RelayReply {
+        let admitted = match self.admitted_for(peer) {
+            Ok(admitted) => admitted,
+            Err(why) => return refused(&why),
         };
         if let Err(why) = self.check(&admitted, request) {
             return refused(&why);
@@ -250,35 +391,85 @@ impl Server {
             .current_dir(&request.cwd)
             .env_clear()
             .envs(self.env.iter())
-            .env_remove(RELAY_VAR)
             .env("TMPDIR", &admitted.tmp)
-            .env(RUNNER_SANDBOX_VAR, &admitted.policy);
-        // The conductor's forge token stays with the conductor.
-        for name in tdd_leaves::env::FORBIDDEN_ENV {
-            command.env_remove(name);
-        }
+            .env(RUNNER_SANDBOX_VAR, &admitted.policy)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         for name in IDENTITY {
-            command.env_remove(name);
             if let Some(value) = request.env.get(*name) {
                 command.env(name, value);
             }
         }
-        match command.output() {
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => return refused(&format!("failed to start {}: {e}", self.tdd.display())),
+        };
+        let process = tdd_supervisor::ProcessId::of(child.id() as i32).ok();
+        if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
+            running.push((admitted.serial, process));
+        }
+        let out = child.wait_with_output();
+        if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
+            running.retain(|(_, p)| *p != process);
+        }
+        match out {
             Ok(out) => RelayReply {
                 code: out.status.code().unwrap_or(1),
                 stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
                 stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             },
-            Err(e) => refused(&format!("failed to start {}: {e}", self.tdd.display())),
+            Err(e) => refused(&format!("failed to run {}: {e}", self.tdd.display())),
         }
     }
 
-    /// The request comes from the admitted leaf (its token matches the one recorded
-    /// when it was prepared), names a relayed command, and runs inside its directory.
-    fn check(&self, admitted: &Admitted, request: &RelayRequest) -> Result<(), String> {
-        if request.args != without_directory(request.args.iter().cloned()) {
-            return Err("a relayed command runs in the leaf's directory: no -C".into());
+    /// The admitted leaf, if the connecting process `peer` is one of its processes (its
+    /// supervisor or a descendant). A leaf launched a moment ago may ask before the
+    /// conductor has learned its process tree: the request waits for it, within
+    /// [`ROOT_WAIT`].
+    fn admitted_for(&self, peer: Option<i32>) -> Result<Admitted, String> {
+        let Some(peer) = peer else {
+            return Err("the asking process could not be identified".into());
+        };
+        let deadline = std::time::Instant::now() + ROOT_WAIT;
+        let mut admitted = self
+            .shared
+            .admitted
+            .lock()
+            .map_err(|_| "the relay is broken".to_string())?;
+        loop {
+            match admitted.as_ref() {
+                None => return Err("no leaf is running".into()),
+                Some(a) => {
+                    if let Some(root) = a.root {
+                        if tdd_supervisor::descends_from(peer, root) {
+                            return Ok(a.clone());
+                        }
+                        return Err(
+                            "the asking process is not one of the running leaf's processes".into(),
+                        );
+                    }
+                }
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err("the running leaf's processes are not known yet".into());
+            }
+            admitted = self
+                .shared
+                .changed
+                .wait_timeout(admitted, left)
+                .map_err(|_| "the relay is broken".to_string())?
+                .0;
         }
+    }
+
+    /// The request names a relayed command as the command-line parser reads it, comes
+    /// with the admitted leaf's id and token (its SHA-256 matches the one recorded when
+    /// the leaf was prepared; `status` alone may go without), and runs inside the
+    /// leaf's directory.
+    fn check(&self, admitted: &Admitted, request: &RelayRequest) -> Result<(), String> {
+        (self.check)(&request.args)?;
         let command = request
             .args
             .iter()
@@ -326,6 +517,23 @@ impl Server {
                 request.cwd.display()
             ))
         }
+    }
+}
+
+/// The pid of the process at the other end of `stream`, as the kernel saw it connect.
+fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    use std::os::fd::AsFd;
+    let creds =
+        nix::sys::socket::getsockopt(&stream.as_fd(), nix::sys::socket::sockopt::PeerCredentials)
+            .ok()?;
+    (creds.pid() > 0).then_some(creds.pid())
+}
+
+fn reply(stream: &UnixStream, reply: &RelayReply) {
+    let mut writer = stream;
+    if let Ok(text) = serde_json::to_string(reply) {
+        let _ = writer.write_all(text.as_bytes());
+        let _ = writer.write_all(b"\n");
     }
 }
 
@@ -382,19 +590,32 @@ pub fn forward(socket: &Path, args: &[String], cwd: &Path) -> Result<RelayReply,
 mod tests {
     use super::*;
 
+    /// Stands in for the command-line parser: no `-C` in any spelling the old filter
+    /// knew.
+    fn no_directory(args: &[String]) -> Result<(), String> {
+        if args.to_vec() == without_directory(args.iter().cloned()) {
+            Ok(())
+        } else {
+            Err("a relayed command runs in the leaf's directory: no -C".into())
+        }
+    }
+
     fn server() -> (Server, Admitted, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("tempdir");
         let server = Server {
             tdd: PathBuf::from("tdd"),
             database: dir.path().join("ledger.sqlite3"),
             env: Arc::new(BTreeMap::new()),
-            admitted: Arc::new(Mutex::new(None)),
+            shared: Arc::new(Shared::default()),
+            check: no_directory,
         };
         let admitted = Admitted {
+            serial: 1,
             leaf_id: "dev-1".into(),
             workdir: dir.path().to_path_buf(),
             policy: String::new(),
             tmp: dir.path().to_path_buf(),
+            root: None,
         };
         (server, admitted, dir)
     }
@@ -447,5 +668,98 @@ mod tests {
         assert!(refused(&["test", "x"], here, Some("dev-1")));
         // A status without identity records nothing and may run.
         assert!(!refused(&["--json", "status"], here, None));
+    }
+
+    /// A relay whose "tdd" echoes its arguments, with leaf `dev-1` admitted in a
+    /// temporary directory.
+    fn echo_relay() -> (Relay, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let relay = Relay::start(
+            PathBuf::from("/bin/echo"),
+            dir.path().join("ledger.sqlite3"),
+            BTreeMap::new(),
+            no_directory,
+        )
+        .expect("relay");
+        (relay, dir)
+    }
+
+    fn status(relay: &Relay, cwd: &Path) -> RelayReply {
+        forward(relay.socket(), &["status".to_string()], cwd).expect("a reply")
+    }
+
+    #[test]
+    fn only_processes_of_the_running_leaf_are_served() {
+        let (relay, dir) = echo_relay();
+        let policy = tdd_sandbox::Policy::default();
+        let me = ProcessId::of(std::process::id() as i32).expect("self");
+        // A leaf whose tree does not hold this process: refused.
+        let mut other = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep");
+        let outsider = ProcessId::of(other.id() as i32).expect("sleep");
+        {
+            let admission = relay.admit("dev-1", dir.path(), &policy, dir.path());
+            admission.launched(outsider);
+            let reply = status(&relay, dir.path());
+            assert_eq!(reply.code, 2, "{reply:?}");
+            assert!(
+                reply
+                    .stderr
+                    .contains("not one of the running leaf's processes"),
+                "{reply:?}"
+            );
+        }
+        let _ = other.kill();
+        let _ = other.wait();
+        // Nobody admitted: refused.
+        let reply = status(&relay, dir.path());
+        assert!(reply.stderr.contains("no leaf is running"), "{reply:?}");
+        // A leaf whose tree holds this process: served.
+        let admission = relay.admit("dev-1", dir.path(), &policy, dir.path());
+        admission.launched(me);
+        let reply = status(&relay, dir.path());
+        assert_eq!(reply.code, 0, "{reply:?}");
+        assert_eq!(reply.stdout, "status\n");
+    }
+
+    #[test]
+    fn an_overlong_request_is_refused_without_reading_it_whole() {
+        let (relay, dir) = echo_relay();
+        let policy = tdd_sandbox::Policy::default();
+        let admission = relay.admit("dev-1", dir.path(), &policy, dir.path());
+        admission.launched(ProcessId::of(std::process::id() as i32).expect("self"));
+        let mut stream = UnixStream::connect(relay.socket()).expect("connect");
+        let mut writer = stream.try_clone().expect("clone");
+        let size = usize::try_from(MAX_REQUEST_BYTES).expect("size") * 2;
+        let sender = std::thread::spawn(move || {
+            // The relay stops reading at the bound and closes: the write may fail then.
+            let _ = writer.write_all(&vec![b'x'; size]);
+        });
+        let mut line = String::new();
+        BufReader::new(&mut stream)
+            .read_line(&mut line)
+            .expect("a reply");
+        let reply: RelayReply = serde_json::from_str(&line).expect("json");
+        assert!(reply.stderr.contains("at most"), "{reply:?}");
+        drop(stream);
+        let _ = sender.join();
+    }
+
+    #[test]
+    fn connections_beyond_the_bound_are_refused_at_once() {
+        let (relay, _dir) = echo_relay();
+        // Connections that send nothing hold their threads until they close.
+        let idle: Vec<UnixStream> = (0..MAX_CONNECTIONS)
+            .map(|_| UnixStream::connect(relay.socket()).expect("connect"))
+            .collect();
+        let mut extra = UnixStream::connect(relay.socket()).expect("connect");
+        let mut line = String::new();
+        BufReader::new(&mut extra)
+            .read_line(&mut line)
+            .expect("a reply");
+        assert!(line.contains("too many requests"), "{line}");
+        drop(idle);
     }
 }

@@ -24,16 +24,7 @@ use tdd_sandbox::Policy;
 use tdd_supervisor::Sandbox;
 
 /// Credential files no leaf may read, relative to the home directory.
-pub const CREDENTIALS: &[&str] = &[
-    ".git-credentials",
-    ".config/git/credentials",
-    ".config/gh",
-    ".ssh",
-    ".netrc",
-    ".gnupg",
-    ".aws",
-    ".docker/config.json",
-];
+pub use tdd_sandbox::CREDENTIALS;
 
 /// The state each built-in provider's CLI writes in the home directory: directories
 /// (made when missing, so that they can be granted) and files (ending in `.json`).
@@ -105,6 +96,22 @@ pub struct Place<'a> {
     /// Whether the work tree is the conductor's own worktree (its git directory is
     /// elsewhere) rather than the user's checkout.
     pub own_worktree: bool,
+    /// The developers' work tree, which a verifier (working in its scratch worktree)
+    /// must not read: none of its files, tracked, untracked or ignored, only its `.git`,
+    /// which the scratch worktree's git needs.
+    pub work_tree: &'a Path,
+}
+
+/// Every entry at the top of `tree` but `.git`, as paths.
+fn tree_entries_but_git(tree: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(tree) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name() != ".git")
+        .map(|e| e.path())
+        .collect()
 }
 
 /// The confinement `config` asks for a leaf at `place`.
@@ -132,6 +139,13 @@ pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
             // A scratch worktree made for this verifier alone: its tests build there.
             // Its git directory lives in the repository, out of reach.
             policy.write.push(place.workdir.to_path_buf());
+            // The developers' tree is not the commit judged: what a developer left there
+            // (an ignored note, a build output) must not reach the verifier.
+            if place.work_tree != place.workdir {
+                policy
+                    .deny_read
+                    .extend(tree_entries_but_git(place.work_tree));
+            }
         }
         Role::Planner => {
             let dir = place.plan.parent().unwrap_or(place.workdir);
@@ -158,10 +172,7 @@ pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
     policy
         .deny_read
         .extend(config.deny_read.iter().filter_map(|p| in_home(p)));
-    policy.write_files = ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+    policy.write_files = tdd_sandbox::DEVICES.iter().map(PathBuf::from).collect();
     policy.without_landlock = std::env::var_os(tdd_sandbox::NO_LANDLOCK_VAR).is_some();
     Sandbox::Confined {
         policy,
@@ -182,6 +193,7 @@ mod tests {
             ledger_dir: Path::new("/l/repos/r"),
             home: Some(home),
             own_worktree: false,
+            work_tree: Path::new("/w/repo"),
         }
     }
 

@@ -29,17 +29,8 @@ pub const BASE_ENV: &[&str] = &[
     "XDG_CACHE_HOME",
 ];
 
-/// Never passed to a leaf, whoever asks.
-pub const FORBIDDEN_ENV: &[&str] = &[
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_PAT",
-    "GH_ENTERPRISE_TOKEN",
-    "GITHUB_ENTERPRISE_TOKEN",
-    "GITLAB_TOKEN",
-    "TDD_FORGE_TOKEN",
-    "TDD_GIT_TOKEN",
-];
+/// Never passed to a leaf, whoever asks: the forge tokens, which no runner gets either.
+pub const FORBIDDEN_ENV: &[&str] = tdd_engine::observe::FORGE_TOKENS;
 
 /// The identity variables `tdd` sets for each leaf; never copied from the caller.
 pub const IDENTITY_ENV: &[&str] = &[

@@ -166,11 +166,32 @@ pub trait Provider: Send + Sync {
     }
 }
 
-/// Reads a file into text, lossily, or an empty string when it does not exist.
+/// Reads a file into text, lossily, or an empty string when it does not exist or is
+/// not a regular file. A leaf can write the directories these files are in, so the path
+/// is opened without following a link and without blocking on a named pipe: a leaf
+/// cannot make the conductor read (and record) another file in its place.
 pub(crate) fn read_lossy(path: &Path) -> String {
-    std::fs::read(path)
+    read_regular(path)
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
         .unwrap_or_default()
+}
+
+/// The bytes of the regular file at `path`, opened without following a link and
+/// without blocking; `None` for anything else.
+pub(crate) fn read_regular(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// The last `max` bytes of `text`, cut at a character boundary.
@@ -183,4 +204,27 @@ pub(crate) fn tail(text: &str, max: usize) -> String {
         start += 1;
     }
     text[start..].to_string()
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    #[test]
+    fn a_leaf_file_behind_a_link_or_a_pipe_reads_as_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "credential").expect("write");
+        let link = dir.path().join("result.json");
+        std::os::unix::fs::symlink(&secret, &link).expect("link");
+        assert_eq!(read_lossy(&link), "");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        assert_eq!(read_lossy(&fifo), "");
+        assert_eq!(read_lossy(&secret), "credential");
+    }
 }

@@ -138,6 +138,12 @@ impl LeafRun {
         }
     }
 
+    /// The supervisor process the leaf runs under, once it is launched: the root of the
+    /// leaf's process tree (the supervisor is the subreaper of all the leaf starts).
+    pub fn supervisor_process(&self) -> Option<tdd_supervisor::ProcessId> {
+        Some(self.handle()?.launch_record().ok()??.supervisor)
+    }
+
     /// The supervisor's id of the leaf, once started.
     pub fn supervisor_id(&self) -> Option<&str> {
         self.handle().map(|handle| handle.id())

@@ -38,6 +38,12 @@ impl Scratch {
         Ok(Scratch { dir })
     }
 
+    /// A file with no name in the scratch directory, for a runner's output: only the
+    /// descriptors of this process and of the runner reach it.
+    pub(crate) fn capture(&self) -> std::io::Result<std::fs::File> {
+        tempfile::tempfile_in(self.dir.path())
+    }
+
     /// A path inside the scratch directory.
     pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -87,7 +93,7 @@ pub(crate) struct Job<'a> {
 }
 
 /// Runs `job` under the project's timeout and collects what it left behind.
-pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran {
+pub(crate) fn execute(project: &Project, scratch: &Scratch, mut job: Job<'_>) -> Ran {
     let _span = tracing::info_span!(
         "suite_run",
         project = project.name.as_str(),
@@ -96,8 +102,10 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     )
     .entered();
     tracing::debug!(argv = ?job.argv, root = %project.root.display(), "runner started");
-    let stdout_path = scratch.path(&format!("{}.stdout", job.label));
-    let stderr_path = scratch.path(&format!("{}.stderr", job.label));
+    let (stdout_file, stderr_file) = match (scratch.capture(), scratch.capture()) {
+        (Ok(out), Ok(err)) => (out, err),
+        (Err(e), _) | (_, Err(e)) => return not_captured(job, &e),
+    };
     // Nothing is set for every runner: what a project's tests see is the
     // project's environment (for example its colour settings), plus only the
     // variables its adapter needs to observe it, each set in the adapter's
@@ -111,21 +119,27 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
         // bytecode of installed packages still is.
         env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
+    // A project's `env` may not hand project code an identity or a token either.
     env.extend(
         project
             .config
             .env
             .iter()
+            .filter(|(k, _)| !crate::withheld_from_runners(k))
             .map(|(k, v)| (k.clone(), v.clone())),
     );
-    env.extend(job.env);
+    env.extend(std::mem::take(&mut job.env));
+    let confinement = match runner_confinement(project, scratch, &mut env) {
+        Ok(confinement) => confinement,
+        Err(e) => return not_captured(job, &e),
+    };
     let live = Live::of(project.config.adapter, job.label);
     let beat = |elapsed| {
         progress::send(&Beat {
             project: &project.name,
             label: job.label,
             elapsed,
-            tests_seen: live.and_then(|l| progress::seen(l, &stdout_path, &stderr_path)),
+            tests_seen: live.and_then(|l| progress::seen(l, &stdout_file, &stderr_file)),
         });
     };
     let finished = process::run(&ProcessSpec {
@@ -134,15 +148,16 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
         env: &env,
         clear_env: project.hermetic.is_some(),
         timeout: Duration::from_secs(project.config.timeout.max(1)),
-        stdout: stdout_path.clone(),
-        stderr: stderr_path.clone(),
+        stdout: &stdout_file,
+        stderr: &stderr_file,
+        confinement,
         tick: progress::interval().map(|every| (every, &beat as &dyn Fn(Duration))),
     });
     tracing::info!(exit = ?finished.exit, wall_ms = finished.wall_ms, "runner ended");
-    let stdout = read_capped(&stdout_path).unwrap_or_default();
-    let stderr = read_capped(&stderr_path).unwrap_or_default();
+    let stdout = read_capped(&stdout_file).unwrap_or_default();
+    let stderr = read_capped(&stderr_file).unwrap_or_default();
     let report = match &job.report {
-        ReportAt::File(path) => read_capped(path),
+        ReportAt::File(path) => read_report(path),
         ReportAt::Stdout => Some(stdout.clone()),
     };
     let invocation = Invocation {
@@ -154,6 +169,7 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
             .map(|bytes| hex::encode(sha2::Sha256::digest(bytes))),
         stdout: clip_bytes(&stdout, OUTPUT_KEEP),
         stderr: clip_bytes(&stderr, OUTPUT_KEEP),
+        sandbox: finished.sandbox,
     };
     Ran {
         invocation,
@@ -162,10 +178,138 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, job: Job<'_>) -> Ran
     }
 }
 
-fn read_capped(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
+/// The rules a runner of `project` gets, when the project is confined: its policy plus
+/// the scratch directory, whose `tmp` becomes the runner's `TMPDIR` (set in `env`).
+fn runner_confinement(
+    project: &Project,
+    scratch: &Scratch,
+    env: &mut Vec<(String, String)>,
+) -> std::io::Result<Option<tdd_sandbox::Confinement>> {
+    let Some(policy) = &project.confinement else {
+        return Ok(None);
+    };
+    let tmp = scratch.path("tmp");
+    std::fs::create_dir_all(&tmp)?;
+    env.push(("TMPDIR".into(), tmp.display().to_string()));
+    let mut policy = tdd_sandbox::Policy::clone(policy);
+    policy.write.push(scratch.path(""));
+    tdd_sandbox::Confinement::prepare(&policy)
+        .map(Some)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// The invocation of a job whose output could not even be captured.
+fn not_captured(job: Job<'_>, error: &std::io::Error) -> Ran {
+    let message = format!("failed to prepare `{}`: {error}", job.argv.join(" "));
+    Ran {
+        invocation: Invocation {
+            argv: job.argv,
+            exit: super::model::Exit::NotStarted { message },
+            wall_ms: 0,
+            report_sha256: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            sandbox: None,
+        },
+        report: None,
+        stderr: Vec::new(),
+    }
+}
+
+/// Up to [`READ_LIMIT`] bytes of `file` from its start, read at offsets (`pread`) so
+/// that the offset a runner shares with this descriptor never moves.
+pub(crate) fn read_capped(file: &std::fs::File) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     let mut bytes = Vec::new();
-    file.take(READ_LIMIT).read_to_end(&mut bytes).ok()?;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while (bytes.len() as u64) < READ_LIMIT {
+        match file.read_at(&mut chunk, bytes.len() as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                let keep = n.min(usize::try_from(READ_LIMIT).unwrap_or(usize::MAX) - bytes.len());
+                bytes.extend_from_slice(&chunk[..keep]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
     Some(bytes)
+}
+
+/// The report a runner wrote at `path`, opened without following a link and without
+/// blocking, and read only when it is a regular file: the runner, which can write the
+/// directory, cannot hand the engine a link to another file or a named pipe instead.
+pub(crate) fn read_report(path: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    read_capped(&file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(env: &[(&str, &str)]) -> crate::config::ProjectConfig {
+        let mut table = String::from("adapter = \"pytest\"\n[env]\n");
+        for (k, v) in env {
+            table.push_str(&format!("{k} = {v:?}\n"));
+        }
+        toml::from_str(&table).expect("a project table")
+    }
+
+    #[test]
+    fn a_project_env_never_hands_the_runner_an_identity_a_relay_or_a_forge_token() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project::new(
+            dir.path(),
+            "p",
+            config(&[
+                ("TDD_LEAF_TOKEN", "secret-token"),
+                ("TDD_ENGINE_RELAY", "/run/relay.sock"),
+                ("GITHUB_TOKEN", "ghp_x"),
+                ("KEPT", "yes"),
+            ]),
+        )
+        .expect("project");
+        let scratch = Scratch::new().expect("scratch");
+        let script = "echo \"[$TDD_LEAF_TOKEN][$TDD_ENGINE_RELAY][$GITHUB_TOKEN][$KEPT]\"";
+        let ran = execute(
+            &project,
+            &scratch,
+            Job {
+                label: "env",
+                argv: ["sh", "-c", script].map(String::from).to_vec(),
+                cwd: None,
+                report: ReportAt::Stdout,
+                env: Vec::new(),
+            },
+        );
+        assert_eq!(ran.invocation.stdout, "[][][][yes]\n");
+    }
+
+    #[test]
+    fn a_report_behind_a_link_or_a_pipe_is_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "credential").expect("write");
+        let link = dir.path().join("report.xml");
+        std::os::unix::fs::symlink(&secret, &link).expect("link");
+        assert_eq!(read_report(&link), None);
+        let fifo = dir.path().join("fifo.xml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        // Opened without blocking, and refused as no regular file.
+        assert_eq!(read_report(&fifo), None);
+        assert_eq!(read_report(&secret).as_deref(), Some(&b"credential"[..]));
+    }
 }

@@ -19,6 +19,8 @@
 //! The crate depends on no other crate of the workspace: it knows nothing of runs,
 //! phases, the ledger or git.
 
+pub use tdd_sandbox as sandbox;
+
 mod adapters;
 mod build;
 mod cargo_messages;
@@ -45,6 +47,28 @@ use std::path::PathBuf;
 /// Set to a sandbox policy (JSON), every runner this process starts is confined by it:
 /// how a command run on a confined leaf's behalf keeps the leaf's code confined.
 pub const RUNNER_SANDBOX_VAR: &str = "TDD_RUNNER_SANDBOX";
+
+/// Tokens for a forge (GitHub, GitLab) or for pushing: never in the environment of a
+/// process that runs project code, nor of a leaf.
+pub const FORGE_TOKENS: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_PAT",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "GITLAB_TOKEN",
+    "TDD_FORGE_TOKEN",
+    "TDD_GIT_TOKEN",
+];
+
+/// Whether a variable is withheld from every runner, whatever the caller's environment
+/// or the project's `env` says: a leaf's identity and token, the engine relay's
+/// address, the runner policy, the ledger's location and every other `TDD_` variable,
+/// and the forge tokens. Project code never learns who asked for the run or how to
+/// reach the engine in that caller's name.
+pub fn withheld_from_runners(name: &str) -> bool {
+    name.starts_with("TDD_") || FORGE_TOKENS.contains(&name)
+}
 
 pub use adapters::adapter_for;
 pub use error::ObserveError;
@@ -84,6 +108,9 @@ pub struct Project {
     /// When set, runs see only these pinned variables (plus the project's `env`) instead of
     /// the caller's environment: see [`hermetic`].
     pub hermetic: Option<std::sync::Arc<hermetic::PinnedEnv>>,
+    /// When set, every runner of the project is confined by this policy, to which each
+    /// run adds its own scratch directory and private `TMPDIR`: see [`Project::confined`].
+    pub confinement: Option<std::sync::Arc<tdd_sandbox::Policy>>,
 }
 
 impl Project {
@@ -102,7 +129,17 @@ impl Project {
             root,
             config,
             hermetic: None,
+            confinement: None,
         })
+    }
+
+    /// The same project, whose runners are confined by `policy` (Landlock where the
+    /// kernel has it): project code then writes only what `policy` grants plus the run's
+    /// own scratch directory, which is also its `TMPDIR`. The level each runner got is
+    /// recorded in its [`Invocation`].
+    pub fn confined(mut self, policy: tdd_sandbox::Policy) -> Project {
+        self.confinement = Some(std::sync::Arc::new(policy));
+        self
     }
 
     /// The same project, whose runs see only `env` instead of the caller's environment.

@@ -115,6 +115,10 @@ pub struct Invocation {
     pub stdout: String,
     /// Standard error, clipped keeping head and tail.
     pub stderr: String,
+    /// The confinement the runner got (`landlock-v7`, `landlock-v3-partial`, `none`),
+    /// when it was started under a policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// Counts computed by the engine from the per-test map.

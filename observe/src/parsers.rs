@@ -135,6 +135,7 @@ pub fn observe_bytes(format: Format, bytes: &[u8]) -> Observation {
             locks: None,
         },
         hermetic: None,
+        confinement: None,
     };
     let mut builder = Builder::new(&project, AdapterKind::Junit);
     match parse_report(format, bytes) {

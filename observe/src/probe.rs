@@ -45,20 +45,25 @@ pub(crate) fn run_version(project: &Project, argv: Vec<String>) -> Probe {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let (stdout, stderr) = match (scratch.capture(), scratch.capture()) {
+        (Ok(out), Ok(err)) => (out, err),
+        (Err(e), _) | (_, Err(e)) => return failed(argv, e.to_string()),
+    };
     let finished = process::run(&ProcessSpec {
         argv: &argv,
         cwd: &project.root,
         env: &env,
         clear_env: false,
         timeout: PROBE_TIMEOUT,
-        stdout: scratch.path("version.stdout"),
-        stderr: scratch.path("version.stderr"),
+        stdout: &stdout,
+        stderr: &stderr,
+        confinement: None,
         tick: None,
     });
-    let read = |name: &str| std::fs::read(scratch.path(name)).unwrap_or_default();
-    let mut text = String::from_utf8_lossy(&read("version.stdout")).into_owned();
+    let read = |file: &std::fs::File| crate::exec::read_capped(file).unwrap_or_default();
+    let mut text = String::from_utf8_lossy(&read(&stdout)).into_owned();
     text.push('\n');
-    text.push_str(&String::from_utf8_lossy(&read("version.stderr")));
+    text.push_str(&String::from_utf8_lossy(&read(&stderr)));
     let first = text
         .lines()
         .map(str::trim)

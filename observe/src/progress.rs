@@ -5,7 +5,6 @@
 //! runner process then reports to it at the installed interval while it runs. Without a
 //! sink, nothing is counted.
 
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -129,9 +128,9 @@ fn pytest_dots(line: &str) -> usize {
 }
 
 /// Reads what a live stream holds so far and counts its finished tests.
-pub(crate) fn seen(live: Live, stdout: &Path, stderr: &Path) -> Option<u64> {
-    let path = if live.on_stderr() { stderr } else { stdout };
-    let bytes = std::fs::read(path).ok()?;
+pub(crate) fn seen(live: Live, stdout: &std::fs::File, stderr: &std::fs::File) -> Option<u64> {
+    let file = if live.on_stderr() { stderr } else { stdout };
+    let bytes = crate::exec::read_capped(file)?;
     Some(live.count(&bytes))
 }
 

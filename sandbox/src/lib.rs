@@ -36,6 +36,22 @@ mod mounts;
 /// truncation and device ioctls, and the signal and abstract-socket scopes (ABI 6).
 const WANTED: ABI = ABI::V6;
 
+/// Credential files no confined process may read, relative to the home directory: git's
+/// and gh's tokens, SSH and GnuPG keys, `.netrc`, cloud and registry credentials.
+pub const CREDENTIALS: &[&str] = &[
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".ssh",
+    ".netrc",
+    ".gnupg",
+    ".aws",
+    ".docker/config.json",
+];
+
+/// Devices every confined process may write but not create or remove.
+pub const DEVICES: &[&str] = &["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"];
+
 /// What a confined process may touch. Paths should be absolute.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -66,6 +66,14 @@ pub struct ConductArgs {
     detach: bool,
 }
 
+impl ConductArgs {
+    /// Whether the conductor is to run in the background (`--detach`): this process
+    /// only launches it and returns.
+    pub fn detached(&self) -> bool {
+        self.detach
+    }
+}
+
 /// Runs `tdd conduct`.
 pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError> {
     let forge = forge_spec(ctx, &args)?;
@@ -163,6 +171,7 @@ pub fn conduct(
         tdd_exe,
         accept_new_binary,
         worktree,
+        relay_args: crate::cli::relayable,
     };
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;

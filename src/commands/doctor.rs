@@ -126,25 +126,28 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
     }
 }
 
-/// Whether leaves can be confined here: the kernel's Landlock, as `[sandbox]` gets it.
+/// Whether leaves and the runners of project code can be confined here: the kernel's
+/// Landlock, as `[sandbox]` gets it.
 fn sandbox_check() -> Check {
     let level = tdd_sandbox::probe();
     match &level {
         tdd_sandbox::Level::Full { abi } => Check::pass(
             "sandbox",
-            format!("Landlock ABI {abi}: leaves can be fully confined ([sandbox] enabled = true)"),
+            format!(
+                "Landlock ABI {abi}: leaves and test runners can be fully confined ([sandbox] enabled = true)"
+            ),
         ),
         tdd_sandbox::Level::Partial { abi, missing } => Check::fail(
             "sandbox",
             Severity::Warning,
-            format!("Landlock ABI {abi} confines leaves partly: {missing}"),
+            format!("Landlock ABI {abi} confines leaves and test runners partly: {missing}"),
             "a kernel of Linux 6.12 or newer confines leaves fully; `[sandbox] require = true` refuses to start leaves here",
         ),
         tdd_sandbox::Level::None { reason } => Check::fail(
             "sandbox",
             Severity::Warning,
-            format!("leaves cannot be confined: {reason}"),
-            "enable Landlock (the kernel's `lsm=` boot list) to confine leaves; `[sandbox] require = true` refuses to start leaves here",
+            format!("leaves and test runners cannot be confined: {reason}"),
+            "enable Landlock (the kernel's `lsm=` boot list) to confine leaves and the project code tdd runs; `[sandbox] require = true` refuses to start leaves here",
         ),
         tdd_sandbox::Level::Disabled => Check::pass("sandbox", "disabled"),
     }

@@ -68,6 +68,10 @@ pub use stop::request_stop;
 pub use tail::Follower;
 pub use tail::tail_bytes;
 pub use unix::run_supervisor;
+pub use unix::tree::become_subreaper;
+pub use unix::tree::descends_from;
+pub use unix::tree::end_descendants;
+pub use unix::tree::end_tree;
 
 /// The line the supervisor appends to an output file it cut at `cap` bytes.
 pub fn output_cut_marker(cap: u64) -> String {

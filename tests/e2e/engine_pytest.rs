@@ -169,11 +169,18 @@ fn a_missing_target_adopts_the_one_new_test_or_asks_for_a_name() {
 #[test]
 fn a_second_baseline_or_advance_is_refused_naming_the_holder() {
     let env = project();
-    let started = env.root().join(".started");
-    let release = env.root().join(".release");
+    // The baseline's suite is confined: it signals through a directory the project's
+    // `[sandbox] write` grants it.
+    let signals = tempfile::tempdir().expect("signals");
+    let started = signals.path().join("started");
+    let release = signals.path().join("release");
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
     env.write(
-        ".gitignore",
-        "__pycache__/\n.pytest_cache/\n.started\n.release\n",
+        "tdd.toml",
+        &format!(
+            "{config}\n[sandbox]\nwrite = [{:?}]\n",
+            signals.path().display().to_string()
+        ),
     );
     env.write(
         "tests/test_gate.py",

@@ -608,6 +608,7 @@ fn run_confined(
             ledger_dir: &ledger_dir,
             home: Some(env.home.path()),
             own_worktree: request.workdir != env.root(),
+            work_tree: env.root(),
         },
     );
     let relay = tdd_conductor::relay::Relay::start(
@@ -616,6 +617,7 @@ fn run_confined(
         caller_env(env, Path::new("/nonexistent"), &[])
             .into_iter()
             .collect(),
+        |_| Ok(()),
     )
     .expect("relay");
     request.set_env.push((
@@ -625,8 +627,9 @@ fn run_confined(
     let workdir = request.workdir.clone();
     let mut run = leaves.prepare(provider, request).expect("prepare");
     let policy = run.policy().expect("a confined leaf").clone();
-    let _admission = relay.admit(run.id(), &workdir, &policy, &run.files().dir.join("tmp"));
+    let admission = relay.admit(run.id(), &workdir, &policy, &run.files().dir.join("tmp"));
     leaves.start(&mut run).expect("launch");
+    admission.launched(run.supervisor_process().expect("the supervisor"));
     provider
         .response(leaves, &mut run, Some(tdd_testutil::BOUND))
         .expect("response")

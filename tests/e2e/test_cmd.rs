@@ -233,3 +233,74 @@ fn a_file_target_says_which_tests_it_matched() {
         "{text}"
     );
 }
+
+/// A test that reads the user's git credentials and writes into `.git` and the home
+/// directory, and fails with what each attempt got.
+const PRYING: &str = r#"
+import os
+
+def test_pries():
+    home = os.environ["HOME"]
+    seen = []
+    try:
+        seen.append(open(os.path.join(home, ".git-credentials")).read())
+    except OSError as e:
+        seen.append("denied")
+    for path in [".git/planted", os.path.join(home, "planted")]:
+        try:
+            open(path, "w").write("x")
+            seen.append("wrote " + path)
+        except OSError:
+            seen.append("denied")
+    # Spelled in two parts so that only the message, not its source line, reads SEEN:.
+    raise AssertionError("SEE" + "N:" + "|".join(seen) + ":E" + "ND")
+"#;
+
+/// `tdd test` by hand in a project whose `[sandbox]` table is `sandbox`: what the
+/// prying test printed, and the level its runner got.
+fn pry(sandbox: &str) -> (String, Option<String>, Env) {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        &format!("[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n{sandbox}"),
+    );
+    env.write("tests/test_pry.py", PRYING);
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("a prying test");
+    std::fs::write(
+        env.home.path().join(".git-credentials"),
+        "s3cret-credential",
+    )
+    .expect("plant");
+    let (code, value) = env.json(&["test"]);
+    assert_eq!(code, 0, "{value}");
+    let invocation = &value["data"]["observations"][0]["invocations"][0];
+    let text = value.to_string();
+    let seen = text
+        .split("SEEN:")
+        .filter_map(|rest| rest.split_once(":END"))
+        .map(|(seen, _)| seen)
+        .find(|seen| !seen.contains('"'))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the test said nothing: {value}"));
+    let level = invocation["sandbox"].as_str().map(str::to_string);
+    (seen, level, env)
+}
+
+#[test]
+fn test_code_run_by_hand_reads_no_credential_and_writes_neither_git_nor_home() {
+    let (seen, level, env) = pry("");
+    if !tdd_sandbox::probe().confines() {
+        // A kernel without Landlock: the runner's record says it was not confined.
+        assert_eq!(level.as_deref(), Some("none"), "{seen}");
+        return;
+    }
+    assert_eq!(seen, "denied|denied|denied");
+    assert!(level.is_some_and(|l| l.starts_with("landlock-v")));
+    assert!(!env.root().join(".git/planted").exists());
+    assert!(!env.home.path().join("planted").exists());
+    // With confinement turned off, the same test gets through: the rule is what stops it.
+    let (seen, level, _env) = pry("\n[sandbox]\nenabled = false\n");
+    assert!(seen.starts_with("s3cret-credential|wrote"), "{seen}");
+    assert_eq!(level, None);
+}

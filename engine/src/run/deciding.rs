@@ -76,7 +76,12 @@ impl Engine {
                         .env
                         .insert("CARGO_TARGET_DIR".into(), dir.display().to_string());
                 }
-                let project = Project::new(room.path(), name, config)?;
+                let build = room.build_dir("");
+                let place = super::confine::RunsIn::CleanRoom {
+                    tree: room.path(),
+                    build: &build,
+                };
+                let project = self.confine(Project::new(room.path(), name, config)?, place);
                 Ok(match pinned {
                     Some(env) => project.hermetic(Arc::clone(env)),
                     None => project,

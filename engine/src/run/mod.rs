@@ -10,6 +10,7 @@ mod artifacts;
 mod candidate;
 mod cleanroom;
 mod commit;
+mod confine;
 mod deciding;
 mod enforce;
 pub mod events;
@@ -311,7 +312,23 @@ impl Engine {
                 .ok_or_else(|| RunError::UnknownProject {
                     name: name.to_string(),
                 })?;
-        Ok(crate::observe::Project::new(&self.work_tree, name, config)?)
+        let project = crate::observe::Project::new(&self.work_tree, name, config)?;
+        Ok(self.confine(project, confine::RunsIn::Live))
+    }
+
+    /// Project `name` for a step of the run in the live work tree (RED's targets, a
+    /// sensitivity check): its runners see only the run's pinned environment, as deciding
+    /// runs do, never the caller's secrets.
+    pub(crate) fn run_project(
+        &self,
+        name: &str,
+        pinned: Option<&std::sync::Arc<crate::observe::hermetic::PinnedEnv>>,
+    ) -> Result<crate::observe::Project, RunError> {
+        let project = self.project(name)?;
+        Ok(match pinned {
+            Some(env) => project.hermetic(std::sync::Arc::clone(env)),
+            None => project,
+        })
     }
 
     /// Takes the work tree's advance lock (`<state dir>/locks/<key>.lock`), which

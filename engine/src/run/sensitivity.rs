@@ -89,7 +89,7 @@ impl super::Engine {
         }
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = self.project(&name)?;
+            let project = self.run_project(&name, ctx.state.pinned_env.as_ref())?;
             progress.event(
                 "target_run",
                 json!({ "target": test, "phase": ctx.phase }),

@@ -119,7 +119,8 @@ impl Engine {
     fn live_project(&self, name: &str) -> Result<Project, RunError> {
         let name = known(&self.config, name)?;
         let config = self.config.project[&name].clone();
-        Ok(Project::new(&self.work_tree, &name, config)?)
+        let project = Project::new(&self.work_tree, &name, config)?;
+        Ok(self.confine(project, super::confine::RunsIn::Live))
     }
 }
 

@@ -289,9 +289,8 @@ impl Provider for Scripted {
     }
 
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
-        let result = std::fs::read_to_string(&output.files.result)
-            .ok()
-            .and_then(|text| serde_json::from_str::<ScriptedResult>(&text).ok());
+        let result = crate::provider::read_regular(&output.files.result)
+            .and_then(|bytes| serde_json::from_slice::<ScriptedResult>(&bytes).ok());
         let mut meta = serde_json::Map::new();
         meta.insert("fixture".into(), json!(self.fixture));
         match result {

@@ -47,6 +47,17 @@ pub(super) fn kill_group(pid: u32, waiter: &Receiver<std::io::Result<ExitStatus>
     }
 }
 
+/// Kills what is left of the group led by `pid` once the leader has exited and been
+/// reaped: a test's background process must not go on writing into the tree or
+/// holding the machine after the run is observed. While any member lives the pgid
+/// cannot be reused, so the signal reaches only that group; ESRCH (none left) is the
+/// usual answer.
+pub(super) fn kill_leftovers(pid: u32) {
+    if let Ok(raw) = i32::try_from(pid) {
+        let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
+    }
+}
+
 /// The file `execvp` would start for `program` when the child's `PATH` is `path`, for a
 /// bare name on a `PATH` of absolute directories. The standard library forks this whole
 /// process to look such a name up on a `PATH` it changed; naming the file lets it start

@@ -11,6 +11,7 @@ pub(crate) mod procfs;
 mod run;
 mod signals;
 mod supervise;
+pub(crate) mod tree;
 pub(crate) mod wake;
 
 pub(crate) use capture::cut_marker;

@@ -11,7 +11,7 @@ const GH_TOKEN: &str = "gho_plantedHostsToken";
 const SQL: &str = "'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"create table hostile(x)\"); c.commit()'";
 
 /// A shell script that tries every escape and never fails itself.
-fn hostile(other: &Path, ledger_home: &Path, sleep: u32) -> String {
+fn hostile(root: &Path, other: &Path, ledger_home: &Path, sleep: u32) -> String {
     let other = other.display();
     let ledgers = format!("{}/repos/*", ledger_home.display());
     [
@@ -26,6 +26,12 @@ fn hostile(other: &Path, ledger_home: &Path, sleep: u32) -> String {
         format!("for db in {ledgers}/ledger.sqlite3; do python3 -c {SQL} \"$db\"; done"),
         format!("cat {ledgers}/leaves/*/stdout > \"$TMPDIR/leak-outputs\""),
         format!("(setsid sleep {sleep} > /dev/null 2>&1 &)"),
+        // A verifier judges its own worktree; the developers' tree is not for it.
+        format!(
+            "if [ \"$TDD_ROLE\" = verifier ]; then cat {}/src/lib.rs {}/.gitignore > \"$TMPDIR/leak-tree\" 2> /dev/null; fi",
+            root.display(),
+            root.display()
+        ),
         "true".to_string(),
     ]
     .join("; ")
@@ -41,7 +47,12 @@ fn run_hostile(script: &str) -> String {
 /// the home directory, and another work tree beside it; the issue and that work tree.
 fn hostile_project(env: &Env, extra: &str, sleep: u32) -> (String, tempfile::TempDir) {
     let other = tempfile::tempdir().expect("other work tree");
-    let script = run_hostile(&hostile(other.path(), env.ledger_home.path(), sleep));
+    let script = run_hostile(&hostile(
+        env.root(),
+        other.path(),
+        env.ledger_home.path(),
+        sleep,
+    ));
     let verifier = GOOD_VERIFIER.replace(
         "role = \"verifier\"\n",
         &format!("role = \"verifier\"\n{script}"),
@@ -249,7 +260,7 @@ fn command_agent(env: &Env, other: &Path) -> PathBuf {
          developer/green) cp {a}/impl.rs src/lib.rs ;;\n\
          verifier/*) tdd test 'app::calc::sub subtracts' > /dev/null; tdd verdict accept --reason 'ran it' ;;\n\
          esac\necho done\n",
-        hostile(other, env.ledger_home.path(), 3142).replace("; ", "\n")
+        hostile(env.root(), other, env.ledger_home.path(), 3142).replace("; ", "\n")
     );
     let path = agent.join("agent.sh");
     std::fs::write(&path, script).expect("script");
@@ -285,4 +296,101 @@ fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
         levels.iter().all(|(_, l)| l.starts_with("landlock-v")),
         "{levels:?}"
     );
+}
+
+/// The RED test as a hostile developer writes it: before its assertion, every run of it
+/// (the engine's gates, the verifier's relayed `tdd test`) records its directory and
+/// what it can see of identities, secrets and the user's git credentials in a file of
+/// `probes` (a directory `[sandbox] write` grants), tries to write the home directory
+/// and `.git`, tries to record a REJECT in the name of whoever asked for
+/// the run through any relay socket it can find, and leaves a `setsid sleep SECS`
+/// behind.
+fn hostile_test(probes: &Path, sleep: u32) -> String {
+    let tdd = assert_cmd::cargo::cargo_bin("tdd");
+    let probe = format!(
+        "f={probes}/run-$$; pwd > \"$f\"; env | grep -E 'TDD_LEAF|TDD_ENGINE|AWS_SECRET' >> \"$f\"\n\
+         cat \"$HOME/.git-credentials\" >> \"$f\" 2> /dev/null\n\
+         touch \"$HOME/planted-by-test-code\" .git/planted-by-test-code 2> /dev/null\n\
+         for s in /tmp/tdd-relay-*/engine.sock \"$TDD_ENGINE_RELAY\"; do\n\
+         [ -S \"$s\" ] && TDD_ENGINE_RELAY=\"$s\" {tdd} verdict reject --reason forged-by-test-code > /dev/null 2>&1\n\
+         done\n\
+         (setsid sleep {sleep} > /dev/null 2>&1 &)\n\
+         true\n",
+        probes = probes.display(),
+        tdd = tdd.display()
+    );
+    format!(
+        "#[test]\nfn subtracts() {{\n    let _ = std::process::Command::new(\"sh\").arg(\"-c\").arg({probe:?}).status();\n    assert_eq!(calc::sub(5, 2), 3);\n}}\n"
+    )
+}
+
+#[test]
+fn test_code_run_for_a_verifier_cannot_forge_its_verdict_see_secrets_or_outlive_the_run() {
+    let env = Env::new().with_env("AWS_SECRET_ACCESS_KEY", "planted-cloud-secret");
+    let other = tempfile::tempdir().expect("other work tree");
+    let probes = tempfile::tempdir().expect("probes");
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let agent = command_agent(&env, other.path());
+    // The developer's RED test is the hostile one.
+    std::fs::write(
+        env.home.path().join("agent/sub.rs"),
+        hostile_test(probes.path(), 3146),
+    )
+    .expect("test");
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    let config = config
+        .replace(
+            "provider = \"scripted\"\nverifier_provider = \"scripted\"",
+            "provider = \"agent\"\nverifier_provider = \"agent\"",
+        )
+        .replace("revise_budget = 1", "revise_budget = 0");
+    env.write(
+        "tdd.toml",
+        &format!(
+            "{config}\n[provider.agent]\ncommand = \"sh\"\nargs = [\"{}\"]\n\n[sandbox]\nenabled = true\nwrite = [{:?}]\n",
+            agent.display(),
+            probes.path().display().to_string()
+        ),
+    );
+    env.commit_all("a command agent, confined");
+    std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
+    // Every verdict is the verifier's own ACCEPT, so the run completes (a forged REJECT
+    // would bail it, with no revise budget), and nothing the test code started is
+    // alive.
+    let value = conduct_confined(&env, &issue, other.path(), 3142);
+    assert!(
+        !sleeper_alive(3146),
+        "a process of the test code outlived the run"
+    );
+    let pr = read(&value["data"]["pr"]);
+    assert!(!pr.contains("forged-by-test-code"), "{pr}");
+    // Each run of the test code saw no identity, relay or secret; one of them ran for
+    // the verifier, in its own worktree.
+    let runs: Vec<String> = std::fs::read_dir(probes.path())
+        .expect("probes")
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .collect();
+    for run in &runs {
+        assert_eq!(run.lines().count(), 1, "the test code saw: {run}");
+    }
+    assert!(
+        runs.len() >= 3,
+        "RED, GREEN and the verifier ran it: {runs:?}"
+    );
+    assert!(!env.home.path().join("planted-by-test-code").exists());
+    assert!(!env.root().join(".git/planted-by-test-code").exists());
+    let root = env.root().display().to_string();
+    assert!(
+        runs.iter()
+            .any(|r| !r.starts_with(&root) && !r.contains("/cleanroom/")),
+        "the test code never ran for the verifier: {runs:?}"
+    );
+    for (path, text) in files_under(env.ledger_home.path()) {
+        assert!(
+            !text.contains("planted-cloud-secret"),
+            "a secret reached {}",
+            path.display()
+        );
+    }
 }

@@ -1,0 +1,173 @@
+//! The confinement of every runner the engine starts: baselines, RED's runs, `tdd test`,
+//! and the deciding runs in the clean room. Project code is the agent's, so it runs with
+//! less than the engine's rights, by hand as inside `tdd conduct`.
+//!
+//! A runner writes only the place its run is in (the live work tree but its `.git`, or
+//! the clean room's checkout and build directory), its own scratch directory (also its
+//! `TMPDIR`, added by `tdd-observe`), the toolchains' build caches it needs (Go's
+//! build cache, a `CARGO_TARGET_DIR` it is told about), and `[sandbox] write`. It
+//! reads no credential file, nothing of the ledger directory (other leaves' files, the
+//! clean room's manifest) but its checkout, and nothing `[sandbox] deny_read` names.
+//! `[sandbox] enabled = false` turns it off; where the kernel has no Landlock the
+//! level recorded with each invocation says `none`.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use super::Engine;
+use crate::config::SandboxConfig;
+use crate::observe::Project;
+use crate::observe::sandbox::Policy;
+
+/// Where a run of project code happens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RunsIn<'a> {
+    /// The live work tree: `tdd test`, RED's runs, baselines. Its `.git` stays read-only.
+    Live,
+    /// The clean room's checkout `tree` and its build directory `build`.
+    CleanRoom {
+        /// The checkout.
+        tree: &'a Path,
+        /// Build output kept across resets.
+        build: &'a Path,
+    },
+}
+
+impl Engine {
+    /// `project` with its runners confined for a run in `place`, unless `[sandbox]`
+    /// turns confinement off.
+    pub(crate) fn confine(&self, project: Project, place: RunsIn<'_>) -> Project {
+        let (write, deny_write) = match place {
+            RunsIn::Live => (
+                vec![self.work_tree.clone()],
+                vec![self.work_tree.join(".git")],
+            ),
+            RunsIn::CleanRoom { tree, build } => {
+                (vec![tree.to_path_buf(), build.to_path_buf()], Vec::new())
+            }
+        };
+        let target_dir = project
+            .config
+            .env
+            .get("CARGO_TARGET_DIR")
+            .cloned()
+            .or_else(|| std::env::var("CARGO_TARGET_DIR").ok());
+        let mut write = write;
+        if matches!(place, RunsIn::Live) {
+            write.extend(target_dir.map(PathBuf::from).filter(|p| p.is_absolute()));
+        }
+        // Landlock grants only what exists: the build directories are made first, as
+        // their toolchain would make them.
+        for dir in &write {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        match runner_policy(
+            &self.config.sandbox,
+            home.as_deref(),
+            &self.location.dir,
+            write,
+            deny_write,
+        ) {
+            Some(policy) => project.confined(policy),
+            None => project,
+        }
+    }
+}
+
+/// The policy of a runner that writes `write` (but not `deny_write`), or `None` when
+/// `config` turns confinement off.
+pub(crate) fn runner_policy(
+    config: &SandboxConfig,
+    home: Option<&Path>,
+    ledger_dir: &Path,
+    mut write: Vec<PathBuf>,
+    deny_write: Vec<PathBuf>,
+) -> Option<Policy> {
+    if config.enabled == Some(false) {
+        return None;
+    }
+    let in_home = |rel: &str| -> Option<PathBuf> {
+        match rel.strip_prefix("~/") {
+            Some(rest) => home.map(|h| h.join(rest)),
+            None => Some(PathBuf::from(rel)),
+        }
+    };
+    write.extend(build_caches(home));
+    write.extend(config.write.iter().filter_map(|p| in_home(p)));
+    let mut deny_read = vec![ledger_dir.to_path_buf()];
+    if let Some(home) = home {
+        deny_read.extend(
+            crate::observe::sandbox::CREDENTIALS
+                .iter()
+                .map(|rel| home.join(rel)),
+        );
+    }
+    deny_read.extend(config.deny_read.iter().filter_map(|p| in_home(p)));
+    Some(Policy {
+        write,
+        deny_write,
+        deny_read,
+        write_files: crate::observe::sandbox::DEVICES
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+        without_landlock: std::env::var_os(crate::observe::sandbox::NO_LANDLOCK_VAR).is_some(),
+    })
+}
+
+/// The build caches a toolchain writes on every run and fails without: Go's build cache
+/// (`GOCACHE`, else under `XDG_CACHE_HOME` or `~/.cache`), made when missing so that it
+/// can be granted.
+fn build_caches(home: Option<&Path>) -> Vec<PathBuf> {
+    let go = std::env::var_os("GOCACHE")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("go-build"))
+        })
+        .or_else(|| home.map(|h| h.join(".cache/go-build")));
+    go.into_iter()
+        .filter(|dir| std::fs::create_dir_all(dir).is_ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_writes_its_place_and_reads_no_credential_nor_the_ledger() {
+        let home = Path::new("/h");
+        let config = SandboxConfig {
+            deny_read: vec!["~/secrets".into()],
+            write: vec!["~/.cache/pip".into()],
+            ..SandboxConfig::default()
+        };
+        let policy = runner_policy(
+            &config,
+            Some(home),
+            Path::new("/l/repos/r"),
+            vec![PathBuf::from("/w/repo")],
+            vec![PathBuf::from("/w/repo/.git")],
+        )
+        .expect("confined unless turned off");
+        assert!(policy.write.contains(&PathBuf::from("/w/repo")));
+        assert!(policy.write.contains(&PathBuf::from("/h/.cache/pip")));
+        assert_eq!(policy.deny_write, [PathBuf::from("/w/repo/.git")]);
+        for denied in ["/l/repos/r", "/h/.git-credentials", "/h/.ssh", "/h/secrets"] {
+            assert!(
+                policy.deny_read.contains(&PathBuf::from(denied)),
+                "{denied}"
+            );
+        }
+        let off = SandboxConfig {
+            enabled: Some(false),
+            ..SandboxConfig::default()
+        };
+        assert!(runner_policy(&off, Some(home), Path::new("/l"), Vec::new(), Vec::new()).is_none());
+    }
+}

@@ -1,6 +1,7 @@
-//! The launch latency confinement adds: spawning and reaping `/bin/true`, bare and
+//! The launch latency confinement adds: spawning and reaping `/bin/true`, bare,
 //! confined by a developer-like policy (rules built for each launch, as the supervisor
-//! does). Prints the medians and the difference.
+//! does), and confined as the engine confines a test runner (the same rules, plus a
+//! PID namespace of its own). Prints the medians and the differences.
 //!
 //! Run: `cargo bench -p tdd-sandbox --bench launch`.
 
@@ -36,12 +37,17 @@ fn main() {
             .collect(),
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
+        own_processes: false,
+    };
+    let runner = Policy {
+        own_processes: true,
+        ..policy.clone()
     };
     let level = Confinement::prepare(&policy)
         .expect("rules")
         .level()
         .label();
-    let (mut bare, mut confined) = (Vec::new(), Vec::new());
+    let (mut bare, mut confined, mut runners) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let start = Instant::now();
         Command::new("/bin/true").status().expect("true runs");
@@ -53,10 +59,19 @@ fn main() {
             .install(&mut command);
         assert!(command.status().expect("true runs").success());
         confined.push(start.elapsed().as_secs_f64() * 1000.0);
+        let start = Instant::now();
+        let mut command = Command::new("/bin/true");
+        Confinement::prepare(&runner)
+            .expect("rules")
+            .install(&mut command);
+        assert!(command.status().expect("true runs").success());
+        runners.push(start.elapsed().as_secs_f64() * 1000.0);
     }
-    let (b, c) = (median(bare), median(confined));
+    let (b, c, r) = (median(bare), median(confined), median(runners));
     println!(
-        "launch /bin/true, median of {RUNS}: bare {b:.2} ms, confined ({level}) {c:.2} ms, added {:.2} ms",
-        c - b
+        "launch /bin/true, median of {RUNS}: bare {b:.2} ms, confined ({level}) {c:.2} ms, added {:.2} ms; \
+         as a runner (and its own PID namespace) {r:.2} ms, added {:.2} ms",
+        c - b,
+        r - b
     );
 }

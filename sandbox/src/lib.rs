@@ -75,6 +75,12 @@ pub struct Policy {
     /// `none`. The path such a machine takes, for tests and for comparison.
     #[serde(default)]
     pub without_landlock: bool,
+    /// Run the program as the init of a PID namespace of its own, where the kernel
+    /// allows unprivileged user namespaces: when it ends, everything it started ends
+    /// with it, whatever session or process group it moved to. Elsewhere it runs as
+    /// before. The program sees itself as pid 1.
+    #[serde(default)]
+    pub own_processes: bool,
 }
 
 /// How confined a process actually is.
@@ -257,10 +263,20 @@ impl Confinement {
         }
         let mut created = ruleset.create()?;
         let unreadable = policy.deny_read.clone();
-        // Read-only mounts keep `deny_write` read-only without holes in the grants.
-        let mounts = (!policy.deny_write.is_empty() && mounts::available())
-            .then(|| mounts::ReadOnly::new(&policy.deny_write))
-            .filter(|m| !m.is_empty());
+        // Read-only mounts keep `deny_write` read-only without holes in the grants; a
+        // PID namespace of its own keeps what the program starts from outliving it.
+        let mounts = ((!policy.deny_write.is_empty() || policy.own_processes)
+            && mounts::available())
+        .then(|| {
+            let ro = mounts::ReadOnly::new(&policy.deny_write);
+            if policy.own_processes && mounts::pid_namespaces() {
+                ro.with_own_processes()
+            } else {
+                ro
+            }
+        })
+        .filter(|m| !m.is_empty());
+
         let mut unwritable = if mounts.is_some() {
             Vec::new()
         } else {
@@ -334,6 +350,10 @@ impl Confinement {
                 ruleset
                     .restrict_self()
                     .map_err(|_| std::io::Error::from_raw_os_error(libc_eperm()))?;
+            }
+            // Last, the PID namespace's init is forked: it inherits all of the above.
+            if let Some(mounts) = &mounts {
+                mounts.enter()?;
             }
             Ok(())
         };

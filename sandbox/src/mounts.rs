@@ -21,6 +21,8 @@ pub(crate) struct ReadOnly {
     paths: Vec<PathBuf>,
     uid_map: String,
     gid_map: String,
+    /// Also a PID namespace: see [`ReadOnly::with_own_processes`].
+    pid: bool,
 }
 
 impl ReadOnly {
@@ -32,18 +34,31 @@ impl ReadOnly {
             paths: paths.iter().filter(|p| p.exists()).cloned().collect(),
             uid_map: format!("{uid} {uid} 1\n"),
             gid_map: format!("{gid} {gid} 1\n"),
+            pid: false,
         }
     }
 
-    /// Whether there is anything to mount.
+    /// The same, in a PID namespace of the child's own as well: the program runs as its
+    /// init, so when it ends the kernel kills everything it started, whatever session
+    /// or process group those moved to.
+    pub(crate) fn with_own_processes(mut self) -> ReadOnly {
+        self.pid = true;
+        self
+    }
+
+    /// Whether there is nothing to do: no mount and no PID namespace.
     pub(crate) fn is_empty(&self) -> bool {
-        self.paths.is_empty()
+        self.paths.is_empty() && !self.pid
     }
 
     /// Runs in the child between fork and exec: only system calls, on strings made
     /// before the fork.
     pub(crate) fn apply(&self) -> std::io::Result<()> {
-        nix::sched::unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+        let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
+        if self.pid {
+            flags |= CloneFlags::CLONE_NEWPID;
+        }
+        nix::sched::unshare(flags)?;
         write("/proc/self/setgroups", "deny")?;
         write("/proc/self/uid_map", &self.uid_map)?;
         write("/proc/self/gid_map", &self.gid_map)?;
@@ -67,6 +82,87 @@ impl ReadOnly {
         }
         Ok(())
     }
+
+    /// Runs in the child between fork and exec, last: with a PID namespace, forks the
+    /// process that will exec the program (the namespace's init) and stays behind as
+    /// its parent, which waits for it and ends as it ended. Only system calls.
+    #[expect(
+        unsafe_code,
+        reason = "fork between fork and exec: the process has one thread and both sides \
+                  make only system calls until the child execs"
+    )]
+    pub(crate) fn enter(&self) -> std::io::Result<()> {
+        if !self.pid {
+            return Ok(());
+        }
+        // SAFETY: this process has one thread (it is a fresh fork), and both sides only
+        // make system calls until the child execs.
+        match unsafe { nix::unistd::fork() }? {
+            nix::unistd::ForkResult::Child => {
+                // The init dies with the one waiting for it: a kill of the runner's
+                // process group (a timeout) ends the namespace and all in it.
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+                Ok(())
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                // This process never execs: it must not hold the descriptors it
+                // inherited, the spawner's exec-report pipe above all (the spawner
+                // would wait on it for the whole run).
+                close_from(3);
+                wait_and_end_as(child)
+            }
+        }
+    }
+}
+
+/// Closes every descriptor from `first` up: `close_range` where the kernel has it,
+/// else one by one up to the descriptor limit.
+#[expect(
+    unsafe_code,
+    reason = "raw close_range and close system calls, in a process that only waits"
+)]
+fn close_from(first: i32) {
+    // SAFETY: closing descriptors this process will never use again.
+    let ranged =
+        unsafe { nix::libc::syscall(nix::libc::SYS_close_range, first as u32, u32::MAX, 0u32) };
+    if ranged != 0 {
+        for fd in first..65536 {
+            // SAFETY: as above; EBADF for a descriptor that is not open is harmless.
+            unsafe {
+                nix::libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Waits for `child` and ends this process as it ended: the same exit code, or the same
+/// signal (raised again with its default action).
+#[expect(
+    unsafe_code,
+    reason = "resetting a signal's disposition to its default before raising it, in a \
+              process that only waits"
+)]
+fn wait_and_end_as(child: nix::unistd::Pid) -> ! {
+    use nix::sys::wait::WaitStatus;
+    // SAFETY: `_exit` is async-signal-safe and ends the process at once: no destructor,
+    // no atexit handler, no flush of buffers copied from the parent.
+    let end = |code: i32| -> ! { unsafe { nix::libc::_exit(code) } };
+    loop {
+        match nix::sys::wait::waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, code)) => end(code),
+            Ok(WaitStatus::Signaled(_, signal, _)) => {
+                // SAFETY: resetting one signal's disposition and raising it are
+                // async-signal-safe system calls.
+                unsafe {
+                    nix::libc::signal(signal as i32, nix::libc::SIG_DFL);
+                }
+                let _ = nix::sys::signal::raise(signal);
+                end(128 + signal as i32)
+            }
+            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(_) => end(127),
+        }
+    }
 }
 
 fn write(path: &str, text: &str) -> std::io::Result<()> {
@@ -84,6 +180,21 @@ pub(crate) fn available() -> bool {
         let probe = ReadOnly::new(&[]);
         let mut command = Command::new("/bin/true");
         crate::pre_exec(&mut command, move || probe.apply());
+        command.status().is_ok_and(|s| s.success())
+    })
+}
+
+/// Whether this kernel also lets such a process make a PID namespace and fork its init
+/// there: tried once per process in a throwaway child.
+pub(crate) fn pid_namespaces() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let probe = ReadOnly::new(&[]).with_own_processes();
+        let mut command = Command::new("/bin/true");
+        crate::pre_exec(&mut command, move || {
+            probe.apply()?;
+            probe.enter()
+        });
         command.status().is_ok_and(|s| s.success())
     })
 }

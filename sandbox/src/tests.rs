@@ -38,6 +38,7 @@ fn policy(root: &Path) -> Policy {
         ],
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
+        own_processes: false,
     }
 }
 
@@ -107,4 +108,56 @@ fn the_level_follows_the_kernel_and_the_override() {
         .label(),
         "none"
     );
+}
+
+#[test]
+fn with_its_own_processes_nothing_the_program_starts_outlives_it() {
+    if !probe().confines() || !mounts::pid_namespaces() {
+        // Without Landlock or user namespaces the program runs as before; what this
+        // test checks cannot hold here.
+        return;
+    }
+    let (_dir, root) = dirs();
+    let mut p = policy(&root);
+    p.own_processes = true;
+    let fifo = root.join("work/alive");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let reader = fifo.clone();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut sink = Vec::new();
+        let done = std::fs::File::open(&reader).and_then(|mut f| f.read_to_end(&mut sink));
+        let _ = sender.send(done.is_ok());
+    });
+    // A daemon in a session of its own holds the FIFO; the program exits 3 at once.
+    let r = root.display();
+    let (code, err) = confined(
+        &p,
+        &format!("exec 3>{r}/work/alive; setsid sleep 300 & echo $$ > {r}/work/pid; exit 3"),
+    );
+    assert_eq!(code, 3, "{err}");
+    // The program ran as its namespace's init, and its daemon died with it.
+    let pid = std::fs::read_to_string(root.join("work/pid")).expect("pid");
+    assert_eq!(pid.trim(), "1");
+    let died = receiver.recv_timeout(std::time::Duration::from_secs(60));
+    assert_eq!(died, Ok(true), "the daemon outlived the program");
+    // Spawning returns as soon as the program starts, not when it ends.
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", "sleep 300"]);
+    Confinement::prepare(&p)
+        .expect("rules")
+        .install(&mut command);
+    let started = std::time::Instant::now();
+    let mut child = command.spawn().expect("spawn");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "spawn waited for the program to end"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // Still confined: the rules hold inside the namespace.
+    let (code, _) = confined(&p, &format!("echo x > {r}/other/file"));
+    assert_ne!(code, 0);
 }

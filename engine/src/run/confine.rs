@@ -113,6 +113,8 @@ pub(crate) fn runner_policy(
             .map(PathBuf::from)
             .collect(),
         without_landlock: std::env::var_os(crate::observe::sandbox::NO_LANDLOCK_VAR).is_some(),
+        // Nothing the suite starts outlives it: not a test's daemon, not a `setsid`.
+        own_processes: true,
     })
 }
 

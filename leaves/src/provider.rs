@@ -179,19 +179,7 @@ pub(crate) fn read_lossy(path: &Path) -> String {
 /// The bytes of the regular file at `path`, opened without following a link and
 /// without blocking; `None` for anything else.
 pub(crate) fn read_regular(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    tdd_engine::observe::read_regular_file(path)
 }
 
 /// The last `max` bytes of `text`, cut at a character boundary.

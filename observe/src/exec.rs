@@ -157,7 +157,7 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, mut job: Job<'_>) ->
     let stdout = read_capped(&stdout_file).unwrap_or_default();
     let stderr = read_capped(&stderr_file).unwrap_or_default();
     let report = match &job.report {
-        ReportAt::File(path) => read_report(path),
+        ReportAt::File(path) => read_regular_file(path),
         ReportAt::Stdout => Some(stdout.clone()),
     };
     let invocation = Invocation {
@@ -191,11 +191,42 @@ fn runner_confinement(
     let tmp = scratch.path("tmp");
     std::fs::create_dir_all(&tmp)?;
     env.push(("TMPDIR".into(), tmp.display().to_string()));
-    let mut policy = tdd_sandbox::Policy::clone(policy);
-    policy.write.push(scratch.path(""));
-    tdd_sandbox::Confinement::prepare(&policy)
-        .map(Some)
-        .map_err(|e| std::io::Error::other(e.to_string()))
+    // The project's rules are built once per process and policy (a gate starts several
+    // runners under the same one); each run adds only its own scratch directory. Rules
+    // hold the directories they name open, so a directory made anew since (a clean room
+    // rebuilt) makes them anew too.
+    type Prepared = (
+        tdd_sandbox::Policy,
+        Vec<Option<(u64, u64)>>,
+        tdd_sandbox::Confinement,
+    );
+    static PREPARED: std::sync::Mutex<Option<Prepared>> = std::sync::Mutex::new(None);
+    let other = |e: tdd_sandbox::SandboxError| std::io::Error::other(e.to_string());
+    let identity: Vec<Option<(u64, u64)>> = policy
+        .write
+        .iter()
+        .map(|p| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+        })
+        .collect();
+    let mut prepared = PREPARED
+        .lock()
+        .map_err(|_| std::io::Error::other("the sandbox rules were poisoned"))?;
+    if prepared
+        .as_ref()
+        .is_none_or(|(p, ids, _)| p != policy.as_ref() || *ids != identity)
+    {
+        let rules = tdd_sandbox::Confinement::prepare(policy).map_err(other)?;
+        *prepared = Some((tdd_sandbox::Policy::clone(policy), identity, rules));
+    }
+    match prepared.as_ref() {
+        Some((_, _, rules)) => rules
+            .try_clone_writing(&scratch.path(""))
+            .map(Some)
+            .map_err(other),
+        None => Ok(None),
+    }
 }
 
 /// The invocation of a job whose output could not even be captured.
@@ -236,10 +267,11 @@ pub(crate) fn read_capped(file: &std::fs::File) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// The report a runner wrote at `path`, opened without following a link and without
-/// blocking, and read only when it is a regular file: the runner, which can write the
-/// directory, cannot hand the engine a link to another file or a named pipe instead.
-pub(crate) fn read_report(path: &Path) -> Option<Vec<u8>> {
+/// The file at `path` (at most 256 MiB of it), opened without following a link and
+/// without blocking, and read only when it is a regular file: whoever can write the
+/// directory (a runner, a leaf) cannot hand the engine a link to another file or a
+/// named pipe instead. `None` for anything else.
+pub fn read_regular_file(path: &Path) -> Option<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -301,7 +333,7 @@ mod tests {
         std::fs::write(&secret, "credential").expect("write");
         let link = dir.path().join("report.xml");
         std::os::unix::fs::symlink(&secret, &link).expect("link");
-        assert_eq!(read_report(&link), None);
+        assert_eq!(read_regular_file(&link), None);
         let fifo = dir.path().join("fifo.xml");
         let made = std::process::Command::new("mkfifo")
             .arg(&fifo)
@@ -309,7 +341,10 @@ mod tests {
             .expect("mkfifo");
         assert!(made.success());
         // Opened without blocking, and refused as no regular file.
-        assert_eq!(read_report(&fifo), None);
-        assert_eq!(read_report(&secret).as_deref(), Some(&b"credential"[..]));
+        assert_eq!(read_regular_file(&fifo), None);
+        assert_eq!(
+            read_regular_file(&secret).as_deref(),
+            Some(&b"credential"[..])
+        );
     }
 }

@@ -73,6 +73,7 @@ pub fn withheld_from_runners(name: &str) -> bool {
 pub use adapters::adapter_for;
 pub use error::ObserveError;
 pub use error::ReportError;
+pub use exec::read_regular_file;
 pub use model::Collection;
 pub use model::CollectionError;
 pub use model::Exit;

@@ -264,6 +264,22 @@ mod tests {
         }
     }
 
+    /// Makes a FIFO at `fifo` and reads it on a thread: the receiver hears `true` once
+    /// every writer has closed it (the process holding it has died).
+    fn watch_fifo(fifo: &Path) -> std::io::Result<mpsc::Receiver<bool>> {
+        use std::io::Read;
+        let made = Command::new("mkfifo").arg(fifo).status()?;
+        assert!(made.success(), "mkfifo failed");
+        let (sender, receiver) = mpsc::channel();
+        let reader_path = fifo.to_path_buf();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let done = std::fs::File::open(&reader_path).and_then(|mut f| f.read_to_end(&mut sink));
+            let _ = sender.send(done.is_ok());
+        });
+        Ok(receiver)
+    }
+
     fn text(file: &std::fs::File) -> String {
         String::from_utf8(crate::exec::read_capped(file).expect("read")).expect("utf-8")
     }
@@ -312,20 +328,10 @@ mod tests {
 
     #[test]
     fn timeout_kills_the_whole_group() -> Result<(), Box<dyn std::error::Error>> {
-        use std::io::Read;
         let dir = tempfile::tempdir()?;
-        let fifo = dir.path().join("alive");
-        let made = Command::new("mkfifo").arg(&fifo).status()?;
-        assert!(made.success(), "mkfifo failed");
         // The grandchild holds the FIFO's write end; the reader sees EOF
         // exactly when it has died, without polling.
-        let (sender, receiver) = mpsc::channel();
-        let reader_path = fifo.clone();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let done = std::fs::File::open(&reader_path).and_then(|mut f| f.read_to_end(&mut sink));
-            let _ = sender.send(done.is_ok());
-        });
+        let receiver = watch_fifo(&dir.path().join("alive"))?;
         // The grandchild ignores SIGTERM, so only the group-wide SIGKILL ends it.
         let script = "sh -c 'trap \"\" TERM; exec sleep 300' 3>alive & wait";
         let command = argv(&["sh", "-c", script]);
@@ -340,18 +346,8 @@ mod tests {
     #[test]
     fn a_background_process_left_by_a_finished_runner_is_killed()
     -> Result<(), Box<dyn std::error::Error>> {
-        use std::io::Read;
         let dir = tempfile::tempdir()?;
-        let fifo = dir.path().join("alive");
-        let made = Command::new("mkfifo").arg(&fifo).status()?;
-        assert!(made.success(), "mkfifo failed");
-        let (sender, receiver) = mpsc::channel();
-        let reader_path = fifo.clone();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let done = std::fs::File::open(&reader_path).and_then(|mut f| f.read_to_end(&mut sink));
-            let _ = sender.send(done.is_ok());
-        });
+        let receiver = watch_fifo(&dir.path().join("alive"))?;
         // The runner opens the FIFO (once the reader has), leaves a sleeper in its group
         // holding it, and exits: the reader sees the end only when the sleeper is gone.
         let command = argv(&["sh", "-c", "exec 3>alive; sleep 300 & exit 0"]);

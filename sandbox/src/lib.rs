@@ -205,6 +205,9 @@ pub enum SandboxError {
     /// The kernel refused the ruleset or a rule.
     #[error("failed to build the Landlock rules: {0}")]
     Rules(#[from] landlock::RulesetError),
+    /// The rules could not be copied for another child.
+    #[error("failed to copy the Landlock rules: {0}")]
+    Clone(String),
 }
 
 /// A policy's rules, ready to apply to a child process.
@@ -324,6 +327,23 @@ impl Confinement {
             mounts: self.mounts.clone(),
             level: self.level.clone(),
         })
+    }
+
+    /// The same rules plus a write grant on `dir`, which must lie in no hole of the
+    /// policy (an unreadable or read-only path): cheaper than preparing the whole
+    /// policy again when runs differ only in a directory of their own.
+    pub fn try_clone_writing(&self, dir: &std::path::Path) -> Result<Confinement, SandboxError> {
+        let mut clone = self
+            .try_clone()
+            .map_err(|e| SandboxError::Clone(e.to_string()))?;
+        if let Some(ruleset) = clone.ruleset.take() {
+            let abi = match &clone.level {
+                Level::Full { abi } | Level::Partial { abi, .. } => ABI::from(*abi as i32),
+                Level::None { .. } | Level::Disabled => ABI::V1,
+            };
+            clone.ruleset = Some(add(ruleset, dir, AccessFs::from_all(abi))?);
+        }
+        Ok(clone)
     }
 
     /// The level the child gets.

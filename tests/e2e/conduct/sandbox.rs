@@ -267,12 +267,15 @@ fn command_agent(env: &Env, other: &Path) -> PathBuf {
     path
 }
 
-#[test]
-fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
-    let env = Env::new();
-    let other = tempfile::tempdir().expect("other work tree");
-    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
-    let agent = command_agent(&env, other.path());
+/// The one-step project played by the hostile `command` agent in every role, with no
+/// revise budget, confinement on (`sandbox` appended to `[sandbox]`), the developer's
+/// RED test replaced by `test` when given, and credentials planted; the issue.
+fn command_agent_project(env: &Env, other: &Path, test: Option<&str>, sandbox: &str) -> String {
+    let issue = project(env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let agent = command_agent(env, other);
+    if let Some(test) = test {
+        std::fs::write(env.home.path().join("agent/sub.rs"), test).expect("test");
+    }
     let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
     let config = config
         .replace(
@@ -283,12 +286,20 @@ fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
     env.write(
         "tdd.toml",
         &format!(
-            "{config}\n[provider.agent]\ncommand = \"sh\"\nargs = [\"{}\"]\n\n[sandbox]\nenabled = true\n",
+            "{config}\n[provider.agent]\ncommand = \"sh\"\nargs = [\"{}\"]\n\n[sandbox]\nenabled = true\n{sandbox}",
             agent.display()
         ),
     );
     env.commit_all("a command agent, confined");
     std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
+    issue
+}
+
+#[test]
+fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
+    let env = Env::new();
+    let other = tempfile::tempdir().expect("other work tree");
+    let issue = command_agent_project(&env, other.path(), None, "");
     conduct_confined(&env, &issue, other.path(), 3142);
     let levels = levels(&env);
     assert!(levels.len() >= 5, "{levels:?}");
@@ -329,31 +340,12 @@ fn test_code_run_for_a_verifier_cannot_forge_its_verdict_see_secrets_or_outlive_
     let env = Env::new().with_env("AWS_SECRET_ACCESS_KEY", "planted-cloud-secret");
     let other = tempfile::tempdir().expect("other work tree");
     let probes = tempfile::tempdir().expect("probes");
-    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
-    let agent = command_agent(&env, other.path());
-    // The developer's RED test is the hostile one.
-    std::fs::write(
-        env.home.path().join("agent/sub.rs"),
-        hostile_test(probes.path(), 3146),
-    )
-    .expect("test");
-    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
-    let config = config
-        .replace(
-            "provider = \"scripted\"\nverifier_provider = \"scripted\"",
-            "provider = \"agent\"\nverifier_provider = \"agent\"",
-        )
-        .replace("revise_budget = 1", "revise_budget = 0");
-    env.write(
-        "tdd.toml",
-        &format!(
-            "{config}\n[provider.agent]\ncommand = \"sh\"\nargs = [\"{}\"]\n\n[sandbox]\nenabled = true\nwrite = [{:?}]\n",
-            agent.display(),
-            probes.path().display().to_string()
-        ),
+    let issue = command_agent_project(
+        &env,
+        other.path(),
+        Some(&hostile_test(probes.path(), 3146)),
+        &format!("write = [{:?}]\n", probes.path().display().to_string()),
     );
-    env.commit_all("a command agent, confined");
-    std::fs::write(env.home.path().join(".git-credentials"), CREDENTIAL).expect("plant");
     // Every verdict is the verifier's own ACCEPT, so the run completes (a forged REJECT
     // would bail it, with no revise budget), and nothing the test code started is
     // alive.

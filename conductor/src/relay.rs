@@ -409,6 +409,16 @@ impl Server {
         if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
             running.push((admitted.serial, process));
         }
+        // A leaf that ended while this command was starting took no note of it: it ends
+        // here instead.
+        let current = self
+            .shared
+            .admitted
+            .lock()
+            .is_ok_and(|a| a.as_ref().is_some_and(|a| a.serial == admitted.serial));
+        if let (false, Some(process)) = (current, process) {
+            tdd_supervisor::end_tree(process);
+        }
         let out = child.wait_with_output();
         if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
             running.retain(|(_, p)| *p != process);

@@ -392,6 +392,8 @@ impl Server {
             .env_clear()
             .envs(self.env.iter())
             .env("TMPDIR", &admitted.tmp)
+            // The engine confines its runners by the repository's `[sandbox]`; the
+            // leaf's own policy still holds where the tree judged turns that off.
             .env(RUNNER_SANDBOX_VAR, &admitted.policy)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

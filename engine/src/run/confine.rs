@@ -4,8 +4,9 @@
 //!
 //! A runner writes only the place its run is in (the live work tree but its `.git`, or
 //! the clean room's checkout and build directory), its own scratch directory (also its
-//! `TMPDIR`, added by `tdd-observe`), the toolchains' build caches it needs (Go's
-//! build cache, a `CARGO_TARGET_DIR` it is told about), and `[sandbox] write`. It
+//! `TMPDIR`, added by `tdd-observe`), its toolchain's build output (Go's build cache
+//! for a Go project, the `CARGO_TARGET_DIR` a cargo project is told about), and
+//! `[sandbox] write`. It
 //! reads no credential file, nothing of the ledger directory (other leaves' files, the
 //! clean room's manifest) but its checkout, and nothing `[sandbox] deny_read` names.
 //! `[sandbox] enabled = false` turns it off; where the kernel has no Landlock the
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use super::Engine;
 use crate::config::SandboxConfig;
 use crate::observe::Project;
+use crate::observe::config::AdapterKind;
 use crate::observe::sandbox::Policy;
 
 /// Where a run of project code happens.
@@ -37,7 +39,8 @@ impl Engine {
     /// `project` with its runners confined for a run in `place`, unless `[sandbox]`
     /// turns confinement off.
     pub(crate) fn confine(&self, project: Project, place: RunsIn<'_>) -> Project {
-        let (write, deny_write) = match place {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let (mut write, deny_write) = match place {
             RunsIn::Live => (
                 vec![self.work_tree.clone()],
                 vec![self.work_tree.join(".git")],
@@ -46,22 +49,26 @@ impl Engine {
                 (vec![tree.to_path_buf(), build.to_path_buf()], Vec::new())
             }
         };
-        let target_dir = project
-            .config
-            .env
-            .get("CARGO_TARGET_DIR")
-            .cloned()
-            .or_else(|| std::env::var("CARGO_TARGET_DIR").ok());
-        let mut write = write;
-        if matches!(place, RunsIn::Live) {
-            write.extend(target_dir.map(PathBuf::from).filter(|p| p.is_absolute()));
+        // The toolchain's own build output, for the projects whose toolchain writes it.
+        match project.config.adapter {
+            AdapterKind::Go => write.extend(go_build_cache(home.as_deref())),
+            AdapterKind::Cargo if matches!(place, RunsIn::Live) => write.extend(
+                project
+                    .config
+                    .env
+                    .get("CARGO_TARGET_DIR")
+                    .cloned()
+                    .or_else(|| std::env::var("CARGO_TARGET_DIR").ok())
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute()),
+            ),
+            _ => {}
         }
         // Landlock grants only what exists: the build directories are made first, as
         // their toolchain would make them.
         for dir in &write {
             let _ = std::fs::create_dir_all(dir);
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         match runner_policy(
             &self.config.sandbox,
             home.as_deref(),
@@ -93,7 +100,6 @@ pub(crate) fn runner_policy(
             None => Some(PathBuf::from(rel)),
         }
     };
-    write.extend(build_caches(home));
     write.extend(config.write.iter().filter_map(|p| in_home(p)));
     let mut deny_read = vec![ledger_dir.to_path_buf()];
     if let Some(home) = home {
@@ -118,11 +124,10 @@ pub(crate) fn runner_policy(
     })
 }
 
-/// The build caches a toolchain writes on every run and fails without: Go's build cache
-/// (`GOCACHE`, else under `XDG_CACHE_HOME` or `~/.cache`), made when missing so that it
-/// can be granted.
-fn build_caches(home: Option<&Path>) -> Vec<PathBuf> {
-    let go = std::env::var_os("GOCACHE")
+/// Go's build cache, which `go test` writes on every run and fails without: `GOCACHE`,
+/// else under `XDG_CACHE_HOME` or `~/.cache` (made by the caller, as go would).
+fn go_build_cache(home: Option<&Path>) -> Option<PathBuf> {
+    std::env::var_os("GOCACHE")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
@@ -131,10 +136,7 @@ fn build_caches(home: Option<&Path>) -> Vec<PathBuf> {
                 .filter(|p| p.is_absolute())
                 .map(|p| p.join("go-build"))
         })
-        .or_else(|| home.map(|h| h.join(".cache/go-build")));
-    go.into_iter()
-        .filter(|dir| std::fs::create_dir_all(dir).is_ok())
-        .collect()
+        .or_else(|| home.map(|h| h.join(".cache/go-build")))
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ impl Conductor<'_> {
         request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
-        request.sandbox = self.sandbox_for(who, &request);
+        request.sandbox = self.sandbox_for(&request);
         if let Some(relay) = &self.relay {
             request.set_env.push((
                 crate::relay::RELAY_VAR.to_string(),
@@ -170,11 +170,7 @@ impl Conductor<'_> {
     }
 
     /// The confinement of a leaf of `who` working on `request`.
-    fn sandbox_for(&self, who: Who, request: &Request) -> tdd_supervisor::Sandbox {
-        let provider = match who {
-            Who::Developer => &self.developer,
-            Who::Verifier => &self.verifier,
-        };
+    fn sandbox_for(&self, request: &Request) -> tdd_supervisor::Sandbox {
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let ledger_dir = self
             .leaves
@@ -182,9 +178,6 @@ impl Conductor<'_> {
             .parent()
             .unwrap_or(&self.dir)
             .to_path_buf();
-        if self.config.sandbox.enabled != Some(false) {
-            crate::sandbox::make_provider_state(provider.name(), home.as_deref());
-        }
         let plan = std::path::Path::new(&self.plan_path);
         if request.role() == tdd_prompts::Role::Planner
             && let Some(dir) = plan.parent()
@@ -197,7 +190,6 @@ impl Conductor<'_> {
             &self.config.sandbox,
             &crate::sandbox::Place {
                 role: request.role(),
-                provider: provider.name(),
                 workdir: &request.workdir,
                 plan,
                 ledger_dir: &ledger_dir,

@@ -8,9 +8,10 @@
 //! - a verifier: its scratch worktree (builds and caches its tests write), never the
 //!   developer's work tree;
 //! - a planner: the directory of the plan file;
-//! - all: its own files directory, a private `TMPDIR`, the provider CLI's own state (in
-//!   the home directory, or where `CODEX_HOME` or `CLAUDE_CONFIG_DIR` puts it), and
-//!   `[sandbox] write`. The ledger directory is out of reach
+//! - all: its own files directory, which holds its private home (with the CLI's own
+//!   state, see `tdd_leaves::home`) and its private `TMPDIR`, and `[sandbox] write`.
+//!   Nothing in the user's home directory is writable: a grant there would be a
+//!   channel from one leaf to the next. The ledger directory is out of reach
 //!   (read and write) but for the leaf's own files; `tdd test`, `tdd status`,
 //!   `tdd verdict` and `tdd stop` inside a leaf go through the conductor
 //!   ([`crate::relay`]).
@@ -26,64 +27,10 @@ use tdd_supervisor::Sandbox;
 /// Credential files no leaf may read, relative to the home directory.
 pub use tdd_sandbox::CREDENTIALS;
 
-/// The state each built-in provider's CLI writes in the home directory: directories
-/// (made when missing, so that they can be granted) and files (ending in `.json`).
-fn provider_state(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "claude" => &[".claude", ".claude.json", ".cache/claude", ".npm"],
-        "codex" => &[".codex", ".npm"],
-        "aider" => &[".aider", ".cache"],
-        _ => &[],
-    }
-}
-
-/// The variables that move a built-in provider's state out of the home directory.
-fn provider_state_vars(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "claude" => &["CLAUDE_CONFIG_DIR"],
-        "codex" => &["CODEX_HOME"],
-        _ => &[],
-    }
-}
-
-/// Where `provider`'s CLI keeps its state: its paths under `home`, and the absolute
-/// directories its own variables (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`) name in `var`.
-pub fn provider_state_paths(
-    provider: &str,
-    home: Option<&Path>,
-    var: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = provider_state(provider)
-        .iter()
-        .filter_map(|rel| home.map(|h| h.join(rel)))
-        .collect();
-    paths.extend(
-        provider_state_vars(provider)
-            .iter()
-            .filter_map(|name| var(name))
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute()),
-    );
-    paths
-}
-
-/// Makes the provider's state directories that are missing, so that a confined leaf
-/// can be granted them (Landlock grants only what exists). Best effort: a directory
-/// that cannot be made stays out of reach, and the CLI says so.
-pub fn make_provider_state(provider: &str, home: Option<&Path>) {
-    for path in provider_state_paths(provider, home, |name| std::env::var_os(name)) {
-        if path.extension().is_none_or(|x| x != "json") {
-            let _ = std::fs::create_dir_all(path);
-        }
-    }
-}
-
 /// Where a leaf works, for its policy.
 pub struct Place<'a> {
     /// The leaf's role.
     pub role: Role,
-    /// The provider that runs it.
-    pub provider: &'a str,
     /// The leaf's working directory (the developer's work tree, the verifier's
     /// scratch worktree).
     pub workdir: &'a Path,
@@ -158,11 +105,6 @@ pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
     policy.deny_read.push(place.ledger_dir.to_path_buf());
     policy
         .write
-        .extend(provider_state_paths(place.provider, place.home, |name| {
-            std::env::var_os(name)
-        }));
-    policy
-        .write
         .extend(config.write.iter().filter_map(|p| in_home(p)));
     if let Some(home) = place.home {
         policy
@@ -187,7 +129,6 @@ mod tests {
     fn place<'a>(role: Role, home: &'a Path) -> Place<'a> {
         Place {
             role,
-            provider: "claude",
             workdir: Path::new("/w/repo"),
             plan: Path::new(".tdd/issue-1.md"),
             ledger_dir: Path::new("/l/repos/r"),
@@ -195,29 +136,6 @@ mod tests {
             own_worktree: false,
             work_tree: Path::new("/w/repo"),
         }
-    }
-
-    #[test]
-    fn a_cli_state_moved_by_its_variable_is_granted_where_it_moved() {
-        let home = Path::new("/h");
-        let var = |name: &str| match name {
-            "CODEX_HOME" => Some("/elsewhere/codex".into()),
-            "CLAUDE_CONFIG_DIR" => Some("relative/claude".into()),
-            _ => None,
-        };
-        let codex = provider_state_paths("codex", Some(home), var);
-        assert_eq!(
-            codex,
-            [
-                PathBuf::from("/h/.codex"),
-                PathBuf::from("/h/.npm"),
-                PathBuf::from("/elsewhere/codex")
-            ]
-        );
-        // A relative value names no place a grant can hold.
-        let claude = provider_state_paths("claude", Some(home), var);
-        assert!(claude.iter().all(|p| p.starts_with(home)), "{claude:?}");
-        assert!(provider_state_paths("command", None, var).is_empty());
     }
 
     #[test]
@@ -236,7 +154,9 @@ mod tests {
         assert!(!require);
         assert!(policy.write.contains(&PathBuf::from("/w/repo")));
         assert!(policy.deny_write.contains(&PathBuf::from("/w/repo/.git")));
-        assert!(policy.write.contains(&PathBuf::from("/h/.claude")));
+        // No CLI state in the user's home is writable: each leaf has its own.
+        assert!(policy.write.iter().all(|p| !p.starts_with("/h/.claude")));
+        assert!(!policy.write.contains(&PathBuf::from("/h/.npm")));
         assert!(policy.write.contains(&PathBuf::from("/h/.cache/pip")));
         assert!(
             policy

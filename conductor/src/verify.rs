@@ -122,10 +122,21 @@ impl Conductor<'_> {
         request.attempt = round;
         let result = self.run_leaf(Who::Verifier, request, n, name);
         let work_tree = self.work_tree.as_path();
-        let after = std::thread::scope(|scope| {
-            scope.spawn(|| remove_scratch(work_tree, &scratch));
-            Snapshot::scan(work_tree)
-        })?;
+        let judged = Snapshot {
+            tree: git.text(["rev-parse", "--verify", &format!("{commit}^{{tree}}")])?,
+        };
+        let (after, drift) = std::thread::scope(|scope| {
+            // The checkout judged must still be the commit: what differs from it (test
+            // code that rewrote a tracked file while the verifier ran it) was not judged.
+            let drift = scope.spawn(|| {
+                let drift = judged.tracked_drift(&scratch);
+                remove_scratch(work_tree, &scratch);
+                drift
+            });
+            (Snapshot::scan(work_tree), drift.join())
+        });
+        let after = after?;
+        let drift = drift.map_err(|_| ConductError::config("the scratch check panicked"))??;
         let (response, took) = result?;
         timing.leaf += took;
         if before.tree != after.tree {
@@ -144,7 +155,9 @@ impl Conductor<'_> {
             .into());
         }
         let ledger = tdd_engine::ledger::Ledger::open(&self.location.database)?;
-        tdd_leaves::verdict::verdict_of(&ledger, &response.leaf_id)?.ok_or_else(|| {
+        let verdict = tdd_leaves::verdict::verdict_of(&ledger, &response.leaf_id)?;
+        let verdict = verdict.map(|v| not_judged_if_changed(v, commit, drift));
+        verdict.ok_or_else(|| {
             Bail::new(
                 BailCause::VerdictMissing,
                 format!("verifier {} ended without a verdict", response.leaf_id),
@@ -155,4 +168,37 @@ impl Conductor<'_> {
             .into()
         })
     }
+}
+
+/// `verdict`, or a REJECT in its place when the verifier's checkout no longer held the
+/// commit's files (`drift`) by the time it ended: a verdict on other bytes than the
+/// commit's does not count, and code that rewrites tracked files while its tests run is
+/// itself the finding.
+fn not_judged_if_changed(
+    mut verdict: VerifierVerdict,
+    commit: &str,
+    drift: Vec<String>,
+) -> VerifierVerdict {
+    if drift.is_empty() {
+        return verdict;
+    }
+    let shown: Vec<&str> = drift.iter().take(10).map(String::as_str).collect();
+    let more = drift.len().saturating_sub(shown.len());
+    let listed = if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    };
+    verdict.findings = vec![format!(
+        "tracked files of the checkout being verified changed while it was verified ({listed}): the tests or the code must not rewrite files of the repository"
+    )];
+    let given = match verdict.decision {
+        tdd_leaves::Decision::Accept => "ACCEPT",
+        tdd_leaves::Decision::Reject => "REJECT",
+    };
+    verdict.reason = format!(
+        "the verifier's {given} does not count: its checkout no longer held commit {commit}"
+    );
+    verdict.decision = tdd_leaves::Decision::Reject;
+    verdict
 }

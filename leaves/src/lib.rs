@@ -13,6 +13,7 @@
 pub mod env;
 pub mod envelope;
 pub mod events;
+pub mod home;
 pub mod identity;
 pub mod provider;
 pub mod providers;

@@ -132,6 +132,12 @@ pub trait Provider: Send + Sync {
         let _ = (invocation, caller);
     }
 
+    /// Where its CLI keeps its state and what of the user's a leaf is seeded with (see
+    /// [`crate::home`]). The default: no state of its own, an empty private home.
+    fn cli_state(&self) -> crate::home::CliState {
+        crate::home::CliState::NONE
+    }
+
     /// The executable of the versioned CLI this provider drives, if it drives one.
     fn program(&self) -> Option<&str> {
         None

@@ -54,6 +54,12 @@ pub const SUPERVISE_COMMAND: &str = "__supervise";
 /// Each output stream of a leaf is cut at this many bytes (and the leaf killed).
 pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// A leaf's private home, in its files directory (see [`crate::home`]).
+pub const HOME_DIR: &str = "home";
+
+/// A leaf's private temporary directory (its `TMPDIR`), in its files directory.
+pub const TMP_DIR: &str = "tmp";
+
 /// Why a leaf could not be prepared, started, aborted or collected.
 #[derive(Debug, thiserror::Error)]
 pub enum LeafError {
@@ -313,6 +319,9 @@ impl Leaves {
         })?;
         let mut invocation = provider.invocation(&request, &files)?;
         provider.adapt(&mut invocation, &self.caller_env);
+        invocation
+            .set_env
+            .extend(self.private_places(provider, &files)?);
         let spec = self.spec(&id, &token, &request, &invocation, &files);
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);
@@ -356,6 +365,44 @@ impl Leaves {
         })
     }
 
+    /// The leaf's private home and temporary directory, made fresh in its files
+    /// directory, as the variables that point it there.
+    fn private_places<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        files: &LeafFiles,
+    ) -> Result<Vec<(String, String)>, LeafError> {
+        let home = files.dir.join(HOME_DIR);
+        let mut set = crate::home::make(
+            &home,
+            &provider.cli_state(),
+            &self.caller_env,
+            self.ledger_home(),
+        )
+        .map_err(|e| LeafError::Io {
+            what: "failed to make the private home",
+            path: e.path,
+            source: e.source,
+        })?;
+        let tmp = files.dir.join(TMP_DIR);
+        crate::home::remove(&tmp);
+        std::fs::create_dir_all(&tmp).map_err(|source| LeafError::Io {
+            what: "failed to create",
+            path: tmp.clone(),
+            source,
+        })?;
+        set.push(("TMPDIR".to_string(), tmp.display().to_string()));
+        Ok(set)
+    }
+
+    /// The ledger home this repository's ledger lives in (`<home>/repos/<key>/`).
+    fn ledger_home(&self) -> Option<&Path> {
+        let repos = self.database.parent()?.parent()?;
+        (repos.file_name()? == "repos")
+            .then(|| repos.parent())
+            .flatten()
+    }
+
     fn spec(
         &self,
         id: &str,
@@ -381,7 +428,7 @@ impl Leaves {
             set.push(("PATH".to_string(), path));
         }
         set.extend(request.set_env.iter().cloned());
-        let sandbox = confined(&request.sandbox, files, &mut set);
+        let sandbox = confined(&request.sandbox, files);
         let env = leaf_env(&self.caller_env, &invocation.pass_env, &set);
         let mut spec = LeafSpec::new(invocation.argv.clone())
             .name(id)
@@ -539,6 +586,10 @@ impl Leaves {
             exit: &exit,
             files: &run.files,
         });
+        // Nothing of the leaf's home or temporary files outlives it: the next leaf
+        // could be told something through them.
+        crate::home::remove(&run.files.dir.join(HOME_DIR));
+        crate::home::remove(&run.files.dir.join(TMP_DIR));
         let completion = completion(&exit.class, &parsed);
         let mut meta = parsed.meta;
         meta.insert("provider".into(), json!(provider.name()));
@@ -582,20 +633,12 @@ impl Leaves {
 }
 
 /// `sandbox` completed for one leaf: a confined leaf may also write its own files
-/// directory and a private temporary directory, which becomes its `TMPDIR`.
-fn confined(
-    sandbox: &tdd_supervisor::Sandbox,
-    files: &LeafFiles,
-    set: &mut Vec<(String, String)>,
-) -> tdd_supervisor::Sandbox {
+/// directory, which holds its private home and temporary directory.
+fn confined(sandbox: &tdd_supervisor::Sandbox, files: &LeafFiles) -> tdd_supervisor::Sandbox {
     let tdd_supervisor::Sandbox::Confined { policy, require } = sandbox else {
         return sandbox.clone();
     };
     let mut policy = policy.clone();
-    let tmp = files.dir.join("tmp");
-    if std::fs::create_dir_all(&tmp).is_ok() {
-        set.push(("TMPDIR".to_string(), tmp.display().to_string()));
-    }
     policy.write.push(files.dir.clone());
     tdd_supervisor::Sandbox::Confined {
         policy,

@@ -597,12 +597,10 @@ fn run_confined(
         ..Default::default()
     };
     let ledger_dir = location(env).dir;
-    tdd_conductor::sandbox::make_provider_state(provider.name(), Some(env.home.path()));
     request.sandbox = tdd_conductor::sandbox::for_leaf(
         &config,
         &tdd_conductor::sandbox::Place {
             role: request.role(),
-            provider: provider.name(),
             workdir: &request.workdir,
             plan: Path::new(".tdd/issue-12.md"),
             ledger_dir: &ledger_dir,
@@ -667,12 +665,21 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     let tree = env.root().to_path_buf();
     let made = tree.join("notes.txt");
     let hooks = env.root().join(".git/hooks/pre-commit");
+    let user = env.home.path().display().to_string();
+    // What a developer plants in Claude Code's state, for the verifier to load: an
+    // instruction file and a SessionStart hook, in its own state and the user's.
+    let plant = format!(
+        "for d in \"$CLAUDE_CONFIG_DIR\" ~/.claude {user}/.claude; do mkdir -p \"$d\"; \
+         echo {PLANTED} > \"$d/CLAUDE.md\"; \
+         echo '{{\"hooks\":{{\"SessionStart\":[{{\"hooks\":[{{\"type\":\"command\",\"command\":\"echo {PLANTED}\"}}]}}]}}}}' > \"$d/settings.json\"; done"
+    );
     let api = FakeApi::start(
         Api::Anthropic,
         vec![
             bash("tdd status --json", "assignment"),
-            bash("cat ~/.git-credentials", "escape"),
+            bash(&format!("cat {user}/.git-credentials"), "escape"),
             bash(&format!("echo x > {}", hooks.display()), "escape"),
+            bash(&plant, "plant"),
             write(&made, "written confined\n"),
             Step::text("Wrote notes.txt."),
         ],
@@ -692,6 +699,18 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
         "written confined\n"
     );
     std::fs::remove_file(&made).expect("clean");
+    // As an agent run by hand could have left them in the user's own state: the
+    // verifier's CLI must load neither.
+    let by_hand = "PLANTED-BY-HAND";
+    let state = env.home.path().join(".claude");
+    std::fs::create_dir_all(&state).expect("state");
+    std::fs::write(state.join("CLAUDE.md"), by_hand).expect("instructions");
+    std::fs::write(
+        state.join("settings.json"),
+        json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": format!("echo {by_hand}")}]}]}})
+            .to_string(),
+    )
+    .expect("hook");
 
     let scratch = scratch(&env);
     let api = FakeApi::start(Api::Anthropic, claude_verdict_steps());
@@ -707,6 +726,35 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     let given = verdicts(&env, &response.leaf_id);
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
     assert_eq!(given[0]["decision"], "accept");
+    assert_nothing_planted(&api, env.home.path(), ".claude");
+    let heard = api
+        .served()
+        .requests
+        .iter()
+        .any(|(_, _, b)| b.to_string().contains(by_hand));
+    assert!(
+        !heard,
+        "the verifier loaded instructions or hooks from the user's state"
+    );
+}
+
+/// What a developer leaf plants in its CLI's state, which no later leaf may hear.
+const PLANTED: &str = "PLANTED-BY-THE-DEVELOPER";
+
+/// No request the verifier's CLI made carries what the developer planted, and the user's
+/// own CLI state (`state` in `home`) holds nothing of it.
+fn assert_nothing_planted(api: &FakeApi, home: &Path, state: &str) {
+    for (_, path, body) in api.served().requests {
+        assert!(
+            !body.to_string().contains(PLANTED),
+            "the verifier's request to {path} carries what the developer planted"
+        );
+    }
+    for file in ["CLAUDE.md", "AGENTS.md", "settings.json", "config.toml"] {
+        let path = home.join(state).join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!text.contains(PLANTED), "{} was written", path.display());
+    }
 }
 
 #[test]
@@ -741,20 +789,24 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
         vec![
             exec("tdd status --json".into()),
             // codex runs its commands without its own sandbox here: Landlock is it.
-            exec("cat \"$HOME/.git-credentials\"".into()),
+            exec(format!(
+                "cat {}/.git-credentials",
+                env.home.path().display()
+            )),
             exec(format!("echo x > {}", hooks.display())),
+            exec(format!(
+                "for d in \"$CODEX_HOME\" ~/.codex {user}/.codex {real}; do mkdir -p \"$d\"; \
+                 echo {PLANTED} > \"$d/AGENTS.md\"; \
+                 printf 'notify = [\"echo\", \"{PLANTED}\"]\\ndeveloper_instructions = \"{PLANTED}\"\\n' >> \"$d/config.toml\"; done",
+                user = env.home.path().display(),
+                real = codex_home.display(),
+            )),
             exec("printf 'written confined\\n' > notes.txt".into()),
             Step::text("Wrote notes.txt."),
         ],
     );
     let leaves = leaves(&env, &bin, &api_env(&api));
-    let response = run_confined(
-        &env,
-        &leaves,
-        &provider,
-        developer_request(&tree),
-        &[&codex_home],
-    );
+    let response = run_confined(&env, &leaves, &provider, developer_request(&tree), &[]);
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     let outputs = tool_outputs(&api);
     assert!(
@@ -768,6 +820,15 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
         std::fs::read_to_string(tree.join("notes.txt")).expect("the developer wrote"),
         "written confined\n"
     );
+
+    // As an agent run by hand could have left them in the user's codex home.
+    let by_hand = "PLANTED-BY-HAND";
+    std::fs::write(codex_home.join("AGENTS.md"), by_hand).expect("instructions");
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!("developer_instructions = \"{by_hand}\"\n"),
+    )
+    .expect("config");
 
     let scratch = scratch(&env);
     let api = FakeApi::start(
@@ -784,12 +845,23 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
         &leaves,
         &provider,
         verifier_request(&env, &scratch),
-        &[&codex_home],
+        &[],
     );
     assert_eq!(response.completion, Completion::Completed, "{response:?}");
     let given = verdicts(&env, &response.leaf_id);
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
     assert_eq!(given[0]["decision"], "accept");
+    assert_nothing_planted(&api, env.home.path(), ".codex");
+    assert_nothing_planted(&api, env.home.path(), "codex-home");
+    let heard = api
+        .served()
+        .requests
+        .iter()
+        .any(|(_, _, b)| b.to_string().contains(by_hand));
+    assert!(
+        !heard,
+        "the verifier loaded instructions from the user's codex home"
+    );
 }
 
 /// What the fake Chat Completions API answers aider: one SEARCH/REPLACE block that

@@ -163,6 +163,38 @@ impl Snapshot {
             .collect())
     }
 
+    /// The files of this snapshot that are not on disk in `work_tree` as it has them:
+    /// changed, removed, replaced by a link or a directory, or hard-linked, in the
+    /// lossless form of [`crate::repo_path::encode`]. Files the snapshot does not hold
+    /// (new untracked ones, build output) are not looked at, and nothing is written.
+    ///
+    /// Every file git's stat check calls unchanged is checked again by `lstat` and by its
+    /// bytes, as a lock check does, so a change made within a second is seen too.
+    pub fn tracked_drift(&self, work_tree: &Path) -> Result<Vec<String>, GitError> {
+        let root = work_tree
+            .canonicalize()
+            .map_err(|e| work_tree_error("resolve", work_tree, e))?;
+        let now = Snapshot::scan(&root)?;
+        let objects = scan::locate(&root)?.objects();
+        let changes = raw_changes(&objects, &self.tree, &now.tree)?;
+        let mut drift: Vec<String> = changes
+            .iter()
+            .filter(|c| c.old_mode != 0)
+            .map(|c| repo_path::encode(&c.path))
+            .collect();
+        let seen: HashSet<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
+        let keep = |path: &[u8]| !seen.contains(path);
+        let files = match scan::take_listed(&now.tree) {
+            Some(listed) => listed.files(keep),
+            None => tree_files(&objects, &self.tree, keep)?,
+        };
+        let unseen: Vec<&TreeFile> = files.iter().collect();
+        for (path, _, _) in drifted(&objects, &root, &unseen)? {
+            drift.push(repo_path::encode(path));
+        }
+        Ok(drift)
+    }
+
     /// Reverts every change to a `locked` path since this snapshot; other changes are kept.
     ///
     /// A modified or deleted locked file gets the snapshot's bytes back; a created one is

@@ -85,6 +85,13 @@ impl Provider for Aider {
         TESTED_VERSIONS
     }
 
+    fn cli_state(&self) -> crate::home::CliState {
+        // aider reads its keys from the variables of `AIDER_ENV`; its home files
+        // (`.aider.conf.yml`, `.env`) can name files to read and commands to run, so
+        // none is seeded.
+        crate::home::CliState::NONE
+    }
+
     fn invocation(
         &self,
         request: &Request,

@@ -22,6 +22,9 @@ use tdd_prompts::Role;
 use crate::envelope::Capabilities;
 use crate::envelope::Request;
 use crate::envelope::Usage;
+use crate::home::CliState;
+use crate::home::Keep;
+use crate::home::Seed;
 use crate::provider::Invocation;
 use crate::provider::LeafFiles;
 use crate::provider::LeafOutput;
@@ -50,6 +53,44 @@ pub const CLAUDE_ENV: &[&str] = &[
     "DISABLE_ERROR_REPORTING",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
 ];
+
+/// Claude Code's state in a leaf's private home: the credentials as they are, the
+/// global file cut to who is logged in, and the user's settings cut to the model. No
+/// `CLAUDE.md`, no hooks, no MCP server, no `env`, no `apiKeyHelper` command.
+pub const STATE: CliState = CliState {
+    var: Some("CLAUDE_CONFIG_DIR"),
+    dir: ".claude",
+    seed: &[
+        Seed {
+            file: ".credentials.json",
+            in_home_by_default: false,
+            keep: Keep::Whole,
+        },
+        Seed {
+            file: ".claude.json",
+            in_home_by_default: true,
+            keep: Keep::JsonKeys {
+                keys: &[
+                    "hasCompletedOnboarding",
+                    "lastOnboardingVersion",
+                    "oauthAccount",
+                    "userID",
+                    "primaryApiKey",
+                    "customApiKeyResponses",
+                ],
+                writable: true,
+            },
+        },
+        Seed {
+            file: "settings.json",
+            in_home_by_default: false,
+            keep: Keep::JsonKeys {
+                keys: &["model", "forceLoginMethod", "forceLoginOrgUUID"],
+                writable: false,
+            },
+        },
+    ],
+};
 
 /// Claude Code versions (`major.minor`) whose stream and flags this provider was
 /// tested with.
@@ -155,6 +196,10 @@ impl Provider for Claude {
 
     fn tested_versions(&self) -> &'static [&'static str] {
         TESTED_VERSIONS
+    }
+
+    fn cli_state(&self) -> CliState {
+        STATE
     }
 
     fn invocation(

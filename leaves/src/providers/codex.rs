@@ -28,6 +28,9 @@ use super::Cli;
 use crate::envelope::Capabilities;
 use crate::envelope::Request;
 use crate::envelope::Usage;
+use crate::home::CliState;
+use crate::home::Keep;
+use crate::home::Seed;
 use crate::provider::Invocation;
 use crate::provider::LeafFiles;
 use crate::provider::LeafOutput;
@@ -44,6 +47,40 @@ pub const CODEX_ENV: &[&str] = &[
     "OPENAI_BASE_URL",
     "CODEX_HOME",
 ];
+
+/// The codex state in a leaf's private home: the credentials as they are and the
+/// user's `config.toml` cut to the model, its providers and the login settings. No
+/// `AGENTS.md`, no MCP server, no `notify` command, no profile, no project trust.
+pub const STATE: CliState = CliState {
+    var: Some("CODEX_HOME"),
+    dir: ".codex",
+    seed: &[
+        Seed {
+            file: "auth.json",
+            in_home_by_default: false,
+            keep: Keep::Whole,
+        },
+        Seed {
+            file: "config.toml",
+            in_home_by_default: false,
+            keep: Keep::TomlKeys(&[
+                "model",
+                "model_provider",
+                "model_providers",
+                "model_reasoning_effort",
+                "model_reasoning_summary",
+                "model_verbosity",
+                "model_context_window",
+                "model_max_output_tokens",
+                "preferred_auth_method",
+                "forced_login_method",
+                "forced_chatgpt_workspace_id",
+                "cli_auth_credentials_store",
+                "disable_response_storage",
+            ]),
+        },
+    ],
+};
 
 /// Codex CLI versions (`major.minor`) whose stream and flags this provider was tested
 /// with.
@@ -103,6 +140,10 @@ impl Provider for Codex {
         TESTED_VERSIONS
     }
 
+    fn cli_state(&self) -> CliState {
+        STATE
+    }
+
     fn invocation(
         &self,
         request: &Request,
@@ -151,7 +192,7 @@ impl Provider for Codex {
         Ok(Invocation {
             argv,
             pass_env,
-            set_env: vec![("TMPDIR".into(), files.dir.display().to_string())],
+            set_env: Vec::new(),
             prompt_on_stdin: true,
         })
     }

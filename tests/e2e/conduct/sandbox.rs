@@ -182,6 +182,19 @@ fn conduct_confined(env: &Env, issue: &str, other: &Path, sleep: u32) -> Value {
         }
     }
     assert!(!sleeper_alive(sleep), "a leaf's process outlived it");
+    // No leaf's private home or temporary directory outlived it.
+    let repos = env.ledger_home.path().join("repos");
+    for repo in std::fs::read_dir(&repos).expect("repos").flatten() {
+        let Ok(leaves) = std::fs::read_dir(repo.path().join("leaf-files")) else {
+            continue;
+        };
+        for leaf in leaves.flatten() {
+            for kept in ["home", "tmp"] {
+                let path = leaf.path().join(kept);
+                assert!(!path.exists(), "{} outlived its leaf", path.display());
+            }
+        }
+    }
     // Every leaf says what it ran under.
     for (id, level) in levels(env) {
         assert!(level.starts_with("landlock-v"), "{id}: {level}");
@@ -385,4 +398,29 @@ fn test_code_run_for_a_verifier_cannot_forge_its_verdict_see_secrets_or_outlive_
             path.display()
         );
     }
+}
+
+#[test]
+fn test_code_that_rewrites_the_verifiers_checkout_gets_its_verdict_refused() {
+    let env = Env::new();
+    let other = tempfile::tempdir().expect("other work tree");
+    // Run for the verifier (in its own checkout, not the live tree or the clean room),
+    // the test code rewrites a tracked file the verifier would go on to read.
+    let probe =
+        "case \"$(pwd)\" in */verify-*) echo '// rewritten by test code' >> src/lib.rs ;; esac";
+    let test = format!(
+        "#[test]\nfn subtracts() {{\n    let _ = std::process::Command::new(\"sh\").arg(\"-c\").arg({probe:?}).status();\n    assert_eq!(calc::sub(5, 2), 3);\n}}\n"
+    );
+    let issue = command_agent_project(&env, other.path(), Some(&test), "");
+    // The verifier's own ACCEPT does not count: with no revise budget, the REJECT put
+    // in its place ends the run, naming the file.
+    let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("src/lib.rs") && detail.contains("changed while it was verified"),
+        "{value}"
+    );
+    // The rejected RED was rolled back: only the plan landed.
+    let log = subjects(env.root());
+    assert!(!log.iter().any(|s| s == STEP_ONE[1]), "{log:?}");
 }

@@ -426,11 +426,19 @@ impl Server {
             running.retain(|(_, p)| *p != process);
         }
         match out {
-            Ok(out) => RelayReply {
-                code: out.status.code().unwrap_or(1),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            },
+            // What a suite printed goes back to the leaf without the conductor's secrets.
+            Ok(out) => {
+                let secrets = tdd_engine::ledger::redact::known_secrets();
+                let text = |bytes: &[u8]| {
+                    let text = String::from_utf8_lossy(bytes);
+                    tdd_engine::ledger::redact::redact_text(&text, secrets).into_owned()
+                };
+                RelayReply {
+                    code: out.status.code().unwrap_or(1),
+                    stdout: text(&out.stdout),
+                    stderr: text(&out.stderr),
+                }
+            }
             Err(e) => refused(&format!("failed to run {}: {e}", self.tdd.display())),
         }
     }

@@ -17,6 +17,7 @@ mod anchor;
 mod chain;
 pub mod clock;
 mod location;
+pub mod redact;
 mod schema;
 mod typed;
 
@@ -232,13 +233,18 @@ impl Ledger {
         Ok(())
     }
 
-    /// Appends one event to the chain and returns it as stored.
+    /// Appends one event to the chain and returns it as stored: with every known secret
+    /// of this process's environment redacted from its strings
+    /// ([`redact::known_secrets`]), so no API key or token a runner's output or a
+    /// message carried is ever stored.
     pub fn append(
         &mut self,
         run_id: Option<&str>,
         kind: &str,
         payload: &serde_json::Value,
     ) -> Result<Event, LedgerError> {
+        let redacted = redact::redact_value(payload, redact::known_secrets());
+        let payload = redacted.as_ref().unwrap_or(payload);
         let path = self.path.clone();
         let tx = self
             .conn

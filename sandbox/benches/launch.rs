@@ -38,9 +38,11 @@ fn main() {
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
         own_processes: false,
+        own_network: false,
     };
     let runner = Policy {
         own_processes: true,
+        own_network: true,
         ..policy.clone()
     };
     let level = Confinement::prepare(&policy)

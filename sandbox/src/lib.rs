@@ -81,6 +81,12 @@ pub struct Policy {
     /// before. The program sees itself as pid 1.
     #[serde(default)]
     pub own_processes: bool,
+    /// With `own_processes`, also a network namespace of the program's own, holding only
+    /// a loopback interface: it reaches no other host and no port of this one outside
+    /// the namespace, and what it listens on goes when it ends. Where the kernel refuses
+    /// network namespaces it keeps the host's network.
+    #[serde(default)]
+    pub own_network: bool,
 }
 
 /// How confined a process actually is.
@@ -124,6 +130,29 @@ impl Level {
     /// Whether the filesystem rules hold.
     pub fn confines(&self) -> bool {
         matches!(self, Level::Full { .. } | Level::Partial { .. })
+    }
+}
+
+/// Which namespaces of its own this kernel lets an unprivileged runner have (each tried
+/// once per process in a throwaway child): what [`Policy::own_processes`] and
+/// [`Policy::own_network`] get here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Namespaces {
+    /// A user and mount namespace (read-only mounts).
+    pub mounts: bool,
+    /// A PID and an IPC namespace: nothing a runner starts outlives it.
+    pub processes: bool,
+    /// A network namespace with loopback only.
+    pub network: bool,
+}
+
+/// The namespaces this kernel offers a runner.
+pub fn namespaces() -> Namespaces {
+    let mounts = mounts::available();
+    Namespaces {
+        mounts,
+        processes: mounts && mounts::pid_namespaces(),
+        network: mounts && mounts::net_namespaces(),
     }
 }
 
@@ -272,8 +301,13 @@ impl Confinement {
             && mounts::available())
         .then(|| {
             let ro = mounts::ReadOnly::new(&policy.deny_write);
-            if policy.own_processes && mounts::pid_namespaces() {
+            let ro = if policy.own_processes && mounts::pid_namespaces() {
                 ro.with_own_processes()
+            } else {
+                ro
+            };
+            if policy.own_processes && policy.own_network && mounts::net_namespaces() {
+                ro.with_own_network()
             } else {
                 ro
             }

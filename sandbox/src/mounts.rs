@@ -21,8 +21,10 @@ pub(crate) struct ReadOnly {
     paths: Vec<PathBuf>,
     uid_map: String,
     gid_map: String,
-    /// Also a PID namespace: see [`ReadOnly::with_own_processes`].
+    /// Also a PID and an IPC namespace: see [`ReadOnly::with_own_processes`].
     pid: bool,
+    /// Also a network namespace: see [`ReadOnly::with_own_network`].
+    net: bool,
 }
 
 impl ReadOnly {
@@ -35,20 +37,28 @@ impl ReadOnly {
             uid_map: format!("{uid} {uid} 1\n"),
             gid_map: format!("{gid} {gid} 1\n"),
             pid: false,
+            net: false,
         }
     }
 
     /// The same, in a PID namespace of the child's own as well: the program runs as its
     /// init, so when it ends the kernel kills everything it started, whatever session
-    /// or process group those moved to.
+    /// or process group those moved to. Its System V IPC objects (shared memory,
+    /// semaphores, message queues) are its own too, and go with it.
     pub(crate) fn with_own_processes(mut self) -> ReadOnly {
         self.pid = true;
         self
     }
 
-    /// Whether there is nothing to do: no mount and no PID namespace.
+    /// The same, in a network namespace of the child's own: loopback only, brought up.
+    pub(crate) fn with_own_network(mut self) -> ReadOnly {
+        self.net = true;
+        self
+    }
+
+    /// Whether there is nothing to do: no mount and no namespace beyond them.
     pub(crate) fn is_empty(&self) -> bool {
-        self.paths.is_empty() && !self.pid
+        self.paths.is_empty() && !self.pid && !self.net
     }
 
     /// Runs in the child between fork and exec: only system calls, on strings made
@@ -56,12 +66,18 @@ impl ReadOnly {
     pub(crate) fn apply(&self) -> std::io::Result<()> {
         let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
         if self.pid {
-            flags |= CloneFlags::CLONE_NEWPID;
+            flags |= CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
+        }
+        if self.net {
+            flags |= CloneFlags::CLONE_NEWNET;
         }
         nix::sched::unshare(flags)?;
         write("/proc/self/setgroups", "deny")?;
         write("/proc/self/uid_map", &self.uid_map)?;
         write("/proc/self/gid_map", &self.gid_map)?;
+        if self.net {
+            loopback_up()?;
+        }
         let none: Option<&str> = None;
         nix::mount::mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)?;
         for path in &self.paths {
@@ -178,6 +194,50 @@ pub(crate) fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         let probe = ReadOnly::new(&[]);
+        let mut command = Command::new("/bin/true");
+        crate::pre_exec(&mut command, move || probe.apply());
+        command.status().is_ok_and(|s| s.success())
+    })
+}
+
+/// Brings up the loopback interface of a new network namespace (it starts down), so
+/// that a suite's own servers on `127.0.0.1` work: `SIOCGIFFLAGS`, then `SIOCSIFFLAGS`
+/// with `IFF_UP`, on a datagram socket. Only system calls, on the stack.
+#[expect(
+    unsafe_code,
+    reason = "socket and the interface-flag ioctls have no safe wrapper; they write only \
+              the request on this stack frame"
+)]
+fn loopback_up() -> std::io::Result<()> {
+    use nix::libc;
+    // SAFETY: plain system calls; `request` outlives both ioctls, and the descriptor is
+    // closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (to, from) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *to = *from as libc::c_char;
+        }
+        let mut result = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request);
+        if result == 0 {
+            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            result = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request);
+        }
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if result == 0 { Ok(()) } else { Err(error) }
+    }
+}
+
+/// Whether this kernel also lets such a process make a network namespace of its own and
+/// bring its loopback up: tried once per process in a throwaway child.
+pub(crate) fn net_namespaces() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let probe = ReadOnly::new(&[]).with_own_network();
         let mut command = Command::new("/bin/true");
         crate::pre_exec(&mut command, move || probe.apply());
         command.status().is_ok_and(|s| s.success())

@@ -39,6 +39,7 @@ fn policy(root: &Path) -> Policy {
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
         own_processes: false,
+        own_network: false,
     }
 }
 
@@ -160,4 +161,44 @@ fn with_its_own_processes_nothing_the_program_starts_outlives_it() {
     // Still confined: the rules hold inside the namespace.
     let (code, _) = confined(&p, &format!("echo x > {r}/other/file"));
     assert_ne!(code, 0);
+}
+
+#[test]
+fn a_program_with_its_own_processes_reaches_only_its_own_loopback_and_ipc() {
+    if !probe().confines() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = outside.local_addr().expect("port").port();
+    let key = 0x7dd0_0000 + std::process::id() % 0xffff;
+    let mut p = policy(&root);
+    p.own_processes = true;
+    p.own_network = true;
+    // Python: a connection to the port outside, a server of its own on loopback, and a
+    // System V shared memory segment under `key`, each reported on stderr.
+    let script = format!(
+        "python3 -c '\nimport ctypes, socket, sys\ntry:\n    socket.create_connection((\"127.0.0.1\", {port}), 5)\n    print(\"reached\", file=sys.stderr)\nexcept OSError:\n    print(\"refused\", file=sys.stderr)\ns = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen()\nsocket.create_connection(s.getsockname(), 5)\nprint(\"loopback\", file=sys.stderr)\nprint(\"shm\", ctypes.CDLL(None).shmget({key}, 4096, 0o1600), file=sys.stderr)\n'"
+    );
+    let (code, err) = confined(&p, &script);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("refused") && err.contains("loopback"), "{err}");
+    assert!(!err.contains("shm -1"), "{err}");
+    // The segment went with the program's IPC namespace.
+    let seen = Command::new("python3")
+        .args([
+            "-c",
+            &format!("import ctypes; print(ctypes.CDLL(None).shmget({key}, 0, 0))"),
+        ])
+        .output()
+        .expect("python3");
+    let id = String::from_utf8_lossy(&seen.stdout).trim().to_string();
+    if id != "-1" {
+        let _ = Command::new("ipcrm").args(["-m", &id]).status();
+    }
+    assert_eq!(id, "-1", "the segment outlived the program");
+    // Without a network namespace of its own, the same program reaches the port.
+    p.own_network = false;
+    let (_, err) = confined(&p, &script);
+    assert!(err.contains("reached"), "{err}");
 }

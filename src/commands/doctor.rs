@@ -96,6 +96,7 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
     checks.push(ledger_check(ctx));
     checks.extend(agent_checks());
     checks.push(sandbox_check());
+    checks.push(runner_namespaces_check());
     checks.push(forge_token_check());
     if let Some(check) = github_check(work_tree.as_deref()) {
         checks.push(check);
@@ -151,6 +152,33 @@ fn sandbox_check() -> Check {
         ),
         tdd_sandbox::Level::Disabled => Check::pass("sandbox", "disabled"),
     }
+}
+
+/// Whether each test runner can have processes, IPC and a network of its own here.
+fn runner_namespaces_check() -> Check {
+    let have = tdd_sandbox::namespaces();
+    if have.processes && have.network {
+        return Check::pass(
+            "runner_namespaces",
+            "each test runner gets its own PID, IPC and network (loopback only) namespaces: nothing it starts or listens on outlives it",
+        );
+    }
+    let mut missing = Vec::new();
+    if !have.processes {
+        missing.push("PID and IPC namespaces (a test's daemon can outlive its run until the `tdd` command ends it)");
+    }
+    if !have.network {
+        missing.push("a network namespace (test code keeps this machine's network)");
+    }
+    Check::fail(
+        "runner_namespaces",
+        Severity::Warning,
+        format!(
+            "this kernel refuses unprivileged user namespaces for: {}",
+            missing.join("; ")
+        ),
+        "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or the AppArmor userns restriction off) to give each test runner its own",
+    )
 }
 
 fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {

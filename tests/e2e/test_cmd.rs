@@ -1,5 +1,6 @@
 //! `tdd test` against real pytest: every outcome, exit codes, and recording in a run.
 
+use crate::conduct::files_under;
 use crate::support::Env;
 
 const TESTS: &str = r#"
@@ -238,6 +239,7 @@ fn a_file_target_says_which_tests_it_matched() {
 /// directory, and fails with what each attempt got.
 const PRYING: &str = r#"
 import os
+import socket
 
 def test_pries():
     home = os.environ["HOME"]
@@ -252,18 +254,39 @@ def test_pries():
             seen.append("wrote " + path)
         except OSError:
             seen.append("denied")
+    try:
+        socket.create_connection(("127.0.0.1", int(os.environ["PRY_PORT"])), 5).close()
+        seen.append("reached")
+    except OSError:
+        seen.append("denied")
+    # Its own servers on loopback still work.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    socket.create_connection(server.getsockname(), 5).close()
+    # A key it found on disk, in its failure message.
+    seen.append(open(os.path.join(home, ".config/model-key")).read())
     # Spelled in two parts so that only the message, not its source line, reads SEEN:.
     raise AssertionError("SEE" + "N:" + "|".join(seen) + ":E" + "ND")
 "#;
 
+/// A model API key, in the caller's environment and in a file the test code reads.
+const MODEL_KEY: &str = "sk-planted-model-key-0123";
+
 /// `tdd test` by hand in a project whose `[sandbox]` table is `sandbox`: what the
 /// prying test printed, and the level its runner got.
 fn pry(sandbox: &str) -> (String, Option<String>, Env) {
-    let env = Env::new();
+    let env = Env::new().with_env("OPENAI_API_KEY", MODEL_KEY);
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = outside.local_addr().expect("port").port();
     env.write(
         "tdd.toml",
-        &format!("[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n{sandbox}"),
+        &format!(
+            "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\nenv = {{ PRY_PORT = \"{port}\" }}\n{sandbox}"
+        ),
     );
+    std::fs::create_dir_all(env.home.path().join(".config")).expect("config");
+    std::fs::write(env.home.path().join(".config/model-key"), MODEL_KEY).expect("key");
     env.write("tests/test_pry.py", PRYING);
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
     env.commit_all("a prying test");
@@ -295,12 +318,22 @@ fn test_code_run_by_hand_reads_no_credential_and_writes_neither_git_nor_home() {
         assert_eq!(level.as_deref(), Some("none"), "{seen}");
         return;
     }
-    assert_eq!(seen, "denied|denied|denied");
+    // The credential file, `.git`, the home directory and a port outside its own network
+    // are out of reach; the model key it read elsewhere on disk is stored nowhere.
+    assert_eq!(seen, format!("denied|denied|denied|denied|{MODEL_KEY}"));
     assert!(level.is_some_and(|l| l.starts_with("landlock-v")));
     assert!(!env.root().join(".git/planted").exists());
     assert!(!env.home.path().join("planted").exists());
+    for (path, text) in files_under(env.ledger_home.path()) {
+        assert!(
+            !text.contains(MODEL_KEY),
+            "the key reached {}",
+            path.display()
+        );
+    }
     // With confinement turned off, the same test gets through: the rule is what stops it.
     let (seen, level, _env) = pry("\n[sandbox]\nenabled = false\n");
     assert!(seen.starts_with("s3cret-credential|wrote"), "{seen}");
+    assert!(seen.contains("|reached|"), "{seen}");
     assert_eq!(level, None);
 }

@@ -56,6 +56,11 @@ pub struct SandboxConfig {
     /// provider's CLI needs.
     #[serde(default)]
     pub write: Vec<String>,
+    /// Whether the suites tdd runs may reach the network. Off by default: each runs in
+    /// a network namespace of its own with loopback only, where the kernel allows it.
+    /// Leaves (the agent CLIs) keep the network their model API needs either way.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// One `[artifact.NAME]` table.

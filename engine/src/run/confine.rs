@@ -121,6 +121,9 @@ pub(crate) fn runner_policy(
         without_landlock: std::env::var_os(crate::observe::sandbox::NO_LANDLOCK_VAR).is_some(),
         // Nothing the suite starts outlives it: not a test's daemon, not a `setsid`.
         own_processes: true,
+        // Loopback only unless the project says its tests need the network: no
+        // listener or connection of test code reaches past its run.
+        own_network: !config.network,
     })
 }
 

@@ -275,33 +275,7 @@ fn restore_write(dir: &Path) {
 mod tests {
     use super::*;
 
-    const STATE: CliState = CliState {
-        var: Some("CLAUDE_CONFIG_DIR"),
-        dir: ".claude",
-        seed: &[
-            Seed {
-                file: ".credentials.json",
-                in_home_by_default: false,
-                keep: Keep::Whole,
-            },
-            Seed {
-                file: "settings.json",
-                in_home_by_default: false,
-                keep: Keep::JsonKeys {
-                    keys: &["model"],
-                    writable: false,
-                },
-            },
-            Seed {
-                file: ".claude.json",
-                in_home_by_default: true,
-                keep: Keep::JsonKeys {
-                    keys: &["userID"],
-                    writable: true,
-                },
-            },
-        ],
-    };
+    const STATE: CliState = crate::providers::claude::STATE;
 
     fn user() -> (tempfile::TempDir, BTreeMap<String, String>) {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -701,7 +701,7 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     std::fs::remove_file(&made).expect("clean");
     // As an agent run by hand could have left them in the user's own state: the
     // verifier's CLI must load neither.
-    let by_hand = "PLANTED-BY-HAND";
+    let by_hand = BY_HAND;
     let state = env.home.path().join(".claude");
     std::fs::create_dir_all(&state).expect("state");
     std::fs::write(state.join("CLAUDE.md"), by_hand).expect("instructions");
@@ -727,27 +727,23 @@ fn claude_code_runs_confined_and_reaches_the_engine_through_the_relay() {
     assert_eq!(given.len(), 1, "{}", tool_outputs(&api));
     assert_eq!(given[0]["decision"], "accept");
     assert_nothing_planted(&api, env.home.path(), ".claude");
-    let heard = api
-        .served()
-        .requests
-        .iter()
-        .any(|(_, _, b)| b.to_string().contains(by_hand));
-    assert!(
-        !heard,
-        "the verifier loaded instructions or hooks from the user's state"
-    );
 }
 
 /// What a developer leaf plants in its CLI's state, which no later leaf may hear.
 const PLANTED: &str = "PLANTED-BY-THE-DEVELOPER";
 
-/// No request the verifier's CLI made carries what the developer planted, and the user's
-/// own CLI state (`state` in `home`) holds nothing of it.
+/// What an agent run by hand left in the user's own CLI state, which no leaf may load.
+const BY_HAND: &str = "PLANTED-BY-HAND";
+
+/// No request the verifier's CLI made carries what the developer planted or what was
+/// left by hand in the user's state, and the user's own CLI state (`state` in `home`)
+/// holds nothing the developer planted.
 fn assert_nothing_planted(api: &FakeApi, home: &Path, state: &str) {
     for (_, path, body) in api.served().requests {
+        let body = body.to_string();
         assert!(
-            !body.to_string().contains(PLANTED),
-            "the verifier's request to {path} carries what the developer planted"
+            !body.contains(PLANTED) && !body.contains(BY_HAND),
+            "the verifier's request to {path} carries what was planted"
         );
     }
     for file in ["CLAUDE.md", "AGENTS.md", "settings.json", "config.toml"] {
@@ -822,7 +818,7 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
     );
 
     // As an agent run by hand could have left them in the user's codex home.
-    let by_hand = "PLANTED-BY-HAND";
+    let by_hand = BY_HAND;
     std::fs::write(codex_home.join("AGENTS.md"), by_hand).expect("instructions");
     std::fs::write(
         codex_home.join("config.toml"),
@@ -853,15 +849,6 @@ fn codex_runs_confined_and_reaches_the_engine_through_the_relay() {
     assert_eq!(given[0]["decision"], "accept");
     assert_nothing_planted(&api, env.home.path(), ".codex");
     assert_nothing_planted(&api, env.home.path(), "codex-home");
-    let heard = api
-        .served()
-        .requests
-        .iter()
-        .any(|(_, _, b)| b.to_string().contains(by_hand));
-    assert!(
-        !heard,
-        "the verifier loaded instructions from the user's codex home"
-    );
 }
 
 /// What the fake Chat Completions API answers aider: one SEARCH/REPLACE block that

@@ -116,6 +116,9 @@ pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
         .extend(config.deny_read.iter().filter_map(|p| in_home(p)));
     policy.write_files = tdd_sandbox::DEVICES.iter().map(PathBuf::from).collect();
     policy.without_landlock = std::env::var_os(tdd_sandbox::NO_LANDLOCK_VAR).is_some();
+    // Bounded like the suites: processes, memory, and the private TMPDIR the leaf's
+    // runtime sets (`private_tmp`, in its own files).
+    policy.limits = config.limits();
     Sandbox::Confined {
         policy,
         require: config.require,

@@ -633,13 +633,17 @@ impl Leaves {
 }
 
 /// `sandbox` completed for one leaf: a confined leaf may also write its own files
-/// directory, which holds its private home and temporary directory.
+/// directory, which holds its private home and temporary directory (made before the
+/// leaf starts, so that its memory file system has a place to go).
 fn confined(sandbox: &tdd_supervisor::Sandbox, files: &LeafFiles) -> tdd_supervisor::Sandbox {
     let tdd_supervisor::Sandbox::Confined { policy, require } = sandbox else {
         return sandbox.clone();
     };
     let mut policy = policy.clone();
     policy.write.push(files.dir.clone());
+    // Its TMPDIR is a memory file system of its own, of the policy's quota, that no
+    // other leaf sees and that goes when it ends.
+    policy.private_tmp = Some(files.dir.join(TMP_DIR));
     tdd_supervisor::Sandbox::Confined {
         policy,
         require: *require,

@@ -178,6 +178,29 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, mut job: Job<'_>) ->
     }
 }
 
+/// Runs `command` through `sh -c` in `cwd` as one of `project`'s runners: with its
+/// environment (no identity or token, the run's pinned variables when hermetic), its
+/// confinement, its timeout, and its output captured in files with no name, so that
+/// nothing it starts outlives it or holds the engine waiting. For the commands a
+/// project or an artifact declares beside its suite (lint, typecheck, an artifact's
+/// check or regeneration), which are project code too.
+pub fn run_shell(
+    project: &Project,
+    label: &str,
+    command: &str,
+    cwd: &Path,
+) -> Result<Invocation, ObserveError> {
+    let scratch = Scratch::new()?;
+    let job = Job {
+        label,
+        argv: vec!["sh".into(), "-c".into(), command.into()],
+        cwd: Some(cwd),
+        report: ReportAt::Stdout,
+        env: Vec::new(),
+    };
+    Ok(execute(project, &scratch, job).invocation)
+}
+
 /// The rules a runner of `project` gets, when the project is confined: its policy plus
 /// the scratch directory, whose `tmp` becomes the runner's `TMPDIR` (set in `env`).
 fn runner_confinement(
@@ -221,9 +244,10 @@ fn runner_confinement(
         *prepared = Some((tdd_sandbox::Policy::clone(policy), identity, rules));
     }
     match prepared.as_ref() {
+        // Its TMPDIR is a memory file system of its own, of the policy's quota.
         Some((_, _, rules)) => rules
             .try_clone_writing(&scratch.path(""))
-            .map(Some)
+            .map(|rules| Some(rules.with_private_tmp(&tmp)))
             .map_err(other),
         None => Ok(None),
     }

@@ -74,6 +74,7 @@ pub use adapters::adapter_for;
 pub use error::ObserveError;
 pub use error::ReportError;
 pub use exec::read_regular_file;
+pub use exec::run_shell;
 pub use model::Collection;
 pub use model::CollectionError;
 pub use model::Exit;

@@ -1,7 +1,8 @@
 //! The launch latency confinement adds: spawning and reaping `/bin/true`, bare,
 //! confined by a developer-like policy (rules built for each launch, as the supervisor
-//! does), and confined as the engine confines a test runner (the same rules, plus a
-//! PID namespace of its own). Prints the medians and the differences.
+//! does), and confined as the engine confines a test runner (the same rules, plus PID,
+//! IPC and network namespaces of its own, then limits and a private `TMPDIR`), one step
+//! at a time. Prints the medians and the differences.
 //!
 //! Run: `cargo bench -p tdd-sandbox --bench launch`.
 
@@ -38,42 +39,66 @@ fn main() {
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
         own_processes: false,
-        own_network: false,
+        ..Policy::default()
     };
-    let runner = Policy {
-        own_processes: true,
-        own_network: true,
-        ..policy.clone()
-    };
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let variants = [
+        ("confined", policy.clone()),
+        (
+            "with its own PID and IPC namespaces",
+            Policy {
+                own_processes: true,
+                ..policy.clone()
+            },
+        ),
+        (
+            "and its own network",
+            Policy {
+                own_processes: true,
+                own_network: true,
+                ..policy.clone()
+            },
+        ),
+        (
+            "and limits with a private TMPDIR (a runner)",
+            Policy {
+                own_processes: true,
+                own_network: true,
+                limits: tdd_sandbox::Limits {
+                    processes: Some(4096),
+                    memory: Some(16 << 30),
+                    tmp: Some(2 << 30),
+                },
+                private_tmp: Some(tmp),
+                ..policy.clone()
+            },
+        ),
+    ];
     let level = Confinement::prepare(&policy)
         .expect("rules")
         .level()
         .label();
-    let (mut bare, mut confined, mut runners) = (Vec::new(), Vec::new(), Vec::new());
+    let mut bare = Vec::new();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
     for _ in 0..RUNS {
         let start = Instant::now();
         Command::new("/bin/true").status().expect("true runs");
         bare.push(start.elapsed().as_secs_f64() * 1000.0);
-        let start = Instant::now();
-        let mut command = Command::new("/bin/true");
-        Confinement::prepare(&policy)
-            .expect("rules")
-            .install(&mut command);
-        assert!(command.status().expect("true runs").success());
-        confined.push(start.elapsed().as_secs_f64() * 1000.0);
-        let start = Instant::now();
-        let mut command = Command::new("/bin/true");
-        Confinement::prepare(&runner)
-            .expect("rules")
-            .install(&mut command);
-        assert!(command.status().expect("true runs").success());
-        runners.push(start.elapsed().as_secs_f64() * 1000.0);
+        for ((_, variant), times) in variants.iter().zip(times.iter_mut()) {
+            let start = Instant::now();
+            let mut command = Command::new("/bin/true");
+            Confinement::prepare(variant)
+                .expect("rules")
+                .install(&mut command);
+            assert!(command.status().expect("true runs").success());
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
     }
-    let (b, c, r) = (median(bare), median(confined), median(runners));
-    println!(
-        "launch /bin/true, median of {RUNS}: bare {b:.2} ms, confined ({level}) {c:.2} ms, added {:.2} ms; \
-         as a runner (and its own PID namespace) {r:.2} ms, added {:.2} ms",
-        c - b,
-        r - b
-    );
+    let b = median(bare);
+    println!("launch /bin/true, median of {RUNS}: bare {b:.2} ms; Landlock level {level}");
+    for ((name, _), times) in variants.iter().zip(times) {
+        let t = median(times);
+        println!("  {name}: {t:.2} ms, added {:.2} ms", t - b);
+    }
 }

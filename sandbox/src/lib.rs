@@ -30,7 +30,10 @@ use serde::Deserialize;
 use serde::Serialize;
 
 mod cover;
+mod limits;
 mod mounts;
+
+pub use limits::Limits;
 
 /// The newest Landlock ABI whose rights a policy uses: filesystem rights up to
 /// truncation and device ioctls, and the signal and abstract-socket scopes (ABI 6).
@@ -87,6 +90,16 @@ pub struct Policy {
     /// network namespaces it keeps the host's network.
     #[serde(default)]
     pub own_network: bool,
+    /// Bounds on processes, memory and the private `TMPDIR`: see [`Limits`].
+    #[serde(default)]
+    pub limits: Limits,
+    /// A directory (under `write`) the program gets as a fresh memory file system of
+    /// its own, of at most `limits.tmp` bytes, where the kernel allows unprivileged user
+    /// namespaces: its `TMPDIR`, bounded, seen by no other process, gone when it ends.
+    /// Elsewhere it stays the directory on disk. [`Confinement::with_private_tmp`] sets
+    /// one per run.
+    #[serde(default)]
+    pub private_tmp: Option<PathBuf>,
 }
 
 /// How confined a process actually is.
@@ -243,6 +256,7 @@ pub enum SandboxError {
 pub struct Confinement {
     ruleset: Option<RulesetCreated>,
     mounts: Option<mounts::ReadOnly>,
+    limits: Limits,
     level: Level,
 }
 
@@ -260,6 +274,7 @@ impl Confinement {
         Confinement {
             ruleset: None,
             mounts: None,
+            limits: Limits::default(),
             level: Level::Disabled,
         }
     }
@@ -280,6 +295,7 @@ impl Confinement {
                 return Ok(Confinement {
                     ruleset: None,
                     mounts: None,
+                    limits: policy.limits,
                     level,
                 });
             }
@@ -297,10 +313,16 @@ impl Confinement {
         let unreadable = policy.deny_read.clone();
         // Read-only mounts keep `deny_write` read-only without holes in the grants; a
         // PID namespace of its own keeps what the program starts from outliving it.
-        let mounts = ((!policy.deny_write.is_empty() || policy.own_processes)
+        let mounts = ((!policy.deny_write.is_empty()
+            || policy.own_processes
+            || policy.private_tmp.is_some())
             && mounts::available())
         .then(|| {
-            let ro = mounts::ReadOnly::new(&policy.deny_write);
+            let ro = mounts::ReadOnly::new(&policy.deny_write).with_limits(policy.limits);
+            let ro = match &policy.private_tmp {
+                Some(dir) => ro.with_private_tmp(dir),
+                None => ro,
+            };
             let ro = if policy.own_processes && mounts::pid_namespaces() {
                 ro.with_own_processes()
             } else {
@@ -345,6 +367,7 @@ impl Confinement {
         Ok(Confinement {
             ruleset: Some(created),
             mounts,
+            limits: policy.limits,
             level,
         })
     }
@@ -359,8 +382,24 @@ impl Confinement {
                 .map(RulesetCreated::try_clone)
                 .transpose()?,
             mounts: self.mounts.clone(),
+            limits: self.limits,
             level: self.level.clone(),
         })
+    }
+
+    /// The same rules, with `dir` (which the rules let the program write) as a fresh
+    /// memory file system of the program's own of at most the limits' `tmp` bytes, as
+    /// [`Policy::private_tmp`] makes it: for runs that each get a `TMPDIR` of their own.
+    /// Where the kernel refuses unprivileged user namespaces `dir` stays on disk.
+    pub fn with_private_tmp(mut self, dir: &std::path::Path) -> Confinement {
+        if self.ruleset.is_some() && mounts::available() {
+            let mounts = self
+                .mounts
+                .take()
+                .unwrap_or_else(|| mounts::ReadOnly::new(&[]).with_limits(self.limits));
+            self.mounts = Some(mounts.with_private_tmp(dir)).filter(|m| !m.is_empty());
+        }
+        self
     }
 
     /// The same rules plus a write grant on `dir`, which must lie in no hole of the
@@ -388,12 +427,14 @@ impl Confinement {
     /// Makes `command` apply the rules in its child before exec. A child that cannot
     /// apply them does not run: the spawn fails with the error.
     pub fn install(self, command: &mut Command) {
-        let Some(ruleset) = self.ruleset else {
+        if self.ruleset.is_none() && self.limits == Limits::default() {
             return;
-        };
+        }
         let mounts = self.mounts;
-        let mut ruleset = Some(ruleset);
+        let limits = self.limits;
+        let mut ruleset = self.ruleset;
         let apply = move || -> std::io::Result<()> {
+            limits::apply_memory(&limits)?;
             // The mounts first: once Landlock holds, no mount can change.
             if let Some(mounts) = &mounts {
                 mounts.apply()?;

@@ -19,26 +19,48 @@ use nix::sched::CloneFlags;
 #[derive(Debug, Clone)]
 pub(crate) struct ReadOnly {
     paths: Vec<PathBuf>,
-    uid_map: String,
-    gid_map: String,
     /// Also a PID and an IPC namespace: see [`ReadOnly::with_own_processes`].
     pid: bool,
     /// Also a network namespace: see [`ReadOnly::with_own_network`].
     net: bool,
+    /// A directory to mount a fresh memory file system on, with its mount options:
+    /// see [`ReadOnly::with_private_tmp`].
+    tmp: Option<(PathBuf, String)>,
+    /// The process bound, set once the user namespace is the child's own.
+    limits: crate::Limits,
 }
 
 impl ReadOnly {
     /// Read-only mounts of `paths` (those that exist) for a child of this process.
     pub(crate) fn new(paths: &[PathBuf]) -> ReadOnly {
-        let uid = nix::unistd::getuid();
-        let gid = nix::unistd::getgid();
         ReadOnly {
             paths: paths.iter().filter(|p| p.exists()).cloned().collect(),
-            uid_map: format!("{uid} {uid} 1\n"),
-            gid_map: format!("{gid} {gid} 1\n"),
             pid: false,
             net: false,
+            tmp: None,
+            limits: crate::Limits::default(),
         }
+    }
+
+    /// The same, with `limits`: the process bound holds in the child's own user
+    /// namespace, and `dir` (when given) becomes a memory file system of the child's own
+    /// holding at most `limits.tmp` bytes, which goes when the namespace does.
+    pub(crate) fn with_limits(mut self, limits: crate::Limits) -> ReadOnly {
+        self.limits = limits;
+        self
+    }
+
+    /// The same, with `dir` mounted as a fresh memory file system of at most the
+    /// limits' `tmp` bytes: what the program writes there is its own, bounded, and
+    /// gone when it ends. A directory that does not exist is skipped.
+    pub(crate) fn with_private_tmp(mut self, dir: &std::path::Path) -> ReadOnly {
+        if dir.is_dir() {
+            self.tmp = Some((
+                dir.to_path_buf(),
+                crate::limits::tmpfs_options(self.limits.tmp),
+            ));
+        }
+        self
     }
 
     /// The same, in a PID namespace of the child's own as well: the program runs as its
@@ -58,7 +80,7 @@ impl ReadOnly {
 
     /// Whether there is nothing to do: no mount and no namespace beyond them.
     pub(crate) fn is_empty(&self) -> bool {
-        self.paths.is_empty() && !self.pid && !self.net
+        self.paths.is_empty() && !self.pid && !self.net && self.tmp.is_none()
     }
 
     /// Runs in the child between fork and exec: only system calls, on strings made
@@ -71,10 +93,19 @@ impl ReadOnly {
         if self.net {
             flags |= CloneFlags::CLONE_NEWNET;
         }
+        // The ids are this process's own, read after the fork: a spawner may have
+        // changed them (`Command::uid`) since the rules were made.
+        let uid = nix::unistd::geteuid().as_raw();
+        let gid = nix::unistd::getegid().as_raw();
         nix::sched::unshare(flags)?;
-        write("/proc/self/setgroups", "deny")?;
-        write("/proc/self/uid_map", &self.uid_map)?;
-        write("/proc/self/gid_map", &self.gid_map)?;
+        // A change of ids makes a process undumpable, and its `/proc/self` files its
+        // former owner's: dumpable again (as exec would leave it), it may write its maps.
+        nix::sys::prctl::set_dumpable(true)?;
+        write("/proc/self/setgroups", b"deny")?;
+        write("/proc/self/uid_map", IdMap::of(uid).bytes())?;
+        write("/proc/self/gid_map", IdMap::of(gid).bytes())?;
+        // Counted from here on in this user namespace alone: the program's own.
+        crate::limits::apply_processes(&self.limits)?;
         if self.net {
             loopback_up()?;
         }
@@ -94,6 +125,15 @@ impl ReadOnly {
                 none,
                 MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
                 none,
+            )?;
+        }
+        if let Some((dir, options)) = &self.tmp {
+            nix::mount::mount(
+                Some("tmpfs"),
+                dir,
+                Some("tmpfs"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some(options.as_str()),
             )?;
         }
         Ok(())
@@ -181,11 +221,61 @@ fn wait_and_end_as(child: nix::unistd::Pid) -> ! {
     }
 }
 
-fn write(path: &str, text: &str) -> std::io::Result<()> {
+fn write(path: &str, text: &[u8]) -> std::io::Result<()> {
     std::fs::OpenOptions::new()
         .write(true)
         .open(path)?
-        .write_all(text.as_bytes())
+        .write_all(text)
+}
+
+/// One line of a user namespace's id map, `<id> <id> 1`, written on the stack: it is
+/// made between fork and exec, where nothing may allocate.
+struct IdMap {
+    text: [u8; 36],
+    len: usize,
+}
+
+impl IdMap {
+    /// The map of `id` onto itself.
+    fn of(id: u32) -> IdMap {
+        let mut map = IdMap {
+            text: [0; 36],
+            len: 0,
+        };
+        map.number(id);
+        map.push(b' ');
+        map.number(id);
+        for byte in b" 1\n" {
+            map.push(*byte);
+        }
+        map
+    }
+
+    fn number(&mut self, id: u32) {
+        let mut digits = [0u8; 10];
+        let mut count = 0;
+        let mut rest = id;
+        loop {
+            digits[count] = b'0' + (rest % 10) as u8;
+            count += 1;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        for digit in digits[..count].iter().rev() {
+            self.push(*digit);
+        }
+    }
+
+    fn push(&mut self, byte: u8) {
+        self.text[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.text[..self.len]
+    }
 }
 
 /// Whether this kernel lets an unprivileged process make its own user and mount
@@ -257,4 +347,16 @@ pub(crate) fn pid_namespaces() -> bool {
         });
         command.status().is_ok_and(|s| s.success())
     })
+}
+
+#[cfg(test)]
+mod id_map_tests {
+    use super::IdMap;
+
+    #[test]
+    fn an_id_maps_onto_itself() {
+        assert_eq!(IdMap::of(0).bytes(), b"0 0 1\n");
+        assert_eq!(IdMap::of(65534).bytes(), b"65534 65534 1\n");
+        assert_eq!(IdMap::of(u32::MAX).bytes(), b"4294967295 4294967295 1\n");
+    }
 }

@@ -38,8 +38,7 @@ fn policy(root: &Path) -> Policy {
         ],
         write_files: vec![PathBuf::from("/dev/null")],
         without_landlock: false,
-        own_processes: false,
-        own_network: false,
+        ..Policy::default()
     }
 }
 
@@ -201,4 +200,106 @@ fn a_program_with_its_own_processes_reaches_only_its_own_loopback_and_ipc() {
     p.own_network = false;
     let (_, err) = confined(&p, &script);
     assert!(err.contains("reached"), "{err}");
+}
+
+#[test]
+fn a_program_gets_no_more_processes_than_its_limit() {
+    if !probe().confines() || !mounts::available() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let mut p = policy(&root);
+    p.own_processes = true;
+    // The kernel exempts the root user from process limits: as root, the program runs as
+    // `nobody`, the limit's usual subject.
+    let run = |p: &Policy| {
+        let mut command = Command::new("/bin/sh");
+        command
+            .args([
+                "-c",
+                "for i in $(seq 40); do sleep 300 & done; echo all started",
+            ])
+            .current_dir("/");
+        if nix::unistd::geteuid().is_root() {
+            command.uid(65534).gid(65534);
+        }
+        Confinement::prepare(p)
+            .expect("rules")
+            .install(&mut command);
+        command.output().expect("sh runs")
+    };
+    let unbounded = run(&p);
+    assert!(
+        String::from_utf8_lossy(&unbounded.stdout).contains("all started"),
+        "{unbounded:?}"
+    );
+    p.limits.processes = Some(12);
+    let bounded = run(&p);
+    assert!(
+        !String::from_utf8_lossy(&bounded.stdout).contains("all started"),
+        "40 processes started under a limit of 12: {bounded:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&bounded.stderr)
+            .to_lowercase()
+            .contains("fork"),
+        "{bounded:?}"
+    );
+}
+
+#[test]
+fn a_program_gets_no_more_memory_than_its_limit() {
+    if !probe().confines() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let mut p = policy(&root);
+    let script = "python3 -c 'b = bytearray(512 << 20); print(len(b))'";
+    let (code, err) = confined(&p, script);
+    assert_eq!(code, 0, "{err}");
+    p.limits.memory = Some(128 << 20);
+    let (code, err) = confined(&p, script);
+    assert_ne!(code, 0, "512 MiB allocated under a limit of 128 MiB");
+    assert!(err.contains("MemoryError"), "{err}");
+}
+
+#[test]
+fn a_private_tmp_holds_its_quota_and_leaves_nothing_on_disk() {
+    if !probe().confines() || !mounts::available() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let tmp = root.join("work/tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let mut p = policy(&root);
+    p.limits.tmp = Some(1 << 20);
+    let t = tmp.display();
+    let script = format!(
+        "echo small > {t}/small && cat {t}/small >&2 && dd if=/dev/zero of={t}/big bs=1024 count=4096"
+    );
+    // Set by the policy, and per run on prepared rules.
+    p.private_tmp = Some(tmp.clone());
+    let (code, err) = confined(&p, &script);
+    assert_ne!(code, 0, "4 MiB written to a TMPDIR of 1 MiB: {err}");
+    assert!(
+        err.contains("small") && err.contains("No space left"),
+        "{err}"
+    );
+    p.private_tmp = None;
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", &script]);
+    Confinement::prepare(&p)
+        .expect("rules")
+        .with_private_tmp(&tmp)
+        .install(&mut command);
+    let out = command.output().expect("sh runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("No space left"), "{err}");
+    // What the program wrote was its own and went with it.
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Without a private TMPDIR the same writes land on disk.
+    let (code, err) = confined(&p, &script);
+    assert_eq!(code, 0, "{err}");
+    assert!(tmp.join("big").is_file());
 }

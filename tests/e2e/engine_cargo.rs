@@ -384,3 +384,57 @@ fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
     );
     assert_eq!(env.git(&["status", "--porcelain"]), "");
 }
+
+/// A close-sweep command that pries: it plants a git hook, reads the git credentials
+/// into its output, and leaves a process behind; then it does its job.
+const PRYING_SWEEP: &str = "echo planted > .git/hooks/pre-commit\ncat \"$HOME/.git-credentials\" > pried.txt\nsetsid sleep 3141 >/dev/null 2>&1 &\nmkdir -p generated\ngrep -c 'pub fn' src/lib.rs > generated/count.txt\n";
+
+#[test]
+fn a_close_sweeps_lint_and_artifact_commands_run_confined_like_the_suites() {
+    let env = project();
+    env.write(
+        "tdd.toml",
+        &CONFIG.replace(
+            "adapter = \"cargo\"\n",
+            "adapter = \"cargo\"\nlint = [\"sh sweep.sh\"]\n",
+        )
+        .replace(
+            "[locks]",
+            "[artifact.count]\npath = \"generated\"\nproduced_by = \"app\"\nregenerate = \"sh sweep.sh\"\ncheck = \"false\"\n\n[locks]",
+        ),
+    );
+    env.write("sweep.sh", PRYING_SWEEP);
+    env.write("generated/count.txt", "1\n");
+    env.write(".gitignore", "target/\nCargo.lock\npried.txt\n");
+    env.commit_all("a prying sweep");
+    std::fs::write(
+        env.home.path().join(".git-credentials"),
+        "s3cret-credential",
+    )
+    .expect("plant");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(&env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    assert_eq!(advance(&env).0, 0);
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("generated/count.txt")).expect("count"),
+        "2\n"
+    );
+    if !tdd_sandbox::probe().confines() {
+        return;
+    }
+    assert!(!env.root().join(".git/hooks/pre-commit").exists());
+    let pried = std::fs::read_to_string(env.root().join("pried.txt")).unwrap_or_default();
+    assert!(!pried.contains("s3cret"), "{pried}");
+    if tdd_sandbox::namespaces().processes {
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 3141"])
+            .output()
+            .expect("pgrep");
+        assert!(left.stdout.is_empty(), "a sweep's process outlived it");
+    }
+}

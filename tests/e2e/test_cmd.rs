@@ -337,3 +337,60 @@ fn test_code_run_by_hand_reads_no_credential_and_writes_neither_git_nor_home() {
     assert!(seen.contains("|reached|"), "{seen}");
     assert_eq!(level, None);
 }
+
+/// Test code that fills its `TMPDIR` and takes a large allocation: each passes only if
+/// the machine let it.
+const GREEDY: &str = r#"
+import os, tempfile
+
+def test_fills_tmp():
+    with open(os.path.join(tempfile.gettempdir(), "fill"), "wb") as f:
+        f.write(b"x" * (16 << 20))
+
+def test_allocates():
+    assert len(bytearray(512 << 20)) == 512 << 20
+"#;
+
+/// The outcome of each greedy test under the `[sandbox]` table `sandbox`.
+fn greedy(sandbox: &str) -> (String, String) {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        &format!("[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n{sandbox}"),
+    );
+    env.write("tests/test_greedy.py", GREEDY);
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("greedy tests");
+    let outcome = |target: &str| {
+        let (code, value) = env.json(&["test", &format!("tests/test_greedy.py::{target}")]);
+        assert_eq!(code, 0, "{value}");
+        let status = status_of(&value);
+        (status, value.to_string())
+    };
+    let (tmp, tmp_text) = outcome("test_fills_tmp");
+    let (memory, memory_text) = outcome("test_allocates");
+    (
+        format!("{tmp}: {tmp_text}"),
+        format!("{memory}: {memory_text}"),
+    )
+}
+
+#[test]
+fn test_code_gets_no_more_tmp_or_memory_than_sandbox_allows() {
+    if !tdd_sandbox::probe().confines() || !tdd_sandbox::namespaces().mounts {
+        return;
+    }
+    let (tmp, memory) = greedy("\n[sandbox]\ntmp_mb = 4\nmemory_mb = 256\n");
+    assert!(
+        tmp.starts_with("failed_error") && tmp.contains("No space left"),
+        "{tmp}"
+    );
+    assert!(
+        memory.starts_with("failed_error") && memory.contains("MemoryError"),
+        "{memory}"
+    );
+    // Unbounded, the same tests pass: the bounds are what stop them.
+    let (tmp, memory) = greedy("\n[sandbox]\ntmp_mb = 0\nmemory_mb = 0\n");
+    assert!(tmp.starts_with("passed"), "{tmp}");
+    assert!(memory.starts_with("passed"), "{memory}");
+}

@@ -61,6 +61,41 @@ pub struct SandboxConfig {
     /// Leaves (the agent CLIs) keep the network their model API needs either way.
     #[serde(default)]
     pub network: bool,
+    /// Processes and threads each leaf and each test run may have at once (counted in
+    /// a user namespace of its own; the kernel exempts root). `0` is no bound.
+    #[serde(default)]
+    pub processes: Option<u64>,
+    /// Data memory each process of a leaf or a test run may take, in MiB. `0` is no
+    /// bound.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// What a leaf's or a test run's private `TMPDIR` may hold, in MiB. `0` is no bound.
+    #[serde(default)]
+    pub tmp_mb: Option<u64>,
+}
+
+impl SandboxConfig {
+    /// Processes a leaf or a test run may have when `processes` is not set.
+    pub const DEFAULT_PROCESSES: u64 = 4096;
+    /// Data memory per process, in MiB, when `memory_mb` is not set.
+    pub const DEFAULT_MEMORY_MB: u64 = 16 * 1024;
+    /// Private `TMPDIR` quota, in MiB, when `tmp_mb` is not set.
+    pub const DEFAULT_TMP_MB: u64 = 2 * 1024;
+
+    /// The bounds every leaf and every test run gets: the configured ones, else the
+    /// defaults; a `0` leaves that resource unbounded.
+    pub fn limits(&self) -> crate::observe::sandbox::Limits {
+        let set =
+            |value: Option<u64>, default: u64| Some(value.unwrap_or(default)).filter(|v| *v > 0);
+        let mib = |value: Option<u64>, default: u64| {
+            set(value, default).map(|v| v.saturating_mul(1 << 20))
+        };
+        crate::observe::sandbox::Limits {
+            processes: set(self.processes, Self::DEFAULT_PROCESSES),
+            memory: mib(self.memory_mb, Self::DEFAULT_MEMORY_MB),
+            tmp: mib(self.tmp_mb, Self::DEFAULT_TMP_MB),
+        }
+    }
 }
 
 /// One `[artifact.NAME]` table.

@@ -22,6 +22,7 @@ use super::gates::Refused;
 use super::phase::Verb;
 use crate::config::Config;
 use crate::ledger::Ledger;
+use crate::observe::Exit;
 
 /// Artifacts reachable from `projects` (in production order) and the projects downstream
 /// of them that are not among `projects`.
@@ -59,27 +60,56 @@ pub(crate) fn reachable(config: &Config, projects: &[String]) -> (Vec<String>, V
     (order, downstream.into_iter().collect())
 }
 
-/// Runs `command` through `sh -c` in `dir`; `Ok(None)` on success, else the output's tail.
-fn run_shell(command: &str, dir: &Path) -> Result<Option<String>, RunError> {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .output()
-        .map_err(|source| RunError::Io {
-            what: format!("running `{command}`"),
-            source,
-        })?;
-    if out.status.success() {
-        return Ok(None);
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Runs `command` through `sh -c` in `dir` as one of `project`'s runners (project code:
+/// confined, without the caller's secrets, under the project's timeout); `Ok(None)` on
+/// success, else the last 20 lines of its output and how it ended.
+fn run_shell(
+    project: &crate::observe::Project,
+    label: &str,
+    command: &str,
+    dir: &Path,
+) -> Result<Option<String>, RunError> {
+    let ran = crate::observe::run_shell(project, label, command, dir)?;
+    let ended = match &ran.exit {
+        Exit::Code { code: 0 } => return Ok(None),
+        Exit::Code { code } => format!("exited with code {code}"),
+        Exit::Signal { signal } => format!("ended by signal {signal}"),
+        Exit::TimedOut { after_seconds } => {
+            format!("killed after the project's timeout of {after_seconds} s")
+        }
+        Exit::NotStarted { message } => format!("could not start: {message}"),
+    };
+    let text = format!("{}{}", ran.stdout, ran.stderr);
     let lines: Vec<&str> = text.lines().collect();
-    Ok(Some(lines[lines.len().saturating_sub(20)..].join("\n")))
+    let mut tail = lines[lines.len().saturating_sub(20)..].join("\n");
+    if !tail.is_empty() {
+        tail.push('\n');
+    }
+    tail.push_str(&format!("({ended})"));
+    Ok(Some(tail))
+}
+
+impl Engine {
+    /// The project an artifact's commands run as: its producer when that is a project,
+    /// else the first of the cycle's projects, rooted at the work tree (where the
+    /// artifact's paths are).
+    fn artifact_project(
+        &self,
+        artifact: &crate::config::ArtifactConfig,
+        projects: &[String],
+    ) -> Result<crate::observe::Project, RunError> {
+        let name = artifact
+            .produced_by
+            .as_ref()
+            .filter(|p| self.config.project.contains_key(*p))
+            .or_else(|| projects.first())
+            .ok_or_else(|| RunError::UnknownProject {
+                name: "(the producer of an artifact)".into(),
+            })?;
+        let mut project = self.project(name)?;
+        project.root = self.work_tree.clone();
+        Ok(project)
+    }
 }
 
 impl Engine {
@@ -97,13 +127,14 @@ impl Engine {
         let (artifacts, _) = reachable(&self.config, projects);
         for name in artifacts {
             let artifact = &self.config.artifact[&name];
+            let project = self.artifact_project(artifact, projects)?;
             if let Some(check) = &artifact.check {
                 progress.event(
                     "artifact_check",
                     json!({ "artifact": name }),
                     &format!("checking artifact {name}..."),
                 );
-                if run_shell(check, &self.work_tree)?.is_none() {
+                if run_shell(&project, "artifact-check", check, &self.work_tree)?.is_none() {
                     continue;
                 }
             }
@@ -129,7 +160,9 @@ impl Engine {
                 json!({ "artifact": name }),
                 &format!("regenerating artifact {name}..."),
             );
-            if let Some(tail) = run_shell(regenerate, &self.work_tree)? {
+            if let Some(tail) =
+                run_shell(&project, "artifact-regenerate", regenerate, &self.work_tree)?
+            {
                 let event = RunEvent::ArtifactRegenerateFailed(ArtifactFailed {
                     n,
                     artifact: name.clone(),
@@ -186,7 +219,8 @@ impl Engine {
             let Some(project) = self.config.project.get(name) else {
                 return Err(RunError::UnknownProject { name: name.clone() });
             };
-            let root = self.work_tree.join(&project.root);
+            let runs_as = self.project(name)?;
+            let root = runs_as.root.clone();
             for (kind, command) in project
                 .lint
                 .iter()
@@ -198,30 +232,7 @@ impl Engine {
                     json!({ "project": name, "kind": kind, "command": command }),
                     &format!("{kind}: {command}"),
                 );
-                let out = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(command)
-                    .current_dir(&root)
-                    .output()
-                    .map_err(|source| RunError::Io {
-                        what: format!("running `{command}`"),
-                        source,
-                    })?;
-                if !out.status.success() {
-                    let text = format!(
-                        "{}{}",
-                        String::from_utf8_lossy(&out.stdout),
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    let tail: String = text
-                        .lines()
-                        .rev()
-                        .take(20)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect::<Vec<_>>()
-                        .join("\n");
+                if let Some(tail) = run_shell(&runs_as, kind, command, &root)? {
                     return Ok(Some(Refused {
                         reason: "gate_failed",
                         verb: Verb::FixRegression,

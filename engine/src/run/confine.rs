@@ -124,6 +124,11 @@ pub(crate) fn runner_policy(
         // Loopback only unless the project says its tests need the network: no
         // listener or connection of test code reaches past its run.
         own_network: !config.network,
+        // Bounded: a fork bomb, a runaway allocation or a TMPDIR filled by test code
+        // fails that test, not the machine.
+        limits: config.limits(),
+        // Each run's own TMPDIR is its scratch `tmp`, set per run by the observer.
+        private_tmp: None,
     })
 }
 

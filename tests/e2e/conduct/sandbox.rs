@@ -424,3 +424,34 @@ fn test_code_that_rewrites_the_verifiers_checkout_gets_its_verdict_refused() {
     let log = subjects(env.root());
     assert!(!log.iter().any(|s| s == STEP_ONE[1]), "{log:?}");
 }
+
+#[test]
+fn a_leafs_tmpdir_is_a_memory_file_system_of_its_own_that_holds_its_quota() {
+    if !tdd_sandbox::probe().confines() || !tdd_sandbox::namespaces().mounts {
+        return;
+    }
+    let env = Env::new();
+    // The RED developer fills its TMPDIR past the quota and says what it is.
+    let script = run_hostile(
+        "dd if=/dev/zero of=\"$TMPDIR/fill\" bs=1024 count=8192 2>&1; echo KIND-$(stat -f -c %T \"$TMPDIR\")-END",
+    );
+    let fixture = fixture(&good_planner(""), GOOD_VERIFIER).replacen(
+        "phase = \"red\"\n",
+        &format!("phase = \"red\"\n{script}"),
+        1,
+    );
+    let issue = project(&env, &fixture);
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &format!("{config}\n[sandbox]\nenabled = true\ntmp_mb = 4\n"),
+    );
+    env.commit_all("confine leaves");
+    let (code, value) = env.json(&["conduct", &issue]);
+    assert_eq!(code, 0, "{value}");
+    let (path, said) = files_under(env.ledger_home.path())
+        .into_iter()
+        .find(|(_, text)| text.contains("KIND-tmpfs-END"))
+        .unwrap_or_else(|| panic!("no leaf said its TMPDIR was its own memory"));
+    assert!(said.contains("No space left"), "{}: {said}", path.display());
+}

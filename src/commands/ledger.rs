@@ -59,6 +59,38 @@ fn verify(ctx: &Ctx) -> Result<Outcome, CommandError> {
     if !found.is_intact() {
         return Err(tampered(&found, &location.database).data(data));
     }
+    // Every phase commit of the run active here must still be on the branch: one reset
+    // or amended away is work the ledger vouches for that the branch no longer holds.
+    let off_branch = match ctx.engine() {
+        Ok(engine) => engine.phase_commits_off_branch()?,
+        Err(_) => Vec::new(),
+    };
+    data["phase_commits_off_branch"] = json!(
+        off_branch
+            .iter()
+            .map(|(n, phase, commit)| json!({ "cycle": n, "phase": phase, "commit": commit }))
+            .collect::<Vec<_>>()
+    );
+    if let Some((_, _, first)) = off_branch.first() {
+        let mut text = String::new();
+        for (n, phase, commit) in &off_branch {
+            text.push_str(&format!(
+                "cycle {n}: the {phase} commit {commit} is not on this branch\n"
+            ));
+        }
+        return Err(CommandError::refused(
+            "phase_commit_missing",
+            format!(
+                "{} phase commit(s) recorded by the active run are not on this branch: it was reset, amended or rebased after tdd recorded them",
+                off_branch.len()
+            ),
+        )
+        .hint(format!(
+            "put the branch back on the recorded work with `git reset --keep {first}` (or find it with `git reflog`), then run `tdd ledger verify` again"
+        ))
+        .text(text)
+        .data(data));
+    }
     let text = format!(
         "ledger intact: {} events{}; {} run commits on this branch, {} anchored\n",
         found.events,

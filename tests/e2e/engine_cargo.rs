@@ -208,12 +208,19 @@ fn a_test_that_passes_on_arrival_is_a_red_first_violation() {
 }
 
 #[test]
-fn implementation_committed_during_red_is_still_reverted() {
+fn implementation_committed_during_red_is_refused_then_reverted() {
     let env = project();
     env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    let recorded = env.git(&["rev-parse", "HEAD"]).trim().to_string();
     env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
     env.commit_all("sneak the implementation in");
     env.write("tests/sub.rs", SUB_TEST);
+    // The commit made by hand is never built on.
+    let (exit, value) = advance(&env);
+    assert_eq!(exit, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "head_moved", "{value}");
+    // Put back as the refusal says, the implementation is an edit RED does not allow.
+    env.git(&["reset", "-q", "--soft", &recorded]);
     let (exit, value) = advance(&env);
     assert_eq!(exit, 0, "{value}");
     assert_eq!(value["data"]["to"], "AWAITING_IMPL");

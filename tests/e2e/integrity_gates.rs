@@ -620,3 +620,64 @@ fn a_package_json_import_map_redirect_is_reverted() {
     let now = std::fs::read_to_string(env.root().join("package.json")).expect("package.json");
     assert_eq!(now, package);
 }
+
+#[test]
+fn a_commit_made_or_removed_by_hand_is_never_what_a_gate_judges() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    // A weakened test committed by hand, the implementation missing: that commit would
+    // be the base of the candidate and of the sensitivity tree.
+    env.write("tests/test_sub.py", WEAK);
+    env.git(&["commit", "-qam", "tidy the test"]);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "head_moved", "{value}");
+    let hint = value["error"]["hint"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+        + value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains(&format!("git reset --soft {}", &red[..12])),
+        "{value}"
+    );
+    // Put back as told, the weakened test is an edit of a locked test: reverted, and
+    // GREEN is accepted on the real behaviour only.
+    env.git(&["reset", "-q", "--soft", &red]);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("tests/test_sub.py")).expect("test"),
+        TEST
+    );
+    let green = head(&env);
+    // The honest GREEN commit reset away and one with the behaviour broken in its
+    // place: the REFACTOR close is refused and the ledger says the commit is gone.
+    env.git(&["reset", "-q", "--soft", "HEAD~1"]);
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a + b\n"),
+    );
+    env.git(&["commit", "-qam", "feat: subtraction"]);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "head_moved", "{value}");
+    let (code, verified) = env.json(&["ledger", "verify"]);
+    assert_eq!(code, 1, "{verified}");
+    assert_eq!(
+        verified["error"]["reason"], "phase_commit_missing",
+        "{verified}"
+    );
+    assert_eq!(
+        verified["data"]["phase_commits_off_branch"][0]["commit"], green,
+        "{verified}"
+    );
+    // Back on the recorded commit, the run goes on and verifies.
+    env.git(&["reset", "-q", "--hard", &green]);
+    assert_eq!(env.json(&["ledger", "verify"]).0, 0);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+}

@@ -69,6 +69,10 @@ pub(super) struct Ctx<'a> {
     pub(super) stamp: super::stamp::Probe,
     /// The next phase's base, when scanned while the clean room runs the suites.
     pub(super) next_base: super::snapshot::EarlyScan,
+    /// The commit the ledger recorded at the current phase's start, which HEAD was
+    /// checked to be: what every candidate of the phase is built on, never HEAD as
+    /// read later.
+    pub(super) head: String,
 }
 
 impl Ctx<'_> {
@@ -153,6 +157,9 @@ impl Engine {
             .target_override
             .clone()
             .map_or_else(|| planned.tests.clone(), |t| vec![t]);
+        let git = crate::git::Git::new(&self.work_tree);
+        let head = git.text(["rev-parse", "HEAD"])?;
+        let recorded = cycle.history.last().map(|start| start.head.clone());
         let ctx = Ctx {
             state: &state,
             planned,
@@ -163,6 +170,7 @@ impl Engine {
             phase: cycle.phase,
             stamp: super::stamp::Probe::default(),
             next_base: super::snapshot::EarlyScan::default(),
+            head: recorded.clone().unwrap_or_else(|| head.clone()),
         };
         let blank = AdvanceOutcome {
             run_id: state.run_id.clone(),
@@ -178,6 +186,14 @@ impl Engine {
             next: cycle.phase.verb(),
             run_complete: false,
         };
+        if let Some(recorded) = recorded.filter(|r| *r != head) {
+            let refusal = head_moved(&recorded, &head);
+            return Ok(AdvanceOutcome {
+                next: refusal.verb,
+                refused: Some(refusal),
+                ..blank
+            });
+        }
         if !retry
             && cycle
                 .refusal
@@ -250,9 +266,9 @@ impl Engine {
         to: Phase,
     ) -> Result<(), RunError> {
         let git = crate::git::Git::new(&self.work_tree);
-        let (head, head_tree) = candidate::head_and_tree(&git)?;
+        let head_tree = candidate::tree_of(&git, &ctx.head)?;
         let candidate = candidate::build(&git, &head_tree, &ctx.now.tree, select)?;
-        self.commit_candidate(ledger, ctx, outcome, &head, &candidate, message, to)
+        self.commit_candidate(ledger, ctx, outcome, &ctx.head, &candidate, message, to)
     }
 
     /// Commits `candidate` on `head` (nothing when it is empty), records the move and opens
@@ -387,5 +403,20 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// The refusal of an advance whose HEAD is not the commit the ledger recorded for the
+/// phase: a commit made outside tdd (by hand, by an agent, a `git reset` or an amend)
+/// is never the base of what a gate judges.
+fn head_moved(recorded: &str, head: &str) -> Refused {
+    let short = |sha: &str| sha.chars().take(12).collect::<String>();
+    let (recorded, head) = (short(recorded), short(head));
+    Refused {
+        reason: "head_moved",
+        verb: Verb::ResolveBlocker,
+        detail: format!(
+            "HEAD is {head}, but the run recorded {recorded} as the commit this phase builds on: a commit made or removed outside tdd is not judged. Put HEAD back with `git reset --soft {recorded}` (your changes stay in the work tree), then run `tdd advance` again"
+        ),
     }
 }

@@ -114,14 +114,15 @@ impl Engine {
 
 impl Engine {
     /// Regenerates the stale artifacts reachable from the cycle's projects, committing each
-    /// as `chore(<artifact>): regenerate`; a stale artifact that cannot be regenerated
-    /// refuses the close.
+    /// as `chore(<artifact>): regenerate` on `head`, which then names the last commit
+    /// made; a stale artifact that cannot be regenerated refuses the close.
     pub(crate) fn refresh_artifacts(
         &self,
         ledger: &mut Ledger,
         run_id: &str,
         n: u32,
         projects: &[String],
+        head: &mut String,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         let (artifacts, _) = reachable(&self.config, projects);
@@ -196,6 +197,9 @@ impl Engine {
                 &format!("chore({name}): regenerate"),
                 &trailers,
             )?;
+            if let Some(made) = &commit {
+                head.clone_from(made);
+            }
             let event = RunEvent::ArtifactRegenerated(ArtifactRegenerated {
                 n,
                 artifact: name.clone(),

@@ -33,6 +33,10 @@ use crate::observe::adapter_for;
 use crate::observe::lookup;
 use crate::observe::observe_target;
 
+/// What a close is judged on: the tree, the projects to sweep, and the commit the
+/// candidate builds on.
+type Prepared = (Snapshot, Vec<String>, String);
+
 impl Engine {
     pub(super) fn green_or_refactor(
         &self,
@@ -43,16 +47,20 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
         let refactor = ctx.phase == Phase::AwaitingRefactor;
-        let (now, sweep) = if refactor {
+        let (now, sweep, head) = if refactor {
             match self.before_close(ledger, ctx, progress)? {
                 Ok(prepared) => prepared,
                 Err(refusal) => return self.refuse(ledger, ctx, outcome, refusal),
             }
         } else {
-            (ctx.now.clone(), ctx.planned.projects.clone())
+            (
+                ctx.now.clone(),
+                ctx.planned.projects.clone(),
+                ctx.head.clone(),
+            )
         };
         let git = Git::new(&self.work_tree);
-        let (head, head_tree) = candidate::head_and_tree(&git)?;
+        let head_tree = candidate::tree_of(&git, &head)?;
         let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
             ctx.in_roots(p) && !ctx.is_test(p) && !ctx.is_harness(p)
         })?;
@@ -97,14 +105,16 @@ impl Engine {
     }
 
     /// What REFACTOR checks before its suites: annotations, lint and typecheck, stale
-    /// artifacts (regenerated and committed). Gives the tree to judge and the projects
-    /// to sweep (the cycle's and those downstream through artifacts), or the refusal.
+    /// artifacts (regenerated and committed). Gives the tree to judge, the projects to
+    /// sweep (the cycle's and those downstream through artifacts) and the commit the
+    /// candidate builds on (the phase's, or the last artifact commit made on it), or the
+    /// refusal.
     fn before_close(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
         progress: &dyn Progress,
-    ) -> Result<Result<(Snapshot, Vec<String>), Refused>, RunError> {
+    ) -> Result<Result<Prepared, Refused>, RunError> {
         let missing = ctx.state.missing_annotations(ctx.planned.n);
         if !missing.is_empty() {
             return Ok(Err(Refused {
@@ -119,16 +129,15 @@ impl Engine {
         if let Some(refusal) = self.close_gates(ctx, progress)? {
             return Ok(Err(refusal));
         }
-        let git = Git::new(&self.work_tree);
-        let head_before = git.text(["rev-parse", "HEAD"])?;
         let projects = &ctx.planned.projects;
         let run_id = &ctx.state.run_id;
+        let mut head = ctx.head.clone();
         if let Some(refusal) =
-            self.refresh_artifacts(ledger, run_id, ctx.planned.n, projects, progress)?
+            self.refresh_artifacts(ledger, run_id, ctx.planned.n, projects, &mut head, progress)?
         {
             return Ok(Err(refusal));
         }
-        let now = if git.text(["rev-parse", "HEAD"])? != head_before {
+        let now = if head != ctx.head {
             // Regenerated artifacts were committed: judge the tree as it is now.
             Snapshot::scan(&self.work_tree)?
         } else {
@@ -141,7 +150,7 @@ impl Engine {
                 .into_iter()
                 .filter(|p| self.config.project.get(p).is_some_and(|c| c.in_close_sweep)),
         );
-        Ok(Ok((now, sweep)))
+        Ok(Ok((now, sweep, head)))
     }
 
     /// Runs the targets (GREEN), then the suites of `sweep`, on the candidate tree in the

@@ -254,6 +254,26 @@ impl Engine {
         self.active_run(&ledger)
     }
 
+    /// The phase commits the ledger recorded for the run active here that HEAD does not
+    /// contain (reset away, amended, rebased), oldest first, as (cycle, phase, commit).
+    /// Empty with no active run: a finished branch may be squashed or rebased freely.
+    pub fn phase_commits_off_branch(&self) -> Result<Vec<(u32, String, String)>, RunError> {
+        let Some(state) = self.status()? else {
+            return Ok(Vec::new());
+        };
+        let git = crate::git::Git::new(&self.work_tree);
+        Ok(state
+            .cycles
+            .iter()
+            .flat_map(|c| c.commits.iter().map(move |(phase, sha)| (c.n, phase, sha)))
+            .filter(|(_, _, sha)| {
+                git.output(["merge-base", "--is-ancestor", sha.as_str(), "HEAD"])
+                    .is_err()
+            })
+            .map(|(n, phase, sha)| (n, phase.clone(), sha.clone()))
+            .collect())
+    }
+
     fn active_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
         Ok(self
             .latest_run(ledger)?

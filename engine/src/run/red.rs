@@ -36,7 +36,8 @@ impl Engine {
     ) -> Result<(), RunError> {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
         let git = crate::git::Git::new(&self.work_tree);
-        let (head, head_tree) = candidate::head_and_tree(&git)?;
+        let head = &ctx.head;
+        let head_tree = candidate::tree_of(&git, head)?;
         let red_commit = candidate::build(&git, &head_tree, &ctx.now.tree, |p| {
             ctx.is_test(p) && !ctx.is_harness(p)
         })?;
@@ -126,7 +127,7 @@ impl Engine {
                 None
             })
             .unwrap_or_else(|| format!("test: {}", ctx.planned.title));
-        self.commit_candidate(ledger, ctx, outcome, &head, &red_commit, &message, to)
+        self.commit_candidate(ledger, ctx, outcome, head, &red_commit, &message, to)
     }
 
     /// The plan's target `test` is not collected: the one test new in this cycle stands in

@@ -21,14 +21,14 @@ fn hostile(root: &Path, other: &Path, ledger_home: &Path, sleep: u32) -> String 
         "git update-index --assume-unchanged tests/add.rs".to_string(),
         "git commit -q --amend --allow-empty -m hacked".to_string(),
         format!("echo planted > {other}/planted"),
-        "cat \"$HOME/.git-credentials\" > \"$TMPDIR/leak-credentials\"".to_string(),
-        "cat \"$HOME/.config/gh/hosts.yml\" > \"$TMPDIR/leak-hosts\"".to_string(),
+        "cat \"$HOME/.git-credentials\" > \"$TMPDIR/../leak-credentials\"".to_string(),
+        "cat \"$HOME/.config/gh/hosts.yml\" > \"$TMPDIR/../leak-hosts\"".to_string(),
         format!("for db in {ledgers}/ledger.sqlite3; do python3 -c {SQL} \"$db\"; done"),
-        format!("cat {ledgers}/leaves/*/stdout > \"$TMPDIR/leak-outputs\""),
+        format!("cat {ledgers}/leaves/*/stdout > \"$TMPDIR/../leak-outputs\""),
         format!("(setsid sleep {sleep} > /dev/null 2>&1 &)"),
         // A verifier judges its own worktree; the developers' tree is not for it.
         format!(
-            "if [ \"$TDD_ROLE\" = verifier ]; then cat {}/src/lib.rs {}/.gitignore > \"$TMPDIR/leak-tree\" 2> /dev/null; fi",
+            "if [ \"$TDD_ROLE\" = verifier ]; then cat {}/src/lib.rs {}/.gitignore > \"$TMPDIR/../leak-tree\" 2> /dev/null; fi",
             root.display(),
             root.display()
         ),
@@ -161,11 +161,13 @@ fn conduct_confined(env: &Env, issue: &str, other: &Path, sleep: u32) -> Value {
     // leaf's output; no process of theirs is left.
     let (code, verified) = env.json(&["ledger", "verify"]);
     assert_eq!(code, 0, "{verified}");
+    let mut leaks = 0;
     for (path, text) in files_under(env.ledger_home.path()) {
         if path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("leak-"))
         {
+            leaks += 1;
             assert!(text.is_empty(), "{} holds {text}", path.display());
         }
         if path.extension().is_some_and(|e| e == "sqlite3") {
@@ -181,6 +183,9 @@ fn conduct_confined(env: &Env, issue: &str, other: &Path, sleep: u32) -> Value {
             assert!(!tables.contains("hostile"), "{tables}");
         }
     }
+    // The leaves' attempts left their (empty) files beside their own: the check above
+    // looked at what they got.
+    assert!(leaks > 0, "no leaf left the files its attempts wrote");
     assert!(!sleeper_alive(sleep), "a leaf's process outlived it");
     // No leaf's private home or temporary directory outlived it.
     let repos = env.ledger_home.path().join("repos");

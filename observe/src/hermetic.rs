@@ -61,6 +61,11 @@ pub struct PinnedEnv {
     pub vars: BTreeMap<String, String>,
     /// The programs the run's runners start through, resolved on the captured `PATH`.
     pub runners: Vec<RunnerPin>,
+    /// Entries of the caller's `PATH` left out of the captured one: empty and relative
+    /// entries, which a runner would resolve against whatever directory it starts in
+    /// (a committed `bin/python3` in the checkout judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_path: Vec<String>,
 }
 
 /// One program resolved through `PATH` at run start.
@@ -89,6 +94,19 @@ pub struct RunnerChanged {
     pub now: String,
 }
 
+/// `path` with only its absolute entries, and the entries left out (empty ones as
+/// `""`), in order: an empty or relative entry names a different directory for every
+/// directory a runner starts in, so nothing found through it could be pinned.
+fn absolute_path(path: &str) -> (String, Vec<String>) {
+    let (kept, dropped): (Vec<&str>, Vec<&str>) =
+        path.split(':').partition(|entry| entry.starts_with('/'));
+    let dropped = if path.is_empty() { Vec::new() } else { dropped };
+    (
+        kept.join(":"),
+        dropped.into_iter().map(str::to_string).collect(),
+    )
+}
+
 /// The programs an adapter's runs may start through.
 pub fn runner_programs(adapter: AdapterKind) -> &'static [&'static str] {
     match adapter {
@@ -106,11 +124,14 @@ impl PinnedEnv {
     /// Captures the allow-listed variables of this process and pins `programs` on its
     /// `PATH` (names not found are left unpinned: a run that needs one fails to start).
     pub fn capture<'a>(programs: impl IntoIterator<Item = &'a str>) -> PinnedEnv {
-        let vars: BTreeMap<String, String> = ALLOWED
+        let mut vars: BTreeMap<String, String> = ALLOWED
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();
-        let path = vars.get("PATH").cloned().unwrap_or_default();
+        let (path, dropped_path) = absolute_path(vars.get("PATH").map_or("", String::as_str));
+        if vars.contains_key("PATH") {
+            vars.insert("PATH".to_string(), path.clone());
+        }
         let mut names: Vec<&str> = programs.into_iter().collect();
         names.sort_unstable();
         names.dedup();
@@ -128,7 +149,11 @@ impl PinnedEnv {
                 })
             })
             .collect();
-        PinnedEnv { vars, runners }
+        PinnedEnv {
+            vars,
+            runners,
+            dropped_path,
+        }
     }
 
     /// Checks that every pinned program still resolves to the same file with the same
@@ -211,6 +236,7 @@ mod tests {
                 stat: stat_of(&resolved).expect("stat"),
                 path: resolved,
             }],
+            dropped_path: Vec::new(),
         }
     }
 
@@ -254,5 +280,18 @@ mod tests {
     fn capture_keeps_only_allowed_variables() {
         let pinned = PinnedEnv::capture([]);
         assert!(pinned.vars.keys().all(|k| ALLOWED.contains(&k.as_str())));
+    }
+
+    #[test]
+    fn only_absolute_path_entries_are_kept_and_the_rest_are_named() {
+        assert_eq!(
+            absolute_path("bin:/usr/bin::./node_modules/.bin:/bin"),
+            (
+                "/usr/bin:/bin".to_string(),
+                vec!["bin".into(), "".into(), "./node_modules/.bin".into()]
+            )
+        );
+        assert_eq!(absolute_path("/usr/bin"), ("/usr/bin".into(), Vec::new()));
+        assert_eq!(absolute_path(""), (String::new(), Vec::new()));
     }
 }

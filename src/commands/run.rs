@@ -44,10 +44,27 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
             let engine = ctx.engine()?;
             let outcome = engine.start(&ctx.cwd.join(plan), &ctx.out)?;
             let verb = outcome.phase.verb();
-            let text = format!(
+            let mut text = format!(
                 "run {} started on {} (cycle {}, {})\n",
                 outcome.run_id, outcome.contract.path, outcome.cycle, outcome.phase
             );
+            if !outcome.path_dropped.is_empty() {
+                let named: Vec<String> = outcome
+                    .path_dropped
+                    .iter()
+                    .map(|e| {
+                        if e.is_empty() {
+                            "an empty entry".into()
+                        } else {
+                            format!("`{e}`")
+                        }
+                    })
+                    .collect();
+                text.push_str(&format!(
+                    "PATH: the run's test runners will not search {} (an entry that is not absolute names another directory wherever a runner starts, so nothing found there can be pinned); put an absolute path in PATH to use it\n",
+                    named.join(", ")
+                ));
+            }
             let detail = format!(
                 "cycle {} is at {}: run `tdd status` for the assignment",
                 outcome.cycle, outcome.phase

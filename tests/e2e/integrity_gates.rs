@@ -32,7 +32,11 @@ const BOTH: [Locks; 2] = [Locks::Hand, Locks::Init];
 
 /// A pytest project at RED accepted: `tests/test_sub.py::test_sub` fails on the stub.
 fn at_green(locks: Locks) -> Env {
-    let env = Env::new();
+    at_green_in(Env::new(), locks)
+}
+
+/// The same, in `env`.
+fn at_green_in(env: Env, locks: Locks) -> Env {
     env.write("calc.py", CALC);
     env.write("pytest.ini", "[pytest]\npythonpath = .\n");
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
@@ -680,4 +684,38 @@ fn a_commit_made_or_removed_by_hand_is_never_what_a_gate_judges() {
     let (code, value) = env.json(&["advance"]);
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["data"]["to"], "CLOSED");
+}
+
+/// A `python3` that runs no test and writes a report saying the target passed.
+const FAKE_PYTHON: &str = "#!/bin/sh\nfor arg in \"$@\"; do case \"$arg\" in --junitxml=*) report=\"${arg#--junitxml=}\" ;; esac; done\nprintf '<testsuite><testcase classname=\"tests.test_sub\" name=\"test_sub\" file=\"tests/test_sub.py\"/></testsuite>' > \"$report\"\n";
+
+#[test]
+fn a_relative_path_entry_never_runs_a_committed_runner() {
+    let path = format!("bin:{}", std::env::var("PATH").unwrap_or_default());
+    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let red = head(&env);
+    let pinned = events(&env, "run_started");
+    let captured = pinned
+        .iter()
+        .find_map(|e| e["pinned_env"]["vars"]["PATH"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(!captured.split(':').any(|e| e == "bin"), "{captured}");
+    assert!(
+        pinned
+            .iter()
+            .any(|e| e["pinned_env"]["dropped_path"][0] == "bin"),
+        "{pinned:?}"
+    );
+    // GREEN brings a `bin/python3` that reports the target passing, and no
+    // implementation: the deciding run in the candidate's checkout never starts it.
+    env.write("bin/python3", FAKE_PYTHON);
+    let made = std::process::Command::new("chmod")
+        .args(["755", "bin/python3"])
+        .current_dir(env.root())
+        .status()
+        .expect("chmod");
+    assert!(made.success());
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
 }

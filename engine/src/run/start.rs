@@ -36,6 +36,9 @@ pub struct StartOutcome {
     pub cycle: u32,
     /// Its phase.
     pub phase: Phase,
+    /// Entries of the caller's `PATH` the run's runners will not search (empty and
+    /// relative ones), as given.
+    pub path_dropped: Vec<String>,
 }
 
 fn new_run_id() -> String {
@@ -149,6 +152,7 @@ impl Engine {
             baselines,
             cycle,
             phase,
+            path_dropped: pinned.dropped_path.clone(),
         })
     }
 

@@ -214,6 +214,14 @@ impl From<LedgerError> for CommandError {
             LedgerError::Event(_) => CommandError::refused("ledger_event_invalid", message).hint(
                 "an event is not what its kind says, or its kind is unknown: check the ledger with `tdd ledger verify`, and use the tdd release that wrote it",
             ),
+            LedgerError::Damaged { ref path, .. } => {
+                let hint = format!(
+                    "tdd never opens or rewrites a damaged ledger: move it aside (`mv {0} {0}.damaged`), then {1}",
+                    path.display(),
+                    tdd_engine::integrity::RESTORE_HINT
+                );
+                CommandError::refused("ledger_corrupt", message).hint(hint)
+            }
             LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {
                 CommandError::internal("ledger_failed", message)
             }

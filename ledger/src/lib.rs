@@ -117,6 +117,16 @@ pub enum LedgerError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
+    /// The database, or a file SQLite keeps beside it, is not what tdd wrote: not a
+    /// regular file (a named pipe, a directory, a link), or not a SQLite database.
+    /// Never opened, never rewritten: a refusal with the path, not a crash or a hang.
+    #[error("ledger {} is damaged: {what}", path.display())]
+    Damaged {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
     /// A stored payload is not JSON.
     #[error("event {id} has a payload that is not JSON")]
     BadPayload {
@@ -178,6 +188,7 @@ impl Ledger {
                 source,
             })?;
         }
+        regular_files_only(path)?;
         let conn = Connection::open(path).map_err(sql_err(path))?;
         let ledger = Ledger {
             conn,
@@ -192,9 +203,10 @@ impl Ledger {
     /// file, or a file whose schema was never created (another process may be creating it
     /// right now, and a reader sees the database as it was before that transaction).
     pub fn open_read_only(path: &Path) -> Result<Option<Ledger>, LedgerError> {
-        if !path.exists() {
+        if path.symlink_metadata().is_err() {
             return Ok(None);
         }
+        regular_files_only(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(sql_err(path))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_err(path))?;
@@ -321,11 +333,56 @@ impl Ledger {
 }
 
 /// Maps a SQLite error to a `LedgerError` naming the database.
+/// The error of a SQLite call on the database at `path`: a file that is not a database,
+/// or one whose pages are corrupt, is [`LedgerError::Damaged`]; anything else is
+/// SQLite failing.
 pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
-    move |source| LedgerError::Sqlite {
-        path: path.to_path_buf(),
-        source,
+    move |source| match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => LedgerError::Damaged {
+            path: path.to_path_buf(),
+            what: "it is not a SQLite database (overwritten, truncated or replaced)".into(),
+        },
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => LedgerError::Damaged {
+            path: path.to_path_buf(),
+            what: format!("SQLite finds it corrupt ({source})"),
+        },
+        _ => LedgerError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        },
     }
+}
+
+/// Refuses a database, or a write-ahead log, shared-memory or journal file beside it,
+/// that exists but is not a regular file: SQLite would block opening a named pipe, or
+/// follow a link out of the ledger directory. Looked at without following links.
+fn regular_files_only(path: &Path) -> Result<(), LedgerError> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    for file in files {
+        let Ok(meta) = file.symlink_metadata() else {
+            continue;
+        };
+        let kind = meta.file_type();
+        let what = if kind.is_file() {
+            continue;
+        } else if kind.is_symlink() {
+            "it is a symbolic link, not the file tdd wrote"
+        } else if kind.is_dir() {
+            "it is a directory, not the file tdd wrote"
+        } else {
+            "it is a named pipe, socket or device, not the file tdd wrote"
+        };
+        return Err(LedgerError::Damaged {
+            path: file,
+            what: what.into(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

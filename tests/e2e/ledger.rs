@@ -124,3 +124,98 @@ fn verify_refuses_a_ledger_from_a_newer_tdd() {
             .is_some_and(|m| m.contains("42"))
     );
 }
+
+/// Ways the ledger's files can be damaged or replaced between two commands, each made
+/// at `db` (which holds a real ledger when called).
+const DAMAGE: &[&str] = &[
+    "random",
+    "garbage_after_header",
+    "truncated",
+    "directory",
+    "named_pipe",
+    "symlink",
+    "named_pipe_as_wal",
+];
+
+fn damage(db: &std::path::Path, how: &str) {
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    let _ = std::fs::remove_file(&wal);
+    if how != "named_pipe_as_wal" && how != "truncated" {
+        let _ = std::fs::remove_file(db);
+    }
+    let mkfifo = |path: &std::path::Path| {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+    };
+    match how {
+        "random" => std::fs::write(
+            db,
+            (0..8192u32)
+                .map(|i| (i * 7919 % 251) as u8)
+                .collect::<Vec<_>>(),
+        ),
+        "garbage_after_header" => std::fs::write(db, b"SQLite format 3\0garbage that is no page"),
+        "truncated" => {
+            let bytes = std::fs::read(db).expect("ledger");
+            std::fs::write(db, &bytes[..bytes.len().min(1500)])
+        }
+        "directory" => std::fs::create_dir(db),
+        "named_pipe" => {
+            mkfifo(db);
+            Ok(())
+        }
+        "symlink" => std::os::unix::fs::symlink("/etc/passwd", db),
+        "named_pipe_as_wal" => {
+            mkfifo(&wal);
+            Ok(())
+        }
+        other => panic!("no damage {other}"),
+    }
+    .expect("damage");
+}
+
+#[test]
+fn a_damaged_ledger_is_refused_with_its_path_never_a_crash_or_a_hang() {
+    for how in DAMAGE {
+        let env = Env::new();
+        env.write(
+            "tdd.toml",
+            "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+        );
+        env.write("tests/test_a.py", "def test_a():\n    pass\n");
+        env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+        env.commit_all("a project");
+        let db = seed(&env, 40);
+        damage(&db, how);
+        for args in [
+            &["status"][..],
+            &["ledger", "verify"],
+            &["test"],
+            &["advance"],
+        ] {
+            let out = env
+                .tdd()
+                .args(args)
+                .arg("--json")
+                .timeout(std::time::Duration::from_secs(120))
+                .output()
+                .expect("tdd runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{how}, {args:?}: {text} {out:?}"
+            );
+            let value: serde_json::Value = serde_json::from_str(text.trim()).expect("envelope");
+            assert_eq!(
+                value["error"]["reason"], "ledger_corrupt",
+                "{how}, {args:?}: {value}"
+            );
+            let message = value["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("ledger.sqlite3"), "{how}: {value}");
+        }
+    }
+}

@@ -21,6 +21,10 @@ use sha2::Digest;
 
 use crate::config::AdapterKind;
 
+mod chain;
+
+pub use chain::ChainEntry;
+
 /// Variables a deciding run inherits from the environment captured at run start.
 ///
 /// Locale, identity, home and the toolchains' own homes: what a runner needs to start
@@ -66,6 +70,13 @@ pub struct PinnedEnv {
     /// (a committed `bin/python3` in the checkout judged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_path: Vec<String>,
+    /// The checkout whose configuration chain is pinned: see
+    /// [`PinnedEnv::with_config_chain`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_root: Option<PathBuf>,
+    /// The configuration files found above `chain_root` at run start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<ChainEntry>,
 }
 
 /// One program resolved through `PATH` at run start.
@@ -153,11 +164,33 @@ impl PinnedEnv {
             vars,
             runners,
             dropped_path,
+            chain_root: None,
+            chain: Vec::new(),
         }
     }
 
+    /// The same, with the configuration chain above `tree` pinned (the runner
+    /// configuration files in every directory above it, and cargo's in the captured
+    /// `CARGO_HOME`, else `~/.cargo`): [`PinnedEnv::verify`] then refuses a deciding
+    /// run when any of them appeared, went or changed since.
+    pub fn with_config_chain(mut self, tree: &Path) -> PinnedEnv {
+        self.chain = chain::scan(tree, self.cargo_home().as_deref());
+        self.chain_root = Some(tree.to_path_buf());
+        self
+    }
+
+    /// Where cargo reads its home configuration from, as the run captured it.
+    fn cargo_home(&self) -> Option<PathBuf> {
+        self.vars
+            .get("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| self.vars.get("HOME").map(|h| Path::new(h).join(".cargo")))
+            .filter(|p| p.is_absolute())
+    }
+
     /// Checks that every pinned program still resolves to the same file with the same
-    /// bytes through the captured `PATH`.
+    /// bytes through the captured `PATH`, and that the configuration chain, when
+    /// pinned, is as it was.
     pub fn verify(&self) -> Result<(), RunnerChanged> {
         let path = self.vars.get("PATH").cloned().unwrap_or_default();
         for pin in &self.runners {
@@ -179,6 +212,16 @@ impl PinnedEnv {
                 Ok(sha) if sha == pin.sha256 => {}
                 Ok(_) => return Err(changed(format!("{} with other bytes", file.display()))),
                 Err(e) => return Err(changed(format!("unreadable ({e})"))),
+            }
+        }
+        if let Some(root) = &self.chain_root {
+            let now = chain::scan(root, self.cargo_home().as_deref());
+            if let Some((path, was, now)) = chain::first_change(&self.chain, &now) {
+                return Err(RunnerChanged {
+                    name: path.display().to_string(),
+                    was,
+                    now,
+                });
             }
         }
         Ok(())
@@ -237,6 +280,8 @@ mod tests {
                 path: resolved,
             }],
             dropped_path: Vec::new(),
+            chain_root: None,
+            chain: Vec::new(),
         }
     }
 

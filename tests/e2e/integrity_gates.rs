@@ -719,3 +719,32 @@ fn a_relative_path_entry_never_runs_a_committed_runner() {
     let outcome = env.json(&["advance"]);
     assert_refused(&env, &red, outcome, "target_failing");
 }
+
+#[test]
+fn a_runner_configuration_planted_above_the_clean_room_refuses_the_deciding_run() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    let (_, located) = env.json(&["ledger", "path"]);
+    let dir = PathBuf::from(located["data"]["dir"].as_str().unwrap_or_default());
+    // A pytest configuration in a directory above the clean room's checkout: in no
+    // commit, and read by a runner there when the project has none of its own.
+    let planted = dir.join("cleanroom/pytest.ini");
+    std::fs::create_dir_all(dir.join("cleanroom")).expect("cleanroom");
+    std::fs::write(&planted, "[pytest]\naddopts = -p no:cacheprovider\n").expect("plant");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cleanroom/pytest.ini") && m.contains("absent")),
+        "{value}"
+    );
+    assert_eq!(head(&env), red);
+    // Removed again, the same GREEN is accepted.
+    std::fs::remove_file(&planted).expect("remove");
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR", "{value}");
+}

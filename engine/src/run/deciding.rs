@@ -14,14 +14,16 @@ use crate::observe::hermetic::runner_programs;
 
 impl Engine {
     /// The allow-listed environment of this process, with the runners of every configured
-    /// project pinned.
+    /// project and the configuration chain above the clean room pinned.
     pub(super) fn capture_env(&self) -> PinnedEnv {
         let programs = self
             .config
             .project
             .values()
             .flat_map(|p| runner_programs(p.adapter).iter().copied());
-        PinnedEnv::capture(programs)
+        // What the runners would read from the directories above the clean room's
+        // checkout is pinned too: the commit judged does not hold it.
+        PinnedEnv::capture(programs).with_config_chain(self.clean_room().path())
     }
 
     /// Refuses to act when tdd.toml is not the file the run started with.

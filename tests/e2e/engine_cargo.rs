@@ -358,6 +358,23 @@ fn rollback_to_previous_does_not_reopen_a_refactor_across_a_skipped_cycle() {
     assert_eq!(log(&env), before);
 }
 
+/// Starts the run and takes cycle 1 (subtraction) through RED, GREEN and its close,
+/// which must regenerate `generated/count.txt` to count the two functions.
+fn closes_with_the_count_regenerated(env: &Env) {
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/sub.rs", SUB_TEST);
+    assert_eq!(advance(env).0, 0);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    assert_eq!(advance(env).0, 0);
+    let (exit, value) = advance(env);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED");
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("generated/count.txt")).expect("count"),
+        "2\n"
+    );
+}
+
 #[test]
 fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
     let env = project();
@@ -368,18 +385,7 @@ fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
     );
     env.write("generated/count.txt", "1\n");
     env.commit_all("count artifact");
-    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
-    env.write("tests/sub.rs", SUB_TEST);
-    assert_eq!(advance(&env).0, 0);
-    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
-    assert_eq!(advance(&env).0, 0);
-    let (exit, value) = advance(&env);
-    assert_eq!(exit, 0, "{value}");
-    assert_eq!(value["data"]["to"], "CLOSED");
-    assert_eq!(
-        std::fs::read_to_string(env.root().join("generated/count.txt")).expect("count"),
-        "2\n"
-    );
+    closes_with_the_count_regenerated(&env);
     let log = log(&env);
     assert_eq!(
         &log[log.len() - 3..],
@@ -419,18 +425,7 @@ fn a_close_sweeps_lint_and_artifact_commands_run_confined_like_the_suites() {
         "s3cret-credential",
     )
     .expect("plant");
-    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
-    env.write("tests/sub.rs", SUB_TEST);
-    assert_eq!(advance(&env).0, 0);
-    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
-    assert_eq!(advance(&env).0, 0);
-    let (exit, value) = advance(&env);
-    assert_eq!(exit, 0, "{value}");
-    assert_eq!(value["data"]["to"], "CLOSED");
-    assert_eq!(
-        std::fs::read_to_string(env.root().join("generated/count.txt")).expect("count"),
-        "2\n"
-    );
+    closes_with_the_count_regenerated(&env);
     if !tdd_sandbox::probe().confines() {
         return;
     }

@@ -748,3 +748,60 @@ fn a_runner_configuration_planted_above_the_clean_room_refuses_the_deciding_run(
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["data"]["to"], "AWAITING_REFACTOR", "{value}");
 }
+
+#[test]
+fn a_clean_room_replaced_by_links_and_pipes_is_rebuilt_and_nothing_outside_is_touched() {
+    let env = at_green(Locks::Hand);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    let (_, located) = env.json(&["ledger", "path"]);
+    let dir = PathBuf::from(located["data"]["dir"].as_str().unwrap_or_default());
+    let room = std::fs::read_dir(dir.join("cleanroom"))
+        .expect("a clean room")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("tree").exists())
+        .expect("the clean room of this work tree");
+    // Outside: a directory and a file a reset must never empty or write.
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("keep.txt"), "mine\n").expect("keep");
+    std::fs::write(outside.path().join("other.txt"), "mine too\n").expect("other");
+    // The checkout and the build directory become links to it, the manifest a pipe, and
+    // the manifest's temporary file a link to a file outside.
+    std::fs::remove_dir_all(room.join("tree")).expect("rm tree");
+    std::os::unix::fs::symlink(outside.path(), room.join("tree")).expect("link tree");
+    let _ = std::fs::remove_dir_all(room.join("build"));
+    std::os::unix::fs::symlink(outside.path(), room.join("build")).expect("link build");
+    let _ = std::fs::remove_file(room.join("manifest"));
+    let made = std::process::Command::new("mkfifo")
+        .arg(room.join("manifest"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    std::os::unix::fs::symlink(outside.path().join("other.txt"), room.join("manifest.tmp"))
+        .expect("link tmp");
+    // The REFACTOR close is judged in the clean room: rebuilt, and accepted.
+    let out = env
+        .tdd()
+        .args(["advance", "--json"])
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .expect("tdd runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("\"to\":\"CLOSED\""), "{text}");
+    let left: Vec<String> = std::fs::read_dir(outside.path())
+        .expect("outside")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, ["keep.txt", "other.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("other.txt")).expect("other"),
+        "mine too\n"
+    );
+    assert!(room.join("tree").symlink_metadata().expect("tree").is_dir());
+}

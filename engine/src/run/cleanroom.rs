@@ -123,6 +123,7 @@ impl CleanRoom {
             });
         }
         let links = dependency_links(live, roots, &entries);
+        self.real_dirs()?;
         match self.reset_to(&objects, &entries, &links) {
             Ok(()) => Ok(()),
             // Something a run left cannot be changed in place (a read-only directory, a
@@ -134,6 +135,25 @@ impl CleanRoom {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// Makes every directory of the clean room (its own directory under the state
+    /// directory, the checkout, the build directory) a real directory: one replaced by a
+    /// link, a file or a pipe is removed (the link itself, never what it points to) and
+    /// made anew, so a reset or a build never writes or removes anything outside.
+    fn real_dirs(&self) -> Result<(), CleanRoomError> {
+        let base = self.root.parent().unwrap_or(&self.root);
+        let mut dirs: Vec<PathBuf> = base.parent().map(Path::to_path_buf).into_iter().collect();
+        dirs.extend([base.to_path_buf(), self.root.clone(), self.build_dir("")]);
+        for dir in &dirs {
+            match std::fs::symlink_metadata(dir) {
+                Ok(meta) if meta.is_dir() => continue,
+                Ok(_) => std::fs::remove_file(dir).map_err(io(dir))?,
+                Err(_) => {}
+            }
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        Ok(())
     }
 
     fn reset_to(
@@ -352,8 +372,13 @@ fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<std::fs::Metadata,
     std::fs::symlink_metadata(at).map_err(io(at))
 }
 
+/// The manifest at `path`, read only as a regular file (never through a link, never
+/// blocking on a pipe); anything else, or anything unreadable, is an empty manifest,
+/// which keeps no file.
 fn read_manifest(path: &Path) -> Manifest {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(text) =
+        crate::observe::read_regular_file(path).and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
         return Manifest::new();
     };
     let mut manifest = Manifest::new();
@@ -379,8 +404,20 @@ fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), CleanRoomError
             hex::encode(key)
         ));
     }
+    // Written to a file made new (whatever was at its name, a link included, is removed
+    // first, and creation fails rather than follow one), then renamed over the
+    // manifest, which replaces whatever stood there, a link included.
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    remove_all(&tmp)?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        remove_all(path)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 

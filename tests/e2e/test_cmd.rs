@@ -394,3 +394,40 @@ fn test_code_gets_no_more_tmp_or_memory_than_sandbox_allows() {
     assert!(tmp.starts_with("passed"), "{tmp}");
     assert!(memory.starts_with("passed"), "{memory}");
 }
+
+/// A failing test whose module rewrites pytest's report at exit to say it passed.
+const FORGING: &str = r#"
+import atexit, sys
+
+def _forge():
+    for arg in sys.argv:
+        if arg.startswith("--junitxml="):
+            with open(arg.split("=", 1)[1], "w") as report:
+                report.write('<testsuite><testcase classname="tests.test_forge" name="test_fails" file="tests/test_forge.py"/></testsuite>')
+
+atexit.register(_forge)
+
+def test_fails():
+    assert False
+"#;
+
+#[test]
+fn a_report_rewritten_after_pytest_wrote_it_is_not_counted() {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    env.write("tests/test_forge.py", FORGING);
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("a forging test");
+    let (code, value) = env.json(&["test", "tests/test_forge.py::test_fails"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_error", "{value}");
+    assert_eq!(status_of(&value), "runner_error", "{value}");
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exited 1") && message.contains("report"),
+        "{value}"
+    );
+}

@@ -13,6 +13,16 @@ pub enum BailClass {
     System,
 }
 
+impl BailClass {
+    /// Whose failure it is, in words for a person.
+    pub fn words(self) -> &'static str {
+        match self {
+            BailClass::Process => "the agents could not do the work within the rules",
+            BailClass::System => "something outside the agents' work failed",
+        }
+    }
+}
+
 /// Every reason a run bails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -77,8 +77,12 @@ impl Conductor<'_> {
             "verdict",
             json!({ "step": n, "phase": name, "decision": verdict.decision }),
             &format!(
-                "step {n} {name}: verifier says {:?}: {}",
-                verdict.decision, verdict.reason
+                "step {n} {name}: the verifier {}: {}",
+                match verdict.decision {
+                    tdd_leaves::Decision::Accept => "accepts",
+                    tdd_leaves::Decision::Reject => "rejects",
+                },
+                verdict.reason
             ),
         );
         Ok(verdict)

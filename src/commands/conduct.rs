@@ -211,7 +211,7 @@ pub fn conduct(
         }
         Finish::Bailed(s, bail) => Err(CommandError::bailed(
             bail.cause.as_str(),
-            format!("bailed ({:?}): {}", bail.class, bail.detail),
+            format!("bailed ({}): {}", bail.class.words(), bail.detail),
         )
         .hint(bail.action.clone())
         .data(json!({ "bail": bail, "run": s }))),

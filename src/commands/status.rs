@@ -132,7 +132,11 @@ pub fn describe(state: &RunState) -> (serde_json::Value, String, NextAction) {
         .clone()
         .map_or_else(|| planned.tests.clone(), |t| vec![t]);
     let detail = match &cycle.refusal {
-        Some(r) => format!("last advance refused ({}): {:?}", r.reason, r.verb),
+        Some(r) => format!(
+            "last advance refused ({}); next: {}",
+            r.reason,
+            r.verb.words()
+        ),
         None => format!(
             "cycle {} ({}) is at {}; targets: {}",
             planned.n,

@@ -26,6 +26,14 @@ fn stub_standard_and_pin_cycles() {
     assert_eq!(exit, 1, "{value}");
     assert_eq!(value["error"]["reason"], "import_error");
     assert_eq!(value["next_action"]["verb"], "create_stub");
+    // A person reads what to do in words, pointing at where the plan lists the stub.
+    let (_, status) = env.on_terminal(&["status"]);
+    assert!(
+        status.contains("last advance refused (import_error); next: add a stub")
+            && status.contains("stub_expected")
+            && !status.contains("CreateStub"),
+        "{status}"
+    );
 
     env.write(
         "calc.py",

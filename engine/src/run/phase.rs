@@ -132,3 +132,34 @@ pub enum Verb {
     /// Run `tdd conduct` again to continue where the conductor stopped.
     ResumeConduct,
 }
+
+impl Verb {
+    /// What the verb asks, in words for a person (the envelope carries its name).
+    pub fn words(self) -> &'static str {
+        match self {
+            Verb::WriteTest => "write the failing test the cycle names",
+            Verb::CreateStub => {
+                "add a stub of the missing name that fails loudly (the plan's `stub_expected` lists where)"
+            }
+            Verb::WriteImplementation => "make the target pass",
+            Verb::FixRegression => "fix the tests that broke, without touching tests",
+            Verb::RefactorOrAdvance => "refactor under a green suite, or advance as is",
+            Verb::NameTargetTest => "name the target among the new tests (`tdd target <id>`)",
+            Verb::RunSensitivityCheck => "show that the target can fail",
+            Verb::RollbackToRed => "go back to RED: the test does not test the change",
+            Verb::AnnotateCycle => "add the annotations the plan requires",
+            Verb::ResolveBlocker => "fix what the refusal names, then run the command again",
+            Verb::AwaitBaseline => "wait for the baseline being taken",
+            Verb::Complete => "nothing: every cycle is closed or skipped",
+            Verb::Blocked => "a person must resume the run",
+            Verb::ReviewConfig => "review the generated configuration, then commit it",
+            Verb::FixConfig => "correct the configuration where the error points",
+            Verb::FixArguments => "correct the command-line arguments",
+            Verb::ReportBug => "report a bug in tdd with the command that was run",
+            Verb::StartRun => "start a run with `tdd run start --plan <path>`",
+            Verb::GiveVerdict => "run the target tests yourself, then answer with `tdd verdict`",
+            Verb::WritePlan => "write the plan, one cycle per criterion",
+            Verb::ResumeConduct => "run `tdd conduct` again to continue",
+        }
+    }
+}

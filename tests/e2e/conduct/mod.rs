@@ -550,6 +550,14 @@ fn expect_bail(env: &Env, issue: &str, cause: &str, class: &str) -> Value {
     let (code, value) = env.json(&["conduct", issue]);
     assert_eq!(code, 4, "{value}");
     assert_eq!(bail_of(&value), (cause, class), "{value}");
+    // The message says whose failure it is in words, not the class's name.
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    let words = if class == "process" {
+        "the agents could not do the work"
+    } else {
+        "something outside the agents' work failed"
+    };
+    assert!(message.starts_with(&format!("bailed ({words}")), "{value}");
     assert!(
         !value["data"]["bail"]["action"]
             .as_str()

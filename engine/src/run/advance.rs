@@ -73,6 +73,8 @@ pub(super) struct Ctx<'a> {
     /// checked to be: what every candidate of the phase is built on, never HEAD as
     /// read later.
     pub(super) head: String,
+    /// The tree of `head`, read with it.
+    pub(super) head_tree: String,
 }
 
 impl Ctx<'_> {
@@ -158,7 +160,9 @@ impl Engine {
             .clone()
             .map_or_else(|| planned.tests.clone(), |t| vec![t]);
         let git = crate::git::Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
+        // Read once, in process: when HEAD is the recorded commit (checked below, before
+        // any gate), its tree is the base of every candidate of the phase.
+        let (head, head_tree) = candidate::head_and_tree(&git)?;
         let recorded = cycle.history.last().map(|start| start.head.clone());
         let ctx = Ctx {
             state: &state,
@@ -171,6 +175,7 @@ impl Engine {
             stamp: super::stamp::Probe::default(),
             next_base: super::snapshot::EarlyScan::default(),
             head: recorded.clone().unwrap_or_else(|| head.clone()),
+            head_tree,
         };
         let blank = AdvanceOutcome {
             run_id: state.run_id.clone(),
@@ -266,8 +271,7 @@ impl Engine {
         to: Phase,
     ) -> Result<(), RunError> {
         let git = crate::git::Git::new(&self.work_tree);
-        let head_tree = candidate::tree_of(&git, &ctx.head)?;
-        let candidate = candidate::build(&git, &head_tree, &ctx.now.tree, select)?;
+        let candidate = candidate::build(&git, &ctx.head_tree, &ctx.now.tree, select)?;
         self.commit_candidate(ledger, ctx, outcome, &ctx.head, &candidate, message, to)
     }
 

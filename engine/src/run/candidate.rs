@@ -66,8 +66,8 @@ pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
     ])
 }
 
-/// HEAD's commit and tree, in one call (the tests' view of a work tree).
-#[cfg(test)]
+/// HEAD's commit and tree, in one call (read from the object database in process, git
+/// as the fallback).
 pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
     if let Ok(located) = crate::run::scan::locate(git.dir())
         && let Some((head, tree)) = located.head(&located.objects())

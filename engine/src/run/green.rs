@@ -60,7 +60,12 @@ impl Engine {
             )
         };
         let git = Git::new(&self.work_tree);
-        let head_tree = candidate::tree_of(&git, &head)?;
+        // Artifact commits made at the close move the base; otherwise it is the phase's.
+        let head_tree = if head == ctx.head {
+            ctx.head_tree.clone()
+        } else {
+            candidate::tree_of(&git, &head)?
+        };
         let candidate = candidate::build(&git, &head_tree, &now.tree, |p| {
             ctx.in_roots(p) && !ctx.is_test(p) && !ctx.is_harness(p)
         })?;

@@ -37,11 +37,11 @@ impl Engine {
         self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
         let git = crate::git::Git::new(&self.work_tree);
         let head = &ctx.head;
-        let head_tree = candidate::tree_of(&git, head)?;
-        let red_commit = candidate::build(&git, &head_tree, &ctx.now.tree, |p| {
+        let head_tree = &ctx.head_tree;
+        let red_commit = candidate::build(&git, head_tree, &ctx.now.tree, |p| {
             ctx.is_test(p) && !ctx.is_harness(p)
         })?;
-        if let Some(refusal) = self.baseline_tests_changed(ctx, &head_tree, &red_commit)? {
+        if let Some(refusal) = self.baseline_tests_changed(ctx, head_tree, &red_commit)? {
             return self.refuse(ledger, ctx, outcome, refusal);
         }
         // Who the commit will be by is learned while the targets run.

@@ -180,6 +180,27 @@ impl From<GitError> for CommandError {
                      from HEAD), then run the command again",
                 )
             }
+            GitError::ObjectMissing { ref id } => {
+                let data = serde_json::json!({ "object": id });
+                CommandError::refused("object_missing", err.to_string())
+                    .hint(
+                        "the repository lost an object it needs: `git fsck` lists what is \
+                         missing; fetch it again from a clone or remote (`git fetch`), then \
+                         run the command again",
+                    )
+                    .data(data)
+            }
+            GitError::ObjectDamaged { ref id, ref found } => {
+                let data = serde_json::json!({ "object": id, "hashes_to": found });
+                CommandError::refused("object_damaged", err.to_string())
+                    .hint(
+                        "nothing was judged from it; `git fsck` shows the damage: remove the \
+                         bad copy (a loose object under .git/objects, or an alternate in \
+                         .git/objects/info/alternates) and fetch the object again from a \
+                         clone or remote, then run the command again",
+                    )
+                    .data(data)
+            }
             GitError::WorkTree { .. } => {
                 CommandError::refused("work_tree_unwritable", error_chain(&err))
                     .hint("make the work tree writable by this user, then run the command again")
@@ -426,6 +447,7 @@ impl From<RunError> for CommandError {
                     .verb(Verb::ResolveBlocker)
                     .hint("commit the file the link points at instead of the link, or point the link inside the repository; a gate decision must hold from the commit alone")
             }
+            RunError::CleanRoom(CleanRoomError::Git(e)) => e.into(),
             RunError::CleanRoom(_) => CommandError::internal("engine_io_failed", message),
             RunError::RunnerChanged(_) => CommandError::refused("runner_changed", message)
                 .verb(Verb::ResolveBlocker)

@@ -59,6 +59,25 @@ pub enum GitError {
         /// The path, for a person to read.
         path: String,
     },
+    /// An object the engine needs is not in the repository's object database.
+    #[error("object {id} is missing from the repository's object database")]
+    ObjectMissing {
+        /// The object's id (hex).
+        id: String,
+    },
+    /// An object's bytes do not hash to the id it is stored under: the object database
+    /// was damaged, or rewritten, or an alternate, a pack or a replacement serves other
+    /// bytes under that name. The bytes are never used.
+    #[error(
+        "object {id} in the repository's object database does not match its id (its bytes \
+         hash to {found}): the object store is damaged or was rewritten"
+    )]
+    ObjectDamaged {
+        /// The id the object was asked for (hex).
+        id: String,
+        /// The id its bytes hash to (hex).
+        found: String,
+    },
     /// The directory is not inside a git work tree.
     #[error("{} is not inside a git work tree", .0.display())]
     NotARepository(PathBuf),
@@ -106,6 +125,10 @@ impl Git {
         for var in SCRUBBED {
             cmd.env_remove(var);
         }
+        // Replacement refs and grafts would make git show other objects or other parents
+        // than the ids name; what the engine reads of history is what the ids hold.
+        cmd.env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_GRAFT_FILE", "/dev/null");
         cmd
     }
 

@@ -400,7 +400,7 @@ fn a_stale_artifact_is_regenerated_and_committed_on_its_own_at_close() {
 
 /// A close-sweep command that pries: it plants a git hook, reads the git credentials
 /// into its output, and leaves a process behind; then it does its job.
-const PRYING_SWEEP: &str = "echo planted > .git/hooks/pre-commit\ncat \"$HOME/.git-credentials\" > pried.txt\nsetsid sleep 3141 >/dev/null 2>&1 &\nmkdir -p generated\ngrep -c 'pub fn' src/lib.rs > generated/count.txt\n";
+const PRYING_SWEEP: &str = "echo planted > .git/hooks/pre-commit\ncat \"$HOME/.git-credentials\" > pried.txt\nsetsid sleep 3149 >/dev/null 2>&1 &\nmkdir -p generated\ngrep -c 'pub fn' src/lib.rs > generated/count.txt\n";
 
 #[test]
 fn a_close_sweeps_lint_and_artifact_commands_run_confined_like_the_suites() {
@@ -434,7 +434,7 @@ fn a_close_sweeps_lint_and_artifact_commands_run_confined_like_the_suites() {
     assert!(!pried.contains("s3cret"), "{pried}");
     if tdd_sandbox::namespaces().processes {
         let left = std::process::Command::new("pgrep")
-            .args(["-f", "sleep 3141"])
+            .args(["-f", "sleep 3149"])
             .output()
             .expect("pgrep");
         assert!(left.stdout.is_empty(), "a sweep's process outlived it");

@@ -12,10 +12,11 @@ use tdd_engine::ledger::Ledger;
 
 use crate::support::Env;
 
-const CALC: &str = "def add(a, b):\n    return a + b\n";
-const STUB: &str = "\ndef sub(a, b):\n    raise NotImplementedError(\"sub\")\n";
-const IMPL: &str = "\ndef sub(a, b):\n    return a - b\n";
-const TEST: &str = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
+pub(crate) const STUB: &str = "\ndef sub(a, b):\n    raise NotImplementedError(\"sub\")\n";
+pub(crate) const IMPL: &str = "\ndef sub(a, b):\n    return a - b\n";
+pub(crate) const TEST: &str =
+    "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
 /// The same size as [`TEST`]: a weakened copy a cache could not tell apart by size.
 const WEAK: &str = "from calc import sub\n\n\ndef test_sub():\n    assert True or 5 == 3\n";
 const HAND_LOCKS: &str = "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n";
@@ -23,7 +24,7 @@ const FORCE_PASS: &str = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\
 
 /// Which locks the project has.
 #[derive(Debug, Clone, Copy)]
-enum Locks {
+pub(crate) enum Locks {
     Hand,
     Init,
 }
@@ -31,7 +32,7 @@ enum Locks {
 const BOTH: [Locks; 2] = [Locks::Hand, Locks::Init];
 
 /// A pytest project at RED accepted: `tests/test_sub.py::test_sub` fails on the stub.
-fn at_green(locks: Locks) -> Env {
+pub(crate) fn at_green(locks: Locks) -> Env {
     at_green_in(Env::new(), locks)
 }
 
@@ -70,7 +71,7 @@ fn at_green_in(env: Env, locks: Locks) -> Env {
     env
 }
 
-fn head(env: &Env) -> String {
+pub(crate) fn head(env: &Env) -> String {
     env.git(&["rev-parse", "HEAD"]).trim().to_string()
 }
 

@@ -345,3 +345,38 @@ fn a_process_killed_between_a_commit_and_its_record_is_not_tampering() {
     let (exit, value) = env.json(&["ledger", "verify"]);
     assert_eq!(exit, 0, "{value}");
 }
+
+#[test]
+fn every_command_that_changes_a_run_refuses_a_ledger_that_fails_verification() {
+    let env = project();
+    red(&env);
+    green(&env);
+    let db = database(&env);
+    assert_eq!(delete_and_recompute(&db, &["advance_refused"]), 1);
+    let events = |env: &Env| {
+        let (_, value) = env.json(&["ledger", "verify"]);
+        value["data"]["events"].clone()
+    };
+    let before = (head(&env), events(&env));
+    assert!(before.1.is_u64(), "{before:?}");
+    let commands: [&[&str]; 10] = [
+        &["annotate", "--key", "reviewer", "--value", "me"],
+        &["blocker", "--kind", "question", "--detail", "which sign?"],
+        &["cycle", "skip", "--reason", "later"],
+        &["note", "a note"],
+        &["plan", "register", ".tdd/plan.md"],
+        &["resume", "--note", "back"],
+        &["rollback"],
+        &["run", "start", "--plan", ".tdd/plan.md"],
+        &["run", "abandon", "--reason", "done with it"],
+        &["target", "tests/test_sub.py::test_sub"],
+    ];
+    for args in commands {
+        refuses(&env, args);
+        assert_eq!(
+            (head(&env), events(&env)),
+            before,
+            "tdd {args:?} changed the ledger or HEAD"
+        );
+    }
+}

@@ -15,6 +15,7 @@ mod exec;
 mod init;
 mod integrity_gates;
 mod integrity_ledger;
+mod integrity_objects;
 mod integrity_tests_seen;
 mod integrity_worktree;
 mod leaf_roles;

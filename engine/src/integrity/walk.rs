@@ -12,7 +12,6 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
-use gix_object::Find as _;
 use gix_traverse::commit::Simple;
 use gix_traverse::commit::simple::CommitTimeOrder;
 use gix_traverse::commit::simple::Sorting;
@@ -87,15 +86,31 @@ fn walk_objects(work_tree: &Path, scope: Scope) -> Option<Result<Vec<RunCommit>,
         return None;
     }
     let objects = located.objects();
-    let (head, _) = located.head(&objects)?;
-    let odb = objects.handle().ok()?;
+    let head = match located.head(&objects) {
+        Ok(Some((head, _))) => head,
+        Ok(None) => return None,
+        Err(err) => return Some(Err(err)),
+    };
+    let odb = match objects.handle() {
+        Ok(odb) => odb,
+        Err(err) => return Some(Err(err)),
+    };
     let newest_first = Sorting::ByCommitTime(CommitTimeOrder::NewestFirst);
-    let walk = Simple::new(Some(head), &odb).sorting(newest_first).ok()?;
+    let walk = match Simple::new(Some(head), &odb).sorting(newest_first) {
+        Ok(walk) => walk,
+        Err(err) => return Some(Err(walk_error(&err))),
+    };
     let mut commits = Vec::new();
     let mut buf = Vec::new();
     for info in walk {
-        let id = info.ok()?.id;
-        let data = odb.try_find(&id, &mut buf).ok()??;
+        let id = match info {
+            Ok(info) => info.id,
+            Err(err) => return Some(Err(walk_error(&err))),
+        };
+        let data = match odb.find(&id, &mut buf) {
+            Ok(data) => data,
+            Err(err) => return Some(Err(err)),
+        };
         let commit = gix_object::CommitRef::from_bytes(data.data, objects.kind()).ok()?;
         let (run, anchor) = match run_trailers(&commit) {
             Ok(found) => found,
@@ -116,6 +131,22 @@ fn walk_objects(work_tree: &Path, scope: Scope) -> Option<Result<Vec<RunCommit>,
         }
     }
     Some(Ok(commits))
+}
+
+/// A failure of the history walk as a [`GitError`]: a missing or damaged object (found
+/// anywhere in the error's chain) as itself, anything else as a failed read.
+fn walk_error(err: &gix_error::Error) -> GitError {
+    match err.downcast_any_ref::<GitError>() {
+        Some(GitError::ObjectMissing { id }) => GitError::ObjectMissing { id: id.clone() },
+        Some(GitError::ObjectDamaged { id, found }) => GitError::ObjectDamaged {
+            id: id.clone(),
+            found: found.clone(),
+        },
+        _ => GitError::Failed {
+            args: "walk the history".into(),
+            stderr: err.to_string(),
+        },
+    }
 }
 
 /// The first non-empty `TDD-Run` and `TDD-Ledger` values of `commit`'s trailers.

@@ -15,7 +15,7 @@ impl Engine {
         &self,
     ) -> Result<(crate::worktree_lock::Guard, Ledger, RunState), RunError> {
         let guard = self.lock("advance")?;
-        let ledger = Ledger::open(&self.location.database)?;
+        let ledger = self.ledger_for_change()?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
         Ok((guard, ledger, state))
     }
@@ -112,14 +112,20 @@ impl Engine {
     /// Records a `tdd test` observation against the current cycle of the active run, if any.
     ///
     /// Returns the run id it was recorded in. `observed.leaf` names the leaf that asked,
-    /// when a leaf did (its evidence for a verdict); its cycle and phase are the run's. Refused when a run is active and the ledger fails
-    /// verification.
+    /// when a leaf did (its evidence for a verdict); its cycle and phase are the run's.
+    /// Refused when a run is active and the ledger fails verification.
     pub fn record_test(&self, observed: events::TestObserved) -> Result<Option<String>, RunError> {
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let Some(ledger) = Ledger::open_read_only(&self.location.database)? else {
+            return Ok(None);
+        };
+        if self.active_run(&ledger)?.is_none() {
+            return Ok(None);
+        }
+        drop(ledger);
+        let mut ledger = self.ledger_for_change()?;
         let Some(state) = self.active_run(&ledger)? else {
             return Ok(None);
         };
-        self.ensure_ledger_intact()?;
         let (n, phase) = state
             .current()
             .map(|i| (state.cycles[i].n, state.cycles[i].phase))

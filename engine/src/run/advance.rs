@@ -126,7 +126,7 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<AdvanceOutcome, RunError> {
         let _guard = self.lock("advance")?;
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let mut ledger = self.ledger_for_change()?;
         let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
         self.check_config(&state)?;
         if let Some(blocker) = &state.blocker {

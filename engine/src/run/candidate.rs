@@ -58,31 +58,38 @@ impl Candidate {
 
 /// The tree of `rev` (a commit or a tree).
 pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
-    git.text([
+    let objects = crate::run::scan::locate(git.dir())?.objects();
+    let commit = match gix_hash::ObjectId::from_hex(rev.as_bytes()) {
+        Ok(id) => id,
+        Err(_) => commit_id(git, rev)?,
+    };
+    Ok(objects.tree_of_commit(&commit)?.to_string())
+}
+
+/// The commit `rev` names, as git resolves it.
+fn commit_id(git: &Git, rev: &str) -> Result<gix_hash::ObjectId, GitError> {
+    let text = git.text([
         "rev-parse",
         "--verify",
         "--quiet",
-        &format!("{rev}^{{tree}}"),
-    ])
+        &format!("{rev}^{{commit}}"),
+    ])?;
+    gix_hash::ObjectId::from_hex(text.trim().as_bytes()).map_err(|_| GitError::Failed {
+        args: format!("rev-parse {rev}"),
+        stderr: format!("unexpected output: {text}"),
+    })
 }
 
-/// HEAD's commit and tree, in one call (read from the object database in process, git
-/// as the fallback).
+/// HEAD's commit and its tree: HEAD read from the ref files in process where it can be
+/// (git as the fallback), the commit always read and checked against its id in process.
 pub(crate) fn head_and_tree(git: &Git) -> Result<(String, String), GitError> {
-    if let Ok(located) = crate::run::scan::locate(git.dir())
-        && let Some((head, tree)) = located.head(&located.objects())
-    {
+    let located = crate::run::scan::locate(git.dir())?;
+    let objects = located.objects();
+    if let Some((head, tree)) = located.head(&objects)? {
         return Ok((head.to_string(), tree.to_string()));
     }
-    let text = git.text(["rev-parse", "HEAD", "HEAD^{tree}"])?;
-    let mut lines = text.lines();
-    match (lines.next(), lines.next()) {
-        (Some(head), Some(tree)) => Ok((head.to_string(), tree.to_string())),
-        _ => Err(GitError::Failed {
-            args: "rev-parse HEAD HEAD^{tree}".into(),
-            stderr: format!("unexpected output: {text}"),
-        }),
-    }
+    let head = commit_id(git, "HEAD")?;
+    Ok((head.to_string(), objects.tree_of_commit(&head)?.to_string()))
 }
 
 /// The entries that differ between trees `from` and `to`, renames not detected.

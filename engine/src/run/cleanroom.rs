@@ -8,16 +8,18 @@
 //! - files are written from git's objects by the engine itself, so no filter,
 //!   attribute or index flag of the repository takes part;
 //! - every file not in the tree is removed (caches, bytecode, build output, files a
-//!   previous run's tests wrote), and a kept file is trusted only when its stat data
-//!   is still what the engine recorded after writing it; anything else is rewritten;
+//!   previous run's tests wrote), and a file is kept only when its bytes, read from
+//!   disk as they are now, hash to the tree's id for its path with the tree's mode; no
+//!   record of what was written before is trusted, since anyone who can write the
+//!   clean room can write a record beside it;
 //! - the only things that are not from the tree are the dependency directories of
 //!   [`DEPENDENCY_DIRS`], linked to the live tree's (see docs/engine.md for why they
 //!   are trusted).
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::path::PathBuf;
@@ -73,13 +75,12 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CleanRoomError + '_ {
 #[derive(Debug, Clone)]
 pub struct CleanRoom {
     root: PathBuf,
-    manifest: PathBuf,
+    /// Where earlier versions kept a record of what they wrote; removed, never read.
+    legacy_manifest: PathBuf,
 }
 
 /// One file of the tree: mode and object id.
 type Entries = HashMap<Vec<u8>, (String, String)>;
-/// What the engine wrote: object id, mode and stat data afterwards.
-type Manifest = HashMap<Vec<u8>, (String, String, [i64; 4])>;
 
 impl CleanRoom {
     /// The clean room of `work_tree`, kept under `state_dir` (the ledger's directory).
@@ -90,7 +91,7 @@ impl CleanRoom {
         let base = state_dir.join("cleanroom").join(&key[..16]);
         CleanRoom {
             root: base.join("tree"),
-            manifest: base.join("manifest"),
+            legacy_manifest: base.join("manifest"),
         }
     }
 
@@ -129,7 +130,6 @@ impl CleanRoom {
             // Something a run left cannot be changed in place (a read-only directory, a
             // file turned into a directory): start from an empty checkout instead.
             Err(CleanRoomError::Io { .. }) => {
-                let _ = std::fs::remove_file(&self.manifest);
                 remove_all(&self.root)?;
                 self.reset_to(&objects, &entries, &links)
             }
@@ -163,17 +163,16 @@ impl CleanRoom {
         links: &[(PathBuf, PathBuf)],
     ) -> Result<(), CleanRoomError> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
-        let old = read_manifest(&self.manifest);
-        // The manifest is void while the checkout is being changed: a crash half-way must
-        // not leave a manifest that vouches for files it no longer describes.
-        let _ = std::fs::remove_file(&self.manifest);
-        let mut manifest = Manifest::new();
-        sweep(&self.root, &self.root, entries, &old, links, &mut manifest)?;
+        remove_all(&self.legacy_manifest)?;
+        let mut candidates = Vec::new();
+        sweep(&self.root, &self.root, entries, links, &mut candidates)?;
+        let kept = keep_matching(objects, entries, candidates)?;
+        remove_empty_dirs(&self.root)?;
         let missing: Vec<(&Vec<u8>, &(String, String))> = entries
             .iter()
-            .filter(|(path, _)| !manifest.contains_key(*path))
+            .filter(|(path, _)| !kept.contains(*path))
             .collect();
-        write_objects(objects, &self.root, &missing, &mut manifest)?;
+        write_objects(objects, &self.root, &missing)?;
         for (rel, target) in links {
             let at = self.root.join(rel);
             if std::fs::symlink_metadata(&at).is_err() {
@@ -183,7 +182,7 @@ impl CleanRoom {
                 std::os::unix::fs::symlink(target, &at).map_err(io(&at))?;
             }
         }
-        write_manifest(&self.manifest, &manifest)
+        Ok(())
     }
 }
 
@@ -263,25 +262,22 @@ fn dependency_links(live: &Path, roots: &[String], entries: &Entries) -> Vec<(Pa
     links
 }
 
-fn stat4(meta: &std::fs::Metadata) -> [i64; 4] {
-    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
-    [
-        i64::try_from(meta.ino()).unwrap_or(i64::MAX),
-        i64::try_from(meta.size()).unwrap_or(i64::MAX),
-        ns(meta.mtime(), meta.mtime_nsec()),
-        ns(meta.ctime(), meta.ctime_nsec()),
-    ]
+/// A file the tree also has at its path: kept if its bytes are the tree's.
+struct Candidate {
+    key: Vec<u8>,
+    path: PathBuf,
+    symlink: bool,
 }
 
-/// Walks `dir`, keeping what is in `entries` and unchanged since the engine wrote it, and
-/// removing everything else (links to the dependency directories excepted).
+/// Walks `dir`, removing every file, link or other thing the tree does not have at its
+/// path (links to the dependency directories excepted), and collecting the rest as
+/// candidates to keep.
 fn sweep(
     root: &Path,
     dir: &Path,
     entries: &Entries,
-    old: &Manifest,
     links: &[(PathBuf, PathBuf)],
-    kept: &mut Manifest,
+    candidates: &mut Vec<Candidate>,
 ) -> Result<(), CleanRoomError> {
     let read = std::fs::read_dir(dir).map_err(io(dir))?;
     for item in read {
@@ -290,17 +286,11 @@ fn sweep(
         let rel = path.strip_prefix(root).unwrap_or(&path);
         let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
         if meta.is_dir() {
-            sweep(root, &path, entries, old, links, kept)?;
-            if std::fs::read_dir(&path)
-                .map_err(io(&path))?
-                .next()
-                .is_none()
-            {
-                std::fs::remove_dir(&path).map_err(io(&path))?;
-            }
+            sweep(root, &path, entries, links, candidates)?;
             continue;
         }
-        if meta.file_type().is_symlink()
+        let symlink = meta.file_type().is_symlink();
+        if symlink
             && links
                 .iter()
                 .any(|(l, t)| l == rel && std::fs::read_link(&path).is_ok_and(|r| &r == t))
@@ -308,16 +298,8 @@ fn sweep(
             continue;
         }
         let key = rel.as_os_str().as_bytes().to_vec();
-        let unchanged = match (entries.get(&key), old.get(&key)) {
-            (Some((mode, id)), Some((was_id, was_mode, stat))) => {
-                id == was_id && mode == was_mode && *stat == stat4(&meta)
-            }
-            _ => false,
-        };
-        if unchanged {
-            if let Some(record) = old.get(&key) {
-                kept.insert(key, record.clone());
-            }
+        if (meta.is_file() || symlink) && entries.contains_key(&key) {
+            candidates.push(Candidate { key, path, symlink });
         } else {
             std::fs::remove_file(&path).map_err(io(&path))?;
         }
@@ -325,12 +307,100 @@ fn sweep(
     Ok(())
 }
 
+/// Hashes every candidate from disk, on every core, and removes each one whose mode or
+/// bytes are not the tree's; returns the paths kept.
+fn keep_matching(
+    objects: &Objects,
+    entries: &Entries,
+    candidates: Vec<Candidate>,
+) -> Result<HashSet<Vec<u8>>, CleanRoomError> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    let per = candidates.len().div_ceil(workers).max(64);
+    let matched: Vec<Result<Vec<bool>, GitError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = candidates
+            .chunks(per)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|c| matches_tree(objects, entries, c))
+                        .collect::<Result<Vec<bool>, GitError>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(GitError::Failed {
+                        args: "hash the clean room".into(),
+                        stderr: "a hashing thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut flags = Vec::with_capacity(candidates.len());
+    for chunk in matched {
+        flags.extend(chunk?);
+    }
+    let mut kept = HashSet::new();
+    for (candidate, matches) in candidates.into_iter().zip(flags) {
+        if matches {
+            kept.insert(candidate.key);
+        } else {
+            std::fs::remove_file(&candidate.path).map_err(io(&candidate.path))?;
+        }
+    }
+    Ok(kept)
+}
+
+/// Whether the file at `candidate` holds, as it is on disk now, exactly the tree's
+/// object and mode for its path.
+fn matches_tree(
+    objects: &Objects,
+    entries: &Entries,
+    candidate: &Candidate,
+) -> Result<bool, GitError> {
+    let Some((mode, id)) = entries.get(&candidate.key) else {
+        return Ok(false);
+    };
+    Ok(
+        match objects.record(&candidate.path, candidate.symlink, false)? {
+            Some((found_mode, found_id)) => {
+                format!("{found_mode:06o}") == *mode
+                    && gix_hash::ObjectId::from_hex(id.as_bytes())
+                        .is_ok_and(|want| want == found_id)
+            }
+            None => false,
+        },
+    )
+}
+
+/// Removes every directory under `dir` left empty by the sweep (`dir` itself stays):
+/// an empty directory is no part of a tree, and one named like a package could be
+/// imported as one.
+fn remove_empty_dirs(dir: &Path) -> Result<bool, CleanRoomError> {
+    let mut empty = true;
+    for item in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path = item.map_err(io(dir))?.path();
+        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
+        if meta.is_dir() && remove_empty_dirs(&path)? {
+            std::fs::remove_dir(&path).map_err(io(&path))?;
+        } else {
+            empty = false;
+        }
+    }
+    Ok(empty)
+}
+
 /// Writes the objects of `missing` into the checkout.
 fn write_objects(
     objects: &Objects,
     root: &Path,
     missing: &[(&Vec<u8>, &(String, String))],
-    manifest: &mut Manifest,
 ) -> Result<(), CleanRoomError> {
     let mut reader = None;
     for (path, (mode, id)) in missing {
@@ -344,15 +414,14 @@ fn write_objects(
             Some(reader) => reader,
             None => reader.insert(objects.reader()?),
         };
-        let meta = write_entry(&at, mode, reader.read(id)?)?;
-        manifest.insert((*path).clone(), (id.clone(), mode.clone(), stat4(&meta)));
+        write_entry(&at, mode, reader.read(id)?)?;
     }
     Ok(())
 }
 
 /// Writes one entry, never through an existing link: the checkout was swept, so nothing
 /// is at `at`, and the parents are directories this module created.
-fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<std::fs::Metadata, CleanRoomError> {
+fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<(), CleanRoomError> {
     if let Some(parent) = at.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
@@ -369,56 +438,7 @@ fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<std::fs::Metadata,
         file.set_permissions(std::fs::Permissions::from_mode(perms))
             .map_err(io(at))?;
     }
-    std::fs::symlink_metadata(at).map_err(io(at))
-}
-
-/// The manifest at `path`, read only as a regular file (never through a link, never
-/// blocking on a pipe); anything else, or anything unreadable, is an empty manifest,
-/// which keeps no file.
-fn read_manifest(path: &Path) -> Manifest {
-    let Some(text) =
-        crate::observe::read_regular_file(path).and_then(|bytes| String::from_utf8(bytes).ok())
-    else {
-        return Manifest::new();
-    };
-    let mut manifest = Manifest::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let [id, mode, a, b, c, d, hexpath] = f.as_slice() else {
-            return Manifest::new();
-        };
-        let stat = [a, b, c, d].map(|n| n.parse::<i64>().unwrap_or(-1));
-        let Ok(key) = hex::decode(hexpath) else {
-            return Manifest::new();
-        };
-        manifest.insert(key, (id.to_string(), mode.to_string(), stat));
-    }
-    manifest
-}
-
-fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), CleanRoomError> {
-    let mut text = String::new();
-    for (key, (id, mode, [a, b, c, d])) in manifest {
-        text.push_str(&format!(
-            "{id} {mode} {a} {b} {c} {d} {}\n",
-            hex::encode(key)
-        ));
-    }
-    // Written to a file made new (whatever was at its name, a link included, is removed
-    // first, and creation fails rather than follow one), then renamed over the
-    // manifest, which replaces whatever stood there, a link included.
-    let tmp = path.with_extension("tmp");
-    remove_all(&tmp)?;
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-        remove_all(path)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(io(&tmp))?;
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -471,5 +491,36 @@ mod tests {
             std::fs::read_to_string(room.path().join("pkg/b.py")).expect("b"),
             "b\n"
         );
+    }
+
+    #[test]
+    fn a_planted_file_is_rewritten_whatever_record_stands_beside_it() {
+        let stub = "def sub(a, b):\n    raise NotImplementedError\n";
+        let (live, tree) = repo_with(&[("helpers.py", stub)]);
+        let state = tempfile::tempdir().expect("state");
+        let room = CleanRoom::of(state.path(), live.path());
+        room.materialize(live.path(), &tree, &[]).expect("first");
+        // A working helper planted in the checkout, and a record beside it (in the form
+        // an earlier version trusted) vouching for the file as it is now.
+        let helper = room.path().join("helpers.py");
+        std::fs::write(&helper, "def sub(a, b):\n    return a - b\n").expect("plant");
+        let id = Git::new(live.path())
+            .text(["rev-parse", &format!("{tree}:helpers.py")])
+            .expect("blob");
+        let meta = std::fs::symlink_metadata(&helper).expect("meta");
+        let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
+        use std::os::unix::fs::MetadataExt;
+        let record = format!(
+            "{id} 100644 {} {} {} {} {}\n",
+            meta.ino(),
+            meta.size(),
+            ns(meta.mtime(), meta.mtime_nsec()),
+            ns(meta.ctime(), meta.ctime_nsec()),
+            hex::encode("helpers.py")
+        );
+        let beside = room.path().parent().expect("base");
+        std::fs::write(beside.join("manifest"), record).expect("record");
+        room.materialize(live.path(), &tree, &[]).expect("second");
+        assert_eq!(std::fs::read_to_string(&helper).expect("helper"), stub);
     }
 }

@@ -7,8 +7,8 @@
 //! `TMPDIR`, added by `tdd-observe`), its toolchain's build output (Go's build cache
 //! for a Go project, the `CARGO_TARGET_DIR` a cargo project is told about), and
 //! `[sandbox] write`. It
-//! reads no credential file, nothing of the ledger directory (other leaves' files, the
-//! clean room's manifest) but its checkout, and nothing `[sandbox] deny_read` names.
+//! reads no credential file, nothing of the ledger directory (the ledger, other leaves'
+//! files) but its checkout, and nothing `[sandbox] deny_read` names.
 //! `[sandbox] enabled = false` turns it off; where the kernel has no Landlock the
 //! level recorded with each invocation says `none`.
 

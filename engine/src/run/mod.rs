@@ -239,11 +239,22 @@ impl Engine {
 
     /// Refuses to go on (`RunError::Integrity` holding `Tampered`) when the ledger fails
     /// verification: its hash chain, and the run commits from HEAD down to the newest
-    /// anchor (see [`crate::integrity::ensure_intact`]). Every command that acts on a run
-    /// calls this first.
+    /// anchor (see [`crate::integrity::ensure_intact`]). Every engine method that
+    /// changes a run runs it through [`Engine::ledger_for_change`]; read-only callers
+    /// (`tdd status`) call it themselves.
     pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
         crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
         Ok(())
+    }
+
+    /// The ledger opened to record a change, once it verified: the one way an engine
+    /// method that records an event or moves HEAD reaches the ledger, so no command and
+    /// no conductor step acts on a ledger that fails verification, whichever door it
+    /// came in by. Called under the work-tree lock, so nothing changes the ledger
+    /// between the check and the change but this process.
+    fn ledger_for_change(&self) -> Result<Ledger, RunError> {
+        self.ensure_ledger_intact()?;
+        Ok(Ledger::open(&self.location.database)?)
     }
 
     /// The run active in this work tree, projected read-only from the ledger.

@@ -70,7 +70,7 @@ impl Engine {
     /// the same blob was recorded before.
     pub fn register_plan(&self, plan_path: &Path) -> Result<Registration, RunError> {
         let contract = self.validated_contract(plan_path)?;
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let mut ledger = self.ledger_for_change()?;
         let reused = ledger
             .events_of_kind(None, "plan_registered")?
             .iter()

@@ -24,7 +24,7 @@ impl Engine {
     /// [`Engine::reopen_refactor`].
     pub fn rollback(&self, to_previous: bool) -> Result<RunState, RunError> {
         let guard = self.lock("advance")?;
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let mut ledger = self.ledger_for_change()?;
         let state = self.latest_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
         let fresh = state
             .current()
@@ -74,7 +74,7 @@ impl Engine {
     /// is active again afterwards.
     pub fn reopen_refactor(&self, n: u32) -> Result<RunState, RunError> {
         let _guard = self.lock("advance")?;
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let mut ledger = self.ledger_for_change()?;
         let state = self
             .latest_run(&ledger)?
             .filter(|s| s.status != RunStatus::Abandoned)

@@ -80,7 +80,7 @@ impl Engine {
         progress: &dyn Progress,
     ) -> Result<StartOutcome, RunError> {
         let _guard = self.lock("baseline")?;
-        let mut ledger = Ledger::open(&self.location.database)?;
+        let mut ledger = self.ledger_for_change()?;
         if let Some(active) = self.active_run(&ledger)? {
             return Err(RunError::RunActive {
                 run_id: active.run_id,

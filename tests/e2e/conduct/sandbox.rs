@@ -256,8 +256,10 @@ fn without_landlock_the_run_records_none_and_require_refuses_to_start() {
 }
 
 /// A `command` provider: one shell script plays every role, trying every escape
-/// first and then doing the honest work its role and phase ask for.
-fn command_agent(env: &Env, other: &Path) -> PathBuf {
+/// first (leaving a `setsid sleep SECS` behind: each test its own `sleep`, since tests
+/// run side by side and each looks for its own) and then doing the honest work its
+/// role and phase ask for.
+fn command_agent(env: &Env, other: &Path, sleep: u32) -> PathBuf {
     let home = env.home.path();
     for (path, text) in [
         ("agent/plan.md", PLAN_ONE.to_string()),
@@ -278,7 +280,7 @@ fn command_agent(env: &Env, other: &Path) -> PathBuf {
          developer/green) cp {a}/impl.rs src/lib.rs ;;\n\
          verifier/*) tdd test 'app::calc::sub subtracts' > /dev/null; tdd verdict accept --reason 'ran it' ;;\n\
          esac\necho done\n",
-        hostile(env.root(), other, env.ledger_home.path(), 3142).replace("; ", "\n")
+        hostile(env.root(), other, env.ledger_home.path(), sleep).replace("; ", "\n")
     );
     let path = agent.join("agent.sh");
     std::fs::write(&path, script).expect("script");
@@ -287,10 +289,16 @@ fn command_agent(env: &Env, other: &Path) -> PathBuf {
 
 /// The one-step project played by the hostile `command` agent in every role, with no
 /// revise budget, confinement on (`sandbox` appended to `[sandbox]`), the developer's
-/// RED test replaced by `test` when given, and credentials planted; the issue.
-fn command_agent_project(env: &Env, other: &Path, test: Option<&str>, sandbox: &str) -> String {
+/// RED test replaced by `test` when given, and credentials planted; the issue. The
+/// agent leaves `sleep SECS` behind.
+fn command_agent_project(
+    env: &Env,
+    other: &Path,
+    (test, sleep): (Option<&str>, u32),
+    sandbox: &str,
+) -> String {
     let issue = project(env, &fixture(&good_planner(""), GOOD_VERIFIER));
-    let agent = command_agent(env, other);
+    let agent = command_agent(env, other, sleep);
     if let Some(test) = test {
         std::fs::write(env.home.path().join("agent/sub.rs"), test).expect("test");
     }
@@ -317,7 +325,7 @@ fn command_agent_project(env: &Env, other: &Path, test: Option<&str>, sandbox: &
 fn a_hostile_command_agent_in_every_role_is_confined_and_the_run_completes() {
     let env = Env::new();
     let other = tempfile::tempdir().expect("other work tree");
-    let issue = command_agent_project(&env, other.path(), None, "");
+    let issue = command_agent_project(&env, other.path(), (None, 3142), "");
     conduct_confined(&env, &issue, other.path(), 3142);
     let levels = levels(&env);
     assert!(levels.len() >= 5, "{levels:?}");
@@ -361,13 +369,13 @@ fn test_code_run_for_a_verifier_cannot_forge_its_verdict_see_secrets_or_outlive_
     let issue = command_agent_project(
         &env,
         other.path(),
-        Some(&hostile_test(probes.path(), 3146)),
+        (Some(&hostile_test(probes.path(), 3146)), 3147),
         &format!("write = [{:?}]\n", probes.path().display().to_string()),
     );
     // Every verdict is the verifier's own ACCEPT, so the run completes (a forged REJECT
     // would bail it, with no revise budget), and nothing the test code started is
     // alive.
-    let value = conduct_confined(&env, &issue, other.path(), 3142);
+    let value = conduct_confined(&env, &issue, other.path(), 3147);
     assert!(
         !sleeper_alive(3146),
         "a process of the test code outlived the run"
@@ -416,7 +424,7 @@ fn test_code_that_rewrites_the_verifiers_checkout_gets_its_verdict_refused() {
     let test = format!(
         "#[test]\nfn subtracts() {{\n    let _ = std::process::Command::new(\"sh\").arg(\"-c\").arg({probe:?}).status();\n    assert_eq!(calc::sub(5, 2), 3);\n}}\n"
     );
-    let issue = command_agent_project(&env, other.path(), Some(&test), "");
+    let issue = command_agent_project(&env, other.path(), (Some(&test), 3148), "");
     // The verifier's own ACCEPT does not count: with no revise budget, the REJECT put
     // in its place ends the run, naming the file.
     let value = expect_bail(&env, &issue, "revise_budget_exhausted", "process");

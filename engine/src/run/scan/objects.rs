@@ -10,7 +10,6 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use gix_hash::ObjectId;
-use gix_object::Find;
 use gix_object::Write as _;
 
 use crate::git::GitError;
@@ -156,7 +155,7 @@ impl Objects {
             .map_err(std::io::Error::other)
     }
 
-    /// The contents of the blobs `ids`, in order, from loose objects, packs or alternates.
+    /// The contents of the blobs `ids`, in order, each checked against its id.
     pub(crate) fn read_blobs(&self, ids: &[&str]) -> Result<Vec<Vec<u8>>, GitError> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -167,7 +166,7 @@ impl Objects {
             .collect()
     }
 
-    /// A reader of blobs one at a time, from loose objects, packs or alternates.
+    /// A reader of blobs one at a time, each checked against its id.
     pub(crate) fn reader(&self) -> Result<BlobReader, GitError> {
         Ok(BlobReader {
             odb: self.handle()?,
@@ -175,10 +174,28 @@ impl Objects {
         })
     }
 
-    /// A handle on the whole database, packs and alternates included.
-    pub(crate) fn handle(&self) -> Result<gix_odb::Handle, GitError> {
-        gix_odb::at(&self.dir, self.kind)
-            .map_err(|e| safe_fs::io_error("open the object database", &self.dir, e))
+    /// The whole database (loose objects and packs), every object of which is checked
+    /// against its id as it is read ([`Checked`]).
+    pub(crate) fn handle(&self) -> Result<Checked, GitError> {
+        let odb = gix_odb::at(&self.dir, self.kind)
+            .map_err(|e| safe_fs::io_error("open the object database", &self.dir, e))?;
+        Ok(Checked { odb })
+    }
+
+    /// The tree of the commit `id`, read and checked in process.
+    pub(crate) fn tree_of_commit(&self, id: &gix_hash::oid) -> Result<ObjectId, GitError> {
+        let odb = self.handle()?;
+        let mut buf = Vec::new();
+        let data = odb.find(id, &mut buf)?;
+        if data.kind != gix_object::Kind::Commit {
+            return Err(store_error(
+                "read a commit",
+                &format!("{id} is a {}", data.kind),
+            ));
+        }
+        gix_object::CommitRefIter::from_bytes(data.data, id.kind())
+            .tree_id()
+            .map_err(|e| store_error("read a commit", &e))
     }
 
     /// Stores a tree object unless a loose copy is already there, and returns its id.
@@ -190,22 +207,75 @@ impl Objects {
     }
 }
 
-/// Reads blobs one at a time, reusing one buffer.
-pub(crate) struct BlobReader {
+/// The object database, read so that no object is used whose bytes are not its id's.
+///
+/// Every object is hashed as it is read and compared with the id it was asked for: a
+/// loose object rewritten under another's name, an edited pack, or an alternate serving
+/// other bytes under a name, is [`GitError::ObjectDamaged`], never data. Alternates can
+/// therefore only ever supply the exact objects the ids name, and replacement refs and
+/// grafts are not read at all (they belong to git's porcelain, not to the object store).
+pub(crate) struct Checked {
     odb: gix_odb::Handle,
+}
+
+impl Checked {
+    /// The object `id`, checked against its id; [`GitError::ObjectMissing`] when the
+    /// database does not hold it.
+    pub(crate) fn find<'a>(
+        &self,
+        id: &gix_hash::oid,
+        buf: &'a mut Vec<u8>,
+    ) -> Result<gix_object::Data<'a>, GitError> {
+        self.checked(id, buf)?
+            .ok_or_else(|| GitError::ObjectMissing { id: id.to_string() })
+    }
+
+    fn checked<'a>(
+        &self,
+        id: &gix_hash::oid,
+        buf: &'a mut Vec<u8>,
+    ) -> Result<Option<gix_object::Data<'a>>, GitError> {
+        let Some(data) = gix_object::Find::try_find(&self.odb, id, buf)
+            .map_err(|e| store_error("read an object", &e))?
+        else {
+            return Ok(None);
+        };
+        let found = gix_object::compute_hash(id.kind(), data.kind, data.data)
+            .map_err(|e| store_error("hash an object", &e))?;
+        if found != id {
+            return Err(GitError::ObjectDamaged {
+                id: id.to_string(),
+                found: found.to_string(),
+            });
+        }
+        Ok(Some(data))
+    }
+}
+
+impl gix_object::Find for Checked {
+    fn try_find<'a>(
+        &self,
+        id: &gix_hash::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix_error::Result<Option<gix_object::Data<'a>>> {
+        self.checked(id, buffer)
+            .map_err(gix_error::Error::from_error)
+    }
+}
+
+/// Reads blobs one at a time, reusing one buffer, each checked against its id.
+pub(crate) struct BlobReader {
+    odb: Checked,
     buf: Vec<u8>,
 }
 
 impl BlobReader {
-    /// The contents of the blob `id` (hex); an error when it is missing or not a blob.
+    /// The contents of the blob `id` (hex); an error when it is missing, damaged or not
+    /// a blob.
     pub(crate) fn read(&mut self, id: &str) -> Result<&[u8], GitError> {
         let oid = ObjectId::from_hex(id.trim().as_bytes())
             .map_err(|e| store_error("read an object id", &e))?;
-        let data = self
-            .odb
-            .try_find(&oid, &mut self.buf)
-            .map_err(|e| store_error("read an object", &e))?
-            .ok_or_else(|| store_error("read an object", &format!("{id} is missing")))?;
+        let data = self.odb.find(&oid, &mut self.buf)?;
         if data.kind != gix_object::Kind::Blob {
             return Err(store_error(
                 "read a blob",
@@ -328,6 +398,42 @@ mod tests {
             .output()
             .expect("cat-file");
         assert!(read.stdout == data, "git reads back the bytes written");
+    }
+
+    #[test]
+    fn an_object_whose_bytes_are_not_its_ids_is_never_read() {
+        let dir = tdd_testutil::repo();
+        std::fs::write(dir.path().join("a"), b"honest\n").expect("write");
+        std::fs::write(dir.path().join("b"), b"forged\n").expect("write");
+        let ids = tdd_testutil::git(dir.path(), &["hash-object", "-w", "a", "b"]);
+        let (a, b) = ids.trim().split_once('\n').expect("two ids");
+        let objects = crate::run::scan::locate(dir.path())
+            .expect("locate")
+            .objects();
+        assert_eq!(
+            objects.read_blobs(&[a]).expect("read"),
+            vec![b"honest\n".to_vec()]
+        );
+        let file = |id: &str| {
+            dir.path()
+                .join(".git/objects")
+                .join(&id[..2])
+                .join(&id[2..])
+        };
+        let forged = std::fs::read(file(b)).expect("forged");
+        std::fs::set_permissions(file(a), std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        std::fs::write(file(a), forged).expect("rewrite");
+        match objects.read_blobs(&[a]) {
+            Err(GitError::ObjectDamaged { id, found }) => {
+                assert_eq!((id.as_str(), found.as_str()), (a, b))
+            }
+            other => panic!("expected a damaged object, got {other:?}"),
+        }
+        std::fs::remove_file(file(a)).expect("remove");
+        assert!(matches!(
+            objects.read_blobs(&[a]),
+            Err(GitError::ObjectMissing { id }) if id == a
+        ));
     }
 
     #[test]

@@ -4,7 +4,6 @@
 use std::io::Write as _;
 
 use gix_hash::ObjectId;
-use gix_object::Find;
 
 use super::Located;
 use super::objects::Objects;
@@ -15,29 +14,28 @@ use crate::run::safe_fs;
 
 impl Located {
     /// The commit HEAD names and its tree, read from the ref files and the object
-    /// database; `None` when HEAD is unborn or stored in a way this does not read.
-    pub(crate) fn head(&self, objects: &Objects) -> Option<(ObjectId, ObjectId)> {
+    /// database, the commit checked against its id; `Ok(None)` when HEAD is unborn or
+    /// stored in a way this does not read, an error when the commit is missing or damaged.
+    pub(crate) fn head(&self, objects: &Objects) -> Result<Option<(ObjectId, ObjectId)>, GitError> {
+        let Some(commit) = self.head_id() else {
+            return Ok(None);
+        };
+        let tree = objects.tree_of_commit(&commit)?;
+        Ok(Some((commit, tree)))
+    }
+
+    /// The commit id HEAD names, from the ref files; `None` when HEAD is unborn or stored
+    /// in a way this does not read.
+    fn head_id(&self) -> Option<ObjectId> {
         if !refs_are_files(&self.common_dir) {
             return None;
         }
-        let head = std::fs::read(self.git_dir.join("HEAD")).ok()?;
+        let head = crate::observe::read_regular_file(&self.git_dir.join("HEAD"))?;
         let head = head.trim_ascii();
-        let commit = match head.strip_prefix(b"ref:") {
-            Some(name) => self.resolve(name.trim_ascii())?,
-            None => ObjectId::from_hex(head).ok()?,
-        };
-        let odb = objects.handle().ok()?;
-        let mut buf = Vec::new();
-        let data = odb.try_find(&commit, &mut buf).ok()??;
-        if data.kind != gix_object::Kind::Commit {
-            return None;
+        match head.strip_prefix(b"ref:") {
+            Some(name) => self.resolve(name.trim_ascii()),
+            None => ObjectId::from_hex(head).ok(),
         }
-        let tree = data
-            .data
-            .strip_prefix(b"tree ")?
-            .split(|b| *b == b'\n')
-            .next()?;
-        Some((commit, ObjectId::from_hex(tree).ok()?))
     }
 
     /// The id of the branch ref `name` (`refs/heads/...`): its loose file, else its line
@@ -47,10 +45,15 @@ impl Located {
         if !name.starts_with("refs/heads/") || name.split('/').any(|p| p.is_empty() || p == "..") {
             return None;
         }
-        match std::fs::read(self.common_dir.join(name)) {
-            Ok(text) => ObjectId::from_hex(text.trim_ascii()).ok(),
+        let loose = self.common_dir.join(name);
+        match std::fs::symlink_metadata(&loose) {
+            Ok(_) => {
+                let text = crate::observe::read_regular_file(&loose)?;
+                ObjectId::from_hex(text.trim_ascii()).ok()
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let packed = std::fs::read(self.common_dir.join("packed-refs")).ok()?;
+                let packed =
+                    crate::observe::read_regular_file(&self.common_dir.join("packed-refs"))?;
                 packed.split(|b| *b == b'\n').find_map(|line| {
                     let (id, rest) =
                         line.split_at_checked(line.iter().position(|b| *b == b' ')?)?;

@@ -292,6 +292,7 @@ fn head_and_kept_trees_read_and_write_refs_as_git_does() {
     let head = |located: &Located| {
         located
             .head(&located.objects())
+            .expect("a readable HEAD")
             .map(|(commit, tree)| (commit.to_string(), tree.to_string()))
     };
     let expected = || Some((by_git("HEAD"), by_git("HEAD^{tree}")));
@@ -328,7 +329,10 @@ fn head_and_kept_trees_read_and_write_refs_as_git_does() {
         .trim()
         .to_string();
     assert_eq!(
-        in_wt.head(&in_wt.objects()).map(|h| h.0.to_string()),
+        in_wt
+            .head(&in_wt.objects())
+            .expect("a readable HEAD")
+            .map(|h| h.0.to_string()),
         Some(wt_head)
     );
 
@@ -353,7 +357,13 @@ fn head_and_kept_trees_read_and_write_refs_as_git_does() {
         .expect("git init");
     assert!(out.status.success());
     let unborn = locate(unborn.path()).expect("locate");
-    assert_eq!(unborn.head(&unborn.objects()), None, "an unborn branch");
+    assert_eq!(
+        unborn
+            .head(&unborn.objects())
+            .expect("an unborn HEAD reads"),
+        None,
+        "an unborn branch"
+    );
 }
 
 #[test]

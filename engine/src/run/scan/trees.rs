@@ -5,7 +5,6 @@
 use std::cmp::Ordering;
 
 use gix_hash::ObjectId;
-use gix_object::Find;
 
 use super::objects::Objects;
 use super::objects::store_error;
@@ -150,7 +149,7 @@ fn parse_id(id: &str) -> Result<ObjectId, GitError> {
 }
 
 struct Reader<'a> {
-    odb: &'a gix_odb::Handle,
+    odb: &'a super::objects::Checked,
     buf: Vec<u8>,
 }
 
@@ -159,11 +158,7 @@ impl Reader<'_> {
         let Some(id) = id else {
             return Ok(Vec::new());
         };
-        let data = self
-            .odb
-            .try_find(&id, &mut self.buf)
-            .map_err(|e| store_error("read a tree", &e))?
-            .ok_or_else(|| store_error("read a tree", &format!("{id} is missing")))?;
+        let data = self.odb.find(&id, &mut self.buf)?;
         let mut entries = Vec::new();
         for entry in gix_object::TreeRefIter::from_bytes(data.data, id.kind()) {
             let entry = entry.map_err(|e| store_error("read a tree", &e))?;

@@ -50,9 +50,9 @@ impl Conductor<'_> {
             "conduct_bailed",
             json!(bail),
             &format!(
-                "bailed: {} ({:?}): {}",
+                "bailed: {} ({}): {}",
                 bail.cause.as_str(),
-                bail.class,
+                bail.class.words(),
                 bail.detail
             ),
         );

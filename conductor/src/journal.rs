@@ -176,6 +176,55 @@ pub fn every_conduct(database: &Path) -> Result<Vec<(String, ConductorEvent)>, L
     Ok(events)
 }
 
+/// The last conduct run of one work tree: its issue, and how it ended.
+#[derive(Debug, Clone)]
+pub struct LastConduct {
+    /// The issue number.
+    pub issue: u64,
+    /// The issue as `tdd conduct` was given it (a file or a number).
+    pub issue_path: String,
+    /// The event that ended it (`conduct_bailed`, `conduct_stopped` or
+    /// `conduct_completed`); `None` while it runs, or when it was killed or resumed
+    /// since.
+    pub ended: Option<ConductorEvent>,
+}
+
+/// The last conduct run started in `work_tree`, read from the ledger at `database`;
+/// `None` when there is no ledger or no conduct ran there. Never creates the ledger.
+pub fn last_conduct(database: &Path, work_tree: &Path) -> Result<Option<LastConduct>, LedgerError> {
+    if !database.is_file() {
+        return Ok(None);
+    }
+    let all = every_conduct(database)?;
+    let here = work_tree.display().to_string();
+    let Some((id, started)) = all.iter().rev().find_map(|(id, event)| match event {
+        ConductorEvent::ConductStarted(started) if started.worktree == here => Some((id, started)),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let ended = all
+        .iter()
+        .filter(|(conduct, _)| conduct == id)
+        .map(|(_, event)| event)
+        .rfind(|event| {
+            matches!(
+                event,
+                ConductorEvent::Bailed(_)
+                    | ConductorEvent::Stopped(_)
+                    | ConductorEvent::Completed(_)
+                    | ConductorEvent::Resumed(_)
+            )
+        })
+        .filter(|event| !matches!(event, ConductorEvent::Resumed(_)))
+        .cloned();
+    Ok(Some(LastConduct {
+        issue: started.issue,
+        issue_path: started.issue_path.clone(),
+        ended,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

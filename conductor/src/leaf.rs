@@ -201,22 +201,25 @@ impl Conductor<'_> {
     }
 
     fn leaf_bail(&self, class: &ExitClass, response: &Response, step: u32, phase: &str) -> Bail {
-        let (cause, action) = match class {
+        let (cause, action): (BailCause, String) = match class {
             ExitClass::KillStuck { .. } => (
                 BailCause::KillStuck,
-                "the leaf kept running into its time limits: raise [conductor] leaf_timeout_s or idle_timeout_s, or simplify the step",
+                "the leaf kept running into its time limits: raise [conductor] leaf_timeout_s or idle_timeout_s, or simplify the step".into(),
             ),
             ExitClass::KilledExternal { .. } => (
                 BailCause::KilledExternal,
-                "something outside tdd killed the leaf: find out what, then run `tdd conduct` again",
+                "something outside tdd killed the leaf: find out what, then run `tdd conduct` again".into(),
             ),
             ExitClass::SpawnFailed { error } if error.starts_with("sandbox") => (
                 BailCause::SupervisorLost,
-                "this machine cannot confine leaves as [sandbox] require = true asks: run `tdd doctor`, or set require = false to run with what the kernel offers",
+                "this machine cannot confine leaves as [sandbox] require = true asks: run `tdd doctor`, or set require = false to run with what the kernel offers".into(),
             ),
             _ => (
                 BailCause::SupervisorLost,
-                "the leaf's supervisor was lost or the leaf never started: check `tdd leaves show` and the provider's command, then run `tdd conduct` again",
+                format!(
+                    "the leaf's supervisor was lost or the leaf never started: read what it printed with `tdd logs {}`, check `tdd leaves show {}` and the provider's command, then run `tdd conduct` again",
+                    response.leaf_id, response.leaf_id
+                ),
             ),
         };
         let ended = match class {

@@ -409,9 +409,9 @@ fn chain_head_line(c: &Conductor<'_>, record: &StepRecord) -> Option<String> {
 /// The comment of a bail: cause, class, where, what to do, the output tail.
 pub(crate) fn bail_comment(bail: &Bail) -> String {
     format!(
-        "**Bailed: `{}`** ({:?})\n\nStep: {} · phase: {}\n\n{}\n\nWhat to do: {}\n\n```\n{}\n```\n",
+        "**Bailed: `{}`** ({})\n\nStep: {} · phase: {}\n\n{}\n\nWhat to do: {}\n\n```\n{}\n```\n",
         bail.cause.as_str(),
-        bail.class,
+        bail.class.words(),
         bail.step.map_or("-".into(), |s| s.to_string()),
         bail.phase.as_deref().unwrap_or("-"),
         bail.detail,

@@ -165,7 +165,10 @@ impl Conductor<'_> {
             Bail::new(
                 BailCause::VerdictMissing,
                 format!("verifier {} ended without a verdict", response.leaf_id),
-                "check the verifier's output with `tdd leaves show`; it must end with `tdd verdict accept|reject`",
+                format!(
+                    "read what the verifier printed with `tdd logs {}` (what it was told: `tdd leaves show {} --prompt`); it must end with `tdd verdict accept|reject`, then run `tdd conduct` again",
+                    response.leaf_id, response.leaf_id
+                ),
             )
             .at(n, name)
             .tail(&response.text)

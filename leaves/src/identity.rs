@@ -146,6 +146,21 @@ pub fn find_leaf(ledger: &Ledger, id: &str) -> Result<Option<LeafRecord>, Ledger
         .and_then(record_of))
 }
 
+/// The supervisor's id of the process the leaf `leaf_id` last ran as (its newest
+/// `leaf_started`); `None` when it never started. Read through the event's type, so a
+/// renamed field fails to compile rather than to match.
+pub fn supervisor_id_of(ledger: &Ledger, leaf_id: &str) -> Result<Option<String>, LedgerError> {
+    Ok(ledger
+        .events_of_kind(None, "leaf_started")?
+        .iter()
+        .rev()
+        .filter_map(|e| {
+            serde_json::from_value::<crate::events::LeafStarted>(e.payload.clone()).ok()
+        })
+        .find(|started| started.leaf_id == leaf_id)
+        .map(|started| started.supervisor_id))
+}
+
 /// Checks a claim: the leaf is recorded and the token's hash matches.
 pub fn authenticate(ledger: &Ledger, claimed: &Claimed) -> Result<LeafRecord, AuthError> {
     let record = find_leaf(ledger, &claimed.leaf_id)?

@@ -21,6 +21,8 @@ use crate::output::NextAction;
 use crate::output::Outcome;
 use crate::output::Verb;
 
+mod providers;
+
 /// Check git, the work tree, tdd.toml, each project's test runner, the ledger,
 /// agent CLIs and the forge token. Exit 0 when healthy, 1 otherwise.
 #[derive(Debug, clap::Args)]
@@ -90,11 +92,14 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
             "run tdd inside a git repository, or pass -C <dir>",
         ),
     });
-    if let Some(root) = &work_tree {
-        config_checks(ctx, root, &mut checks);
-    }
+    let config = work_tree
+        .as_deref()
+        .and_then(|root| config_checks(ctx, root, &mut checks));
     checks.push(ledger_check(ctx));
-    checks.extend(agent_checks());
+    // A tdd.toml that did not load has its own failed check; its providers are unknown.
+    if work_tree.is_none() || config.is_some() {
+        checks.extend(providers::checks(config.as_ref()));
+    }
     checks.push(sandbox_check());
     checks.push(runner_namespaces_check());
     checks.push(forge_token_check());
@@ -181,7 +186,9 @@ fn runner_namespaces_check() -> Check {
     )
 }
 
-fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
+/// The checks of `tdd.toml` (it loads, it is committed) and of each project's runner;
+/// the configuration when it loaded.
+fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) -> Option<Config> {
     let config = match Config::load_from_root(root) {
         Ok(Some((path, config))) => {
             checks.push(Check::pass(
@@ -191,6 +198,7 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
                     n => format!("{} ({n} projects)", path.display()),
                 },
             ));
+            checks.push(providers::committed_check(root));
             config
         }
         Ok(None) => {
@@ -200,12 +208,12 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
                 "no tdd.toml in the work tree",
                 "run `tdd init`",
             ));
-            return;
+            return None;
         }
         Err(e) => {
             let hint = e.hint().unwrap_or_default();
             checks.push(Check::fail("config", Severity::Error, e.to_string(), hint));
-            return;
+            return None;
         }
     };
     for (name, project) in &config.project {
@@ -239,6 +247,7 @@ fn config_checks(ctx: &Ctx, root: &Path, checks: &mut Vec<Check>) {
             ),
         });
     }
+    Some(config)
 }
 
 fn install_hint(adapter: AdapterKind) -> String {
@@ -382,72 +391,6 @@ fn github_check(work_tree: Option<&Path>) -> Option<Check> {
             ),
         },
     )
-}
-
-/// Per agent CLI: installed or not, its version and whether the provider was tested
-/// with it, and whether a key or a login is present.
-fn agent_checks() -> Vec<Check> {
-    use tdd_leaves::providers::aider::Aider;
-    use tdd_leaves::providers::claude::Claude;
-    use tdd_leaves::providers::codex::Codex;
-    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-    let providers: [Box<dyn tdd_leaves::Provider>; 3] = [
-        Box::new(Claude::new(None)),
-        Box::new(Codex::new(None)),
-        Box::new(Aider::new(None)),
-    ];
-    let mut checks = Vec::new();
-    for provider in providers {
-        let Some(cli) = tdd_leaves::versions::check(provider.as_ref(), &env) else {
-            continue;
-        };
-        let name = cli.provider.clone();
-        let check = format!("agent.{name}");
-        let Some(program) = &cli.program else {
-            checks.push(Check::fail(
-                check,
-                Severity::Warning,
-                format!("{name} is not on PATH"),
-                format!(
-                    "install {name} to use the `{name}` provider; the scripted provider needs nothing"
-                ),
-            ));
-            continue;
-        };
-        let tested = cli.tested_versions.join(", ");
-        let version = cli
-            .version
-            .clone()
-            .unwrap_or_else(|| "(version unknown)".into());
-        let credentials = cli.credentials.clone().map_or_else(
-            || "no key or login".to_string(),
-            |c| format!("credentials: {c}"),
-        );
-        let detail = format!(
-            "{name} {version} at {} (tested with {tested}); {credentials}",
-            program.display()
-        );
-        checks.push(if let Some(warning) = cli.warning() {
-            Check::fail(
-                check,
-                Severity::Warning,
-                detail,
-                format!("{warning}; install a tested version if leaves misbehave"),
-            )
-        } else if cli.credentials.is_none() {
-            Check::fail(
-                check,
-                Severity::Warning,
-                detail,
-                format!(
-                    "set the {name} provider's API key or log in with `{name}` (docs/providers.md)"
-                ),
-            )
-        } else {
-            Check::pass(check, detail)
-        });
-    }
-    checks
 }
 
 fn render(checks: &[Check]) -> String {

@@ -48,7 +48,7 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
     }
     let sandbox_text = sandbox.as_deref().unwrap_or("not asked for");
     let text = format!(
-        "leaf {}\n  role: {}\n  provider: {}\n  issue #{} · step {} · {} · attempt {}\n  prompt: {} ({} bytes, {} fixed, {} issue-specific)\n  sandbox: {sandbox_text}\n",
+        "leaf {}\n  role: {}\n  provider: {}\n  issue #{} · step {} · {} · attempt {}\n  prompt: {} ({} bytes, {} fixed, {} issue-specific)\n  sandbox: {sandbox_text}\n  output: `tdd logs {}`\n",
         record.leaf_id,
         record.role,
         record.provider,
@@ -60,6 +60,7 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
         record.prompt.bytes,
         record.prompt.fixed_bytes,
         record.prompt.variable_bytes,
+        record.leaf_id,
     );
     let mut data = serde_json::to_value(&record).unwrap_or_default();
     if let Some(prompt) = data.get_mut("prompt").and_then(|p| p.as_object_mut()) {

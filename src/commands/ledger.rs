@@ -1,4 +1,4 @@
-//! `tdd ledger verify` and `tdd ledger path`.
+//! `tdd ledger verify`, `tdd ledger path` and `tdd ledger export`.
 
 use serde_json::json;
 use tdd_engine::integrity;
@@ -20,6 +20,27 @@ pub enum LedgerCommand {
     Verify,
     /// Print where this repository's ledger lives.
     Path,
+    /// Print the ledger's events, oldest first, one JSON object per line (NDJSON):
+    /// `id`, `run_id`, `kind`, `payload`, `at`, `prev_hash`, `hash`, as stored.
+    Export(ExportArgs),
+}
+
+/// The options of `tdd ledger export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Only the events of this run (its id, as `tdd status` shows it).
+    #[arg(long)]
+    run: Option<String>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Ndjson)]
+    format: ExportFormat,
+}
+
+/// How `tdd ledger export` writes events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Ndjson,
 }
 
 impl LedgerCommand {
@@ -28,6 +49,7 @@ impl LedgerCommand {
         match self {
             LedgerCommand::Verify => "ledger verify",
             LedgerCommand::Path => "ledger path",
+            LedgerCommand::Export(_) => "ledger export",
         }
     }
 }
@@ -37,7 +59,33 @@ pub fn cmd_ledger(ctx: &Ctx, cmd: LedgerCommand) -> Result<Outcome, CommandError
     match cmd {
         LedgerCommand::Verify => verify(ctx),
         LedgerCommand::Path => path(ctx),
+        LedgerCommand::Export(args) => export(ctx, &args),
     }
+}
+
+fn export(ctx: &Ctx, args: &ExportArgs) -> Result<Outcome, CommandError> {
+    let location = ctx.ledger_location()?;
+    let events = match Ledger::open_read_only(&location.database)? {
+        Some(ledger) => ledger.events(args.run.as_deref())?,
+        None => Vec::new(),
+    };
+    if let Some(run) = &args.run
+        && events.is_empty()
+    {
+        return Err(CommandError::bad_input(
+            "run_not_found",
+            format!("no run {run} is recorded in this repository's ledger"),
+        )
+        .hint("`tdd ledger export` without --run lists every event, each with its `run_id`"));
+    }
+    let ExportFormat::Ndjson = args.format;
+    let mut text = String::new();
+    for event in &events {
+        text.push_str(&serde_json::to_string(event).unwrap_or_default());
+        text.push('\n');
+    }
+    let data = json!({ "count": events.len(), "events": events });
+    Ok(Outcome::new(data, text))
 }
 
 fn verify(ctx: &Ctx) -> Result<Outcome, CommandError> {

@@ -18,7 +18,8 @@ const JSON_BYTES: u64 = 64 * 1024;
 /// envelope carries the paths and the last 64 KiB of each log.
 #[derive(Debug, clap::Args)]
 pub struct LogsArgs {
-    /// The leaf id (see `tdd leaves`).
+    /// The leaf: its name (`TDD_LEAF_ID`, as a bail or `tdd leaves show` names it) or
+    /// the supervisor's id (see `tdd leaves`).
     id: String,
     /// Keep printing new output until the leaf ends.
     #[arg(long)]
@@ -27,7 +28,14 @@ pub struct LogsArgs {
 
 /// Runs `tdd logs`.
 pub fn cmd_logs(ctx: &Ctx, args: LogsArgs) -> Result<Outcome, CommandError> {
-    let mut leaf = supervision::supervisor(ctx)?.open(&args.id)?;
+    let supervisor = supervision::supervisor(ctx)?;
+    let mut leaf = match supervisor.open(&args.id) {
+        Ok(leaf) => leaf,
+        Err(not_found) => match supervisor_id_of(ctx, &args.id)? {
+            Some(id) => supervisor.open(&id)?,
+            None => return Err(not_found.into()),
+        },
+    };
     let finished = if ctx.out.is_json() {
         if args.follow {
             leaf.wait(None)?;
@@ -69,6 +77,16 @@ pub fn cmd_logs(ctx: &Ctx, args: LogsArgs) -> Result<Outcome, CommandError> {
         "stderr_truncated": stderr.as_ref().is_some_and(|(_, cut)| *cut),
     });
     Ok(Outcome::new(data, ""))
+}
+
+/// The supervisor's id of the leaf named `name` in this repository's ledger, if one
+/// by that name started.
+fn supervisor_id_of(ctx: &Ctx, name: &str) -> Result<Option<String>, CommandError> {
+    let location = ctx.ledger_location()?;
+    match tdd_engine::ledger::Ledger::open_read_only(&location.database)? {
+        Some(ledger) => Ok(tdd_leaves::identity::supervisor_id_of(&ledger, name)?),
+        None => Ok(None),
+    }
 }
 
 fn copy(path: &std::path::Path, sink: &mut dyn std::io::Write) -> Result<(), CommandError> {

@@ -23,19 +23,104 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     engine.ensure_ledger_intact()?;
     let conductor = conductor_position(ctx, engine.work_tree());
     let elsewhere = conductors_elsewhere(ctx, engine.work_tree(), &conductor.0);
+    // With no conductor running here, how the last one ended decides what to do next:
+    // a bailed or stopped conduct is resumed by `tdd conduct`, whatever the run shows.
+    let last = match (&conductor.0, ctx.ledger_location()) {
+        (serde_json::Value::Null, Ok(location)) => {
+            tdd_conductor::journal::last_conduct(&location.database, engine.work_tree())
+                .ok()
+                .flatten()
+        }
+        _ => None,
+    };
+    let last_data = last.as_ref().map(|l| {
+        json!({
+            "issue": l.issue,
+            "issue_path": l.issue_path,
+            "ended": l.ended.as_ref().map(tdd_engine::ledger::TypedEvent::kind),
+        })
+    });
+    let after = after_conduct(last.as_ref());
     let Some(state) = engine.status()? else {
-        let next = NextAction::new(
-            Verb::StartRun,
-            "no run is active here: start one with `tdd run start --plan <path>`",
-        );
-        let data = json!({ "active": false, "conductor": conductor.0, "conductors_elsewhere": elsewhere.0 });
-        let text = format!("no active run\n{}{}", conductor.1, elsewhere.1);
+        let (next, said) = after.unwrap_or_else(|| (start_run(), String::new()));
+        let data = json!({
+            "active": false,
+            "conductor": conductor.0,
+            "conductors_elsewhere": elsewhere.0,
+            "last_conduct": last_data,
+        });
+        let text = format!("no active run\n{said}{}{}", conductor.1, elsewhere.1);
         return Ok(Outcome::new(data, text).next(next));
     };
-    let (mut data, text, next) = describe(&state);
+    let (mut data, mut text, mut next) = describe(&state);
     data["conductor"] = conductor.0;
     data["conductors_elsewhere"] = elsewhere.0;
+    data["last_conduct"] = last_data.unwrap_or_default();
+    if let Some((resume, said)) = after.filter(|(n, _)| n.verb == Verb::ResumeConduct) {
+        text.push_str(&said);
+        next = resume;
+    }
     Ok(Outcome::new(data, format!("{text}{}{}", conductor.1, elsewhere.1)).next(next))
+}
+
+/// What to do with no run active and no conductor: start one.
+fn start_run() -> NextAction {
+    NextAction::new(
+        Verb::StartRun,
+        "no run is active here: start one with `tdd run start --plan <path>`, or let \
+         `tdd conduct <issue>` drive one",
+    )
+}
+
+/// What to do after the last `tdd conduct` here ended as `last` says, and a line saying
+/// how it ended; `None` when no conduct ran here or it has not ended.
+fn after_conduct(
+    last: Option<&tdd_conductor::journal::LastConduct>,
+) -> Option<(NextAction, String)> {
+    use tdd_conductor::ConductorEvent;
+    let last = last?;
+    let (issue, path) = (last.issue, &last.issue_path);
+    match &last.ended {
+        Some(ConductorEvent::Bailed(bailed)) => {
+            let b = &bailed.bail;
+            let at = match (b.step, &b.phase) {
+                (Some(step), Some(phase)) => format!(" at step {step} ({phase})"),
+                (Some(step), None) => format!(" at step {step}"),
+                _ => String::new(),
+            };
+            let line = format!(
+                "the last `tdd conduct` here, of issue #{issue}, bailed{at}: {}\n",
+                b.detail
+            );
+            let next = NextAction::new(
+                Verb::ResumeConduct,
+                format!(
+                    "{}; then `tdd conduct {path}` resumes issue #{issue} at its first \
+                     unticked step",
+                    b.action.trim_end_matches('.')
+                ),
+            );
+            Some((next, line))
+        }
+        Some(ConductorEvent::Stopped(_)) => Some((
+            NextAction::new(
+                Verb::ResumeConduct,
+                format!("`tdd conduct {path}` resumes issue #{issue} where the stop left it"),
+            ),
+            format!("the last `tdd conduct` here, of issue #{issue}, was stopped\n"),
+        )),
+        Some(ConductorEvent::Completed(_)) => Some((
+            NextAction::terminal(
+                Verb::Complete,
+                format!(
+                    "issue #{issue} is done; conduct another with `tdd conduct <issue>`, or \
+                     start a run by hand with `tdd run start --plan <path>`"
+                ),
+            ),
+            format!("the last `tdd conduct` here completed issue #{issue}\n"),
+        )),
+        _ => None,
+    }
 }
 
 /// The conductors running in the repository's conductor worktrees (`tdd conduct

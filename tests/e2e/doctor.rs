@@ -121,3 +121,67 @@ fn the_runner_is_probed_the_way_the_engine_starts_it() {
         "{runner}"
     );
 }
+
+#[test]
+fn only_the_configured_providers_are_checked_and_an_uncommitted_config_is_named() {
+    let env = Env::new().with_env("PATH", &crate::snapshots::path_without_agents());
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"cargo\"\n\n[conductor]\nprovider = \"scripted\"\n\n[provider.scripted]\nargs = [\"fixture.toml\"]\n",
+    );
+    let (exit, value) = env.json(&["doctor"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(check(&value, "agent.scripted")["ok"], true, "{value}");
+    for other in ["agent.claude", "agent.codex", "agent.aider"] {
+        assert!(
+            !value["data"]["checks"].to_string().contains(other),
+            "{other} is not configured: {value}"
+        );
+    }
+    let committed = check(&value, "config_committed");
+    assert_eq!(committed["ok"], false, "{value}");
+    assert_eq!(committed["severity"], "warning", "{value}");
+    assert_eq!(committed["detail"], "tdd.toml is not committed", "{value}");
+    assert!(
+        committed["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("git add tdd.toml")),
+        "{value}"
+    );
+    env.commit_all("configure tdd");
+    let (_, value) = env.json(&["doctor"]);
+    assert_eq!(check(&value, "config_committed")["ok"], true, "{value}");
+
+    // A configured agent CLI that is not installed: conduct could not start a leaf.
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"cargo\"\n\n[conductor]\nprovider = \"scripted\"\nverifier_provider = \"claude\"\n\n[provider.scripted]\nargs = [\"fixture.toml\"]\n",
+    );
+    let (exit, value) = env.json(&["doctor"]);
+    assert_eq!(exit, 1, "{value}");
+    let claude = check(&value, "agent.claude");
+    assert_eq!(
+        (claude["ok"].clone(), claude["severity"].clone()),
+        (false.into(), "error".into())
+    );
+    assert_eq!(
+        check(&value, "config_committed")["detail"],
+        "tdd.toml has changes that are not committed"
+    );
+    // A provider that names nothing: the configuration's own check says where, and
+    // no provider check guesses.
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"cargo\"\n\n[conductor]\nprovider = \"mine\"\n",
+    );
+    let (exit, value) = env.json(&["doctor"]);
+    assert_eq!(exit, 1, "{value}");
+    assert!(
+        check(&value, "config")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("tdd.toml:5:1") && d.contains("`mine`")),
+        "{value}"
+    );
+    let names = value["data"]["checks"].to_string();
+    assert!(!names.contains("\"agent"), "{value}");
+}

@@ -219,3 +219,40 @@ fn a_damaged_ledger_is_refused_with_its_path_never_a_crash_or_a_hang() {
         }
     }
 }
+
+#[test]
+fn export_prints_every_event_as_one_chained_json_line_and_filters_by_run() {
+    let env = Env::new();
+    let (code, text) = env.on_terminal(&["ledger", "export"]);
+    assert_eq!(
+        (code, text.as_str()),
+        (0, ""),
+        "no ledger: nothing to export"
+    );
+    let db = seed(&env, 3);
+    let mut ledger = Ledger::open(&db).expect("open");
+    ledger
+        .append(Some("other"), "note", &serde_json::json!({ "i": 9 }))
+        .expect("append");
+    drop(ledger);
+    let (code, text) = env.on_terminal(&["ledger", "export"]);
+    assert_eq!(code, 0, "{text}");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for (i, event) in lines.iter().enumerate() {
+        assert_eq!(event["id"], i as i64 + 1, "{event}");
+        if i > 0 {
+            assert_eq!(event["prev_hash"], lines[i - 1]["hash"], "{text}");
+        }
+    }
+    assert_eq!(lines[3]["payload"]["i"], 9);
+    let (code, value) = env.json(&["ledger", "export", "--run", "run"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["count"], 3, "{value}");
+    let (code, value) = env.json(&["ledger", "export", "--run", "nope"]);
+    assert_eq!(code, 2, "{value}");
+    assert_eq!(value["error"]["reason"], "run_not_found", "{value}");
+}

@@ -136,7 +136,7 @@ fn status_of_a_run_at_green() {
 
 /// `PATH` without the directories that hold an agent CLI, so the doctor's agent checks
 /// read the same on a machine that has one installed.
-fn path_without_agents() -> String {
+pub(crate) fn path_without_agents() -> String {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let kept: Vec<std::path::PathBuf> = std::env::split_paths(&path)
         .filter(|dir| {

@@ -17,6 +17,45 @@ fn a_verifier_without_a_verdict_bails_verdict_missing_and_the_step_is_reset() {
     let issue = project(&env, &fixture(&good_planner(""), SILENT_VERIFIER));
     let value = expect_bail(&env, &issue, "verdict_missing", "process");
     assert_eq!(value["data"]["bail"]["phase"], "red");
+    // The bail names the verifier, and the command it names shows what it printed.
+    let detail = value["data"]["bail"]["detail"].as_str().unwrap_or_default();
+    let leaf = detail
+        .strip_prefix("verifier ")
+        .and_then(|d| d.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no leaf named in {value}"));
+    let action = value["data"]["bail"]["action"].as_str().unwrap_or_default();
+    assert!(action.contains(&format!("`tdd logs {leaf}`")), "{value}");
+    let (code, logs) = env.json(&["logs", leaf]);
+    assert_eq!(code, 0, "{logs}");
+    assert!(
+        logs["data"]["stdout"]
+            .as_str()
+            .is_some_and(|o| o.contains("no opinion")),
+        "{logs}"
+    );
+    let (_, shown) = env.on_terminal(&["leaves", "show", leaf]);
+    assert!(
+        shown.contains(&format!("output: `tdd logs {leaf}`")),
+        "{shown}"
+    );
+    // `tdd status` says the conduct bailed and how to go on, not to start a run.
+    let (code, status) = env.json(&["status"]);
+    assert_eq!(code, 0, "{status}");
+    assert_eq!(status["next_action"]["verb"], "resume_conduct", "{status}");
+    let detail = status["next_action"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!("`tdd conduct {issue}` resumes issue #1")),
+        "{status}"
+    );
+    assert_eq!(
+        status["data"]["last_conduct"]["ended"], "conduct_bailed",
+        "{status}"
+    );
+    let (_, text) = env.on_terminal(&["status"]);
+    assert!(
+        text.contains("the last `tdd conduct` here, of issue #1, bailed at step 1 (red)"),
+        "{text}"
+    );
     assert_eq!(
         subjects(env.root()).last().map(String::as_str),
         Some("plan: issue #1 Subtraction")
@@ -35,6 +74,14 @@ fn rejects_beyond_the_revise_budget_bail_revise_budget_exhausted() {
             .is_some_and(|d| d.contains("tests/sub.rs: try harder")),
         "{value}"
     );
+    // The thread's bail comment says whose failure it is in words.
+    let dir = PathBuf::from(value["data"]["run"]["dir"].as_str().expect("run dir"));
+    let thread = std::fs::read_to_string(dir.join("thread.md")).expect("thread");
+    assert!(
+        thread.contains("(the agents could not do the work within the rules)"),
+        "{thread}"
+    );
+    assert!(!thread.contains("(Process)"), "{thread}");
     // The demo config's budget is one revise round: two RED verifiers ran.
     let pr = read(&value["data"]["run"]["pr"]);
     assert!(pr.contains("revise_budget_exhausted"), "{pr}");

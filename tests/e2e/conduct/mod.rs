@@ -116,6 +116,21 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
         .collect();
     assert_eq!(log[2..], expected[..], "{log:?}");
     assert!(log[1].starts_with("plan: issue #1"), "{log:?}");
+    // In the finished repository, `tdd status` says the issue is done.
+    let out = env
+        .tdd()
+        .current_dir(dir.join("calc"))
+        .args(["status", "--json"])
+        .output()
+        .expect("status");
+    let status = crate::support::envelope(&out);
+    assert_eq!(status["next_action"]["verb"], "complete", "{status}");
+    assert!(
+        status["next_action"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("issue #1 is done")),
+        "{status}"
+    );
     // The cheat did not survive: the committed test is the strict one.
     let test = git_in(&dir.join("calc"), &["show", "HEAD:tests/mul.rs"]);
     assert!(test.contains("assert_eq!(calc::mul(3, 4), 12)"), "{test}");

@@ -171,3 +171,40 @@ fn a_second_conductor_of_the_issue_from_the_user_tree_is_refused_while_one_works
     let out = files_of(&ledger_dir.join("leaves"), "-planner-", "stdout.log").join("\n");
     assert!(out.contains("conductor_running"), "{out}");
 }
+
+#[test]
+fn a_finished_issue_conducted_again_says_it_is_done_with_its_steps_in_both_placements() {
+    for placement in [&[][..], &["--worktree"][..]] {
+        let env = super::unconfined_env();
+        let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+        let args: Vec<&str> = ["conduct", issue.as_str()]
+            .into_iter()
+            .chain(placement.iter().copied())
+            .collect();
+        let (code, first) = env.json(&args);
+        assert_eq!(code, 0, "{placement:?}: {first}");
+        assert_eq!(
+            (
+                first["data"]["steps_done"].clone(),
+                first["data"]["steps"].clone()
+            ),
+            (1.into(), 1.into()),
+            "{placement:?}: {first}"
+        );
+        let (code, again) = env.json(&args);
+        assert_eq!(code, 0, "{placement:?}: {again}");
+        assert_eq!(
+            (
+                again["data"]["steps_done"].clone(),
+                again["data"]["steps"].clone()
+            ),
+            (1.into(), 1.into()),
+            "{placement:?}: {again}"
+        );
+        let (_, text) = env.on_terminal(&args);
+        assert!(
+            text.contains("issue #1 done: 1/1 steps"),
+            "{placement:?}: {text}"
+        );
+    }
+}

@@ -326,9 +326,19 @@ impl From<PlanError> for CommandError {
     fn from(err: PlanError) -> Self {
         let message = err.to_string();
         match err {
-            PlanError::NoFrontMatter { .. } | PlanError::Malformed { .. } | PlanError::Invalid { .. } => {
+            PlanError::Malformed { .. } => {
                 CommandError::bad_input("plan_invalid", message).verb(Verb::FixConfig).hint(
-                    "fix the plan's front-matter at that position and commit it; docs/cli.md lists every key",
+                    "fix the plan's front-matter at that line and column and commit it; docs/cli.md lists every key",
+                )
+            }
+            PlanError::Invalid { .. } => {
+                CommandError::bad_input("plan_invalid", message).verb(Verb::FixConfig).hint(
+                    "fix the plan's front-matter where the message says (the cycle and the key it names) and commit it; docs/cli.md lists every key",
+                )
+            }
+            PlanError::NoFrontMatter { .. } => {
+                CommandError::bad_input("plan_invalid", message).verb(Verb::FixConfig).hint(
+                    "start the plan with a `---` line, its YAML front-matter, and a closing `---` line, then commit it; docs/cli.md lists every key",
                 )
             }
             PlanError::Uncommitted { .. } => CommandError::refused("plan_uncommitted", message)
@@ -448,6 +458,30 @@ impl From<RunError> for CommandError {
                     .hint("commit the file the link points at instead of the link, or point the link inside the repository; a gate decision must hold from the commit alone")
             }
             RunError::CleanRoom(CleanRoomError::Git(e)) => e.into(),
+            RunError::CleanRoom(CleanRoomError::Io { ref path, ref source })
+                if source.kind() == std::io::ErrorKind::InvalidFilename =>
+            {
+                let data = serde_json::json!({ "path": path });
+                CommandError::refused(
+                    "path_too_long",
+                    format!(
+                        "a path of the tree is too long for the clean room: {} exceeds the \
+                         system's limit on a path's length (the clean room's directory is a \
+                         longer prefix than the work tree's)",
+                        path.display()
+                    ),
+                )
+                .verb(Verb::ResolveBlocker)
+                .hint("set TDD_LEDGER_HOME to a shorter directory (the clean room lives under it), or shorten the path in the repository")
+                .data(data)
+            }
+            RunError::CleanRoom(CleanRoomError::Io { ref path, .. }) => {
+                let data = serde_json::json!({ "path": path });
+                CommandError::refused("cleanroom_unwritable", message)
+                    .verb(Verb::ResolveBlocker)
+                    .hint("the clean room was rebuilt from empty and still could not be written: check the free space and the permissions of the ledger directory (`tdd ledger path`), then run the command again")
+                    .data(data)
+            }
             RunError::CleanRoom(_) => CommandError::internal("engine_io_failed", message),
             RunError::RunnerChanged(_) => CommandError::refused("runner_changed", message)
                 .verb(Verb::ResolveBlocker)

@@ -79,6 +79,12 @@ pub fn cmd_test(ctx: &Ctx, args: TestArgs) -> Result<Outcome, CommandError> {
 
 fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
     let mut text = String::new();
+    // A load error is printed once, under its project; a target it stopped says so.
+    let load_errors: std::collections::HashMap<String, &str> = observations
+        .iter()
+        .flat_map(|o| &o.collection_errors)
+        .map(|e| (format!("{}: {}", e.scope, e.message), e.scope.as_str()))
+        .collect();
     for v in verdicts {
         let mark = if v.status == TargetStatus::Passed {
             "PASS"
@@ -93,8 +99,14 @@ fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
         if !v.matched.is_empty() {
             text.push_str(&format!("      matched: {}\n", v.matched.join(", ")));
         }
-        if let Some(detail) = &v.detail {
-            text.push_str(&excerpt(detail));
+        match v.detail.as_ref().map(|d| (d, load_errors.get(d))) {
+            Some((_, Some(scope))) => {
+                text.push_str(&format!(
+                    "      {scope} does not load (the error is below)\n"
+                ));
+            }
+            Some((detail, None)) => text.push_str(&excerpt(detail)),
+            None => {}
         }
     }
     for o in observations {
@@ -127,7 +139,11 @@ fn render(observations: &[Observation], verdicts: &[TargetVerdict]) -> String {
         }
         if let Some(err) = &o.runner_error {
             text.push_str(&format!("runner error: {err}\n"));
-            if let Some(last) = o.invocations.last() {
+            if !o.collection_errors.is_empty() {
+                text.push_str(
+                    "      the load error above stopped the runner: fix it, and the runner runs the tests\n",
+                );
+            } else if let Some(last) = o.invocations.last() {
                 text.push_str(&format!(
                     "      {} ended with {}\n",
                     last.argv.join(" "),

@@ -27,23 +27,11 @@ fn loose(objects: &std::path::Path, id: &str) -> PathBuf {
 /// repository: valid zlib and a valid header, under its own (other) id.
 fn forged_object(contents: &str) -> Vec<u8> {
     let scratch = tempfile::tempdir().expect("scratch");
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .current_dir(scratch.path())
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    git(&["init", "-q"]);
+    tdd_testutil::git(scratch.path(), &["init", "-q"]);
     std::fs::write(scratch.path().join("forged"), contents).expect("write");
-    let id = git(&["hash-object", "-w", "forged"]);
-    std::fs::read(loose(&scratch.path().join(".git/objects"), &id)).expect("forged object")
+    let id = tdd_testutil::git(scratch.path(), &["hash-object", "-w", "forged"]);
+    let id = id.trim();
+    std::fs::read(loose(&scratch.path().join(".git/objects"), id)).expect("forged object")
 }
 
 fn put(path: &std::path::Path, bytes: &[u8]) {
@@ -56,6 +44,14 @@ fn put(path: &std::path::Path, bytes: &[u8]) {
         std::fs::set_permissions(path, perms).expect("chmod");
     }
     std::fs::write(path, bytes).expect("write object");
+}
+
+/// Points the repository's object database at `alternate` as its one alternate.
+fn borrow_from(objects: &std::path::Path, alternate: &std::path::Path) {
+    put(
+        &objects.join("info/alternates"),
+        format!("{}\n", alternate.display()).as_bytes(),
+    );
 }
 
 fn assert_refused(env: &Env, red: &str, (code, value): (i32, serde_json::Value), reason: &str) {
@@ -93,10 +89,7 @@ fn a_rewritten_or_borrowed_object_is_never_what_a_gate_judges() {
     let alternate = tempfile::tempdir().expect("alternate");
     put(&loose(alternate.path(), &test_blob), &forged_object(FORGED));
     std::fs::remove_file(loose(&objects, &test_blob)).expect("remove");
-    put(
-        &objects.join("info/alternates"),
-        format!("{}\n", alternate.path().display()).as_bytes(),
-    );
+    borrow_from(&objects, alternate.path());
     let outcome = env.json(&["advance"]);
     assert_refused(&env, &red, outcome, "object_damaged");
 
@@ -114,10 +107,7 @@ fn a_rewritten_or_borrowed_object_is_never_what_a_gate_judges() {
     // 4. An alternate that holds the honest object is a repository like any other, and
     // GREEN is accepted on the behaviour, judged on the real test.
     put(&loose(alternate.path(), &test_blob), &honest);
-    put(
-        &objects.join("info/alternates"),
-        format!("{}\n", alternate.path().display()).as_bytes(),
-    );
+    borrow_from(&objects, alternate.path());
     env.write("calc.py", &format!("{CALC}{IMPL}"));
     let (code, value) = env.json(&["advance"]);
     assert_eq!(code, 0, "{value}");

@@ -207,3 +207,35 @@ fn named_pipes_in_the_work_tree_or_as_the_index_never_hang_an_advance() {
     let (exit, value) = env.json(&["status"]);
     assert_eq!(exit, 0, "{value}");
 }
+
+#[test]
+fn a_path_too_long_for_the_clean_room_is_a_refusal_that_names_it() {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    env.write(".tdd/plan.md", PLAN);
+    // A path that fits under the work tree, with a few bytes to spare, but not under the
+    // clean room's longer prefix (the ledger home's directories come before it).
+    let room = 4090 - env.root().as_os_str().len() - 1;
+    let mut rel = String::new();
+    while rel.len() + 201 < room {
+        rel.push_str(&"d".repeat(200));
+        rel.push('/');
+    }
+    rel.push_str(&"f".repeat(room - rel.len()));
+    env.write(&rel, "data\n");
+    env.commit_all("calc with a deep file");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "path_too_long", "{value}");
+    assert!(
+        value["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("TDD_LEDGER_HOME")),
+        "{value}"
+    );
+}

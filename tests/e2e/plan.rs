@@ -99,4 +99,11 @@ fn a_plan_naming_an_undeclared_project_is_refused() {
             .is_some_and(|m| m.contains("`api` is not declared")),
         "{value}"
     );
+    // The message names the cycle, not a line: the hint does not send the reader to a
+    // position it never gave.
+    let hint = value["error"]["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("the cycle and the key it names") && !hint.contains("position"),
+        "{value}"
+    );
 }

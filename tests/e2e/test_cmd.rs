@@ -235,6 +235,27 @@ fn a_file_target_says_which_tests_it_matched() {
     );
 }
 
+#[test]
+fn a_target_that_does_not_load_shows_its_error_once_and_says_why_the_runner_stopped() {
+    let env = pytest_project();
+    let (exit, text) = env.on_terminal(&["test", "tests/test_broken.py::test_never"]);
+    assert_eq!(exit, 0, "{text}");
+    assert_eq!(
+        text.matches("cannot import name 'missing_name'").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("tests/test_broken.py does not load (the error is below)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the load error above stopped the runner"),
+        "{text}"
+    );
+    assert!(!text.contains("--junitxml"), "{text}");
+}
+
 /// A test that reads the user's git credentials and writes into `.git` and the home
 /// directory, and fails with what each attempt got.
 const PRYING: &str = r#"

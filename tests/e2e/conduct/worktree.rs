@@ -181,23 +181,18 @@ fn a_finished_issue_conducted_again_says_it_is_done_with_its_steps_in_both_place
             .into_iter()
             .chain(placement.iter().copied())
             .collect();
+        let steps = |v: &Value| (v["data"]["steps_done"].clone(), v["data"]["steps"].clone());
         let (code, first) = env.json(&args);
         assert_eq!(code, 0, "{placement:?}: {first}");
         assert_eq!(
-            (
-                first["data"]["steps_done"].clone(),
-                first["data"]["steps"].clone()
-            ),
+            steps(&first),
             (1.into(), 1.into()),
             "{placement:?}: {first}"
         );
         let (code, again) = env.json(&args);
         assert_eq!(code, 0, "{placement:?}: {again}");
         assert_eq!(
-            (
-                again["data"]["steps_done"].clone(),
-                again["data"]["steps"].clone()
-            ),
+            steps(&again),
             (1.into(), 1.into()),
             "{placement:?}: {again}"
         );

@@ -485,7 +485,7 @@ impl From<RunError> for CommandError {
             RunError::CleanRoom(_) => CommandError::internal("engine_io_failed", message),
             RunError::RunnerChanged(_) => CommandError::refused("runner_changed", message)
                 .verb(Verb::ResolveBlocker)
-                .hint("put what the message names back as it was when the run started (PATH, the program's bytes, or a configuration file above the clean room: remove one that appeared), or abandon the run with `tdd run abandon --reason ...` and start a new one"),
+                .hint("put what the message names back as it was when the run started (PATH, the program's bytes, or a configuration file above the clean room: remove one that appeared); an installation or a dependency directory that changed (a package installed, a file planted) cannot be put back, so abandon the run with `tdd run abandon --reason ...` and start a new one with `tdd run start`"),
             RunError::ConfigChanged { .. } => CommandError::refused("config_changed", message)
                 .verb(Verb::FixConfig)
                 .hint("restore tdd.toml as it was at run start (`git checkout -- tdd.toml`), or abandon the run with `tdd run abandon --reason ...` and start a new one with the new configuration"),

@@ -8,7 +8,10 @@
 //! runner starts through (`python3`, `node`, `cargo`, ...) are resolved through that
 //! captured `PATH` at run start and pinned by path and content hash; before each
 //! deciding run the resolution is repeated, and a different file or different bytes
-//! refuse the run instead of running it.
+//! refuse the run instead of running it. What those programs load from outside the
+//! commit (an interpreter's library and site-packages, the user site, the real
+//! executable behind a shim, the project's dependency directories) is fingerprinted at
+//! run start and checked the same way ([`InstallPin`]).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -22,8 +25,11 @@ use sha2::Digest;
 use crate::config::AdapterKind;
 
 mod chain;
+mod install;
+mod python;
 
 pub use chain::ChainEntry;
+pub use install::InstallPin;
 
 /// Variables a deciding run inherits from the environment captured at run start.
 ///
@@ -77,7 +83,17 @@ pub struct PinnedEnv {
     /// The configuration files found above `chain_root` at run start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<ChainEntry>,
+    /// What the runners load from outside the commit (an interpreter's library and
+    /// site-packages, the project's dependency directories), fingerprinted at run
+    /// start: see [`PinnedEnv::with_installations`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub installs: Vec<InstallPin>,
 }
+
+/// What the JavaScript runners write into `node_modules` as they run (Vitest's results
+/// cache under `.vite`, tools' caches under `.cache`): left out of its fingerprint, or
+/// the project's own runs in the live tree would refuse the next deciding run.
+const RUNNER_CACHES: &[&str] = &[".vite", ".cache"];
 
 /// One program resolved through `PATH` at run start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,7 +182,75 @@ impl PinnedEnv {
             dropped_path,
             chain_root: None,
             chain: Vec::new(),
+            installs: Vec::new(),
         }
+    }
+
+    /// The same, with each of `roots` (a path and what it is, in words) fingerprinted:
+    /// [`PinnedEnv::verify`] then refuses a deciding run when anything under one of them
+    /// appeared, went or changed since. A root inside another is pinned on its own and
+    /// left out of the outer one when it is a direct entry of it, and dropped otherwise
+    /// (the outer one covers it).
+    pub fn with_installations(mut self, roots: Vec<(PathBuf, String)>) -> PinnedEnv {
+        let mut roots = roots;
+        roots.sort_by(|a, b| a.0.cmp(&b.0));
+        roots.dedup_by(|a, b| a.0 == b.0);
+        let inside = |inner: &Path, outer: &Path| inner != outer && inner.starts_with(outer);
+        let kept: Vec<&(PathBuf, String)> = roots
+            .iter()
+            .filter(|(root, _)| {
+                !roots
+                    .iter()
+                    .any(|(outer, _)| inside(root, outer) && root.parent() != Some(outer))
+            })
+            .collect();
+        self.installs = kept
+            .iter()
+            .filter_map(|(root, what)| {
+                let mut skip: Vec<String> = kept
+                    .iter()
+                    .filter(|(inner, _)| inner.parent() == Some(root.as_path()))
+                    .filter_map(|(inner, _)| inner.file_name())
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .collect();
+                if root.file_name().is_some_and(|n| n == "node_modules") {
+                    skip.extend(RUNNER_CACHES.iter().map(|c| (*c).to_string()));
+                }
+                InstallPin::take_skipping(root, what, skip)
+            })
+            .collect();
+        self
+    }
+
+    /// Where the pinned `python3` (else `python`) loads from, asked in `cwd` with the
+    /// captured environment and `env` on top, as a deciding run starts it: its real
+    /// executable (behind a version-manager shim), its standard library, its
+    /// site-packages and the user site, each with what it is in words. Empty when no
+    /// Python is pinned or it does not answer.
+    pub fn python_roots(&self, env: &[(String, String)], cwd: &Path) -> Vec<(PathBuf, String)> {
+        let Some(pin) = ["python3", "python"]
+            .iter()
+            .find_map(|name| self.runners.iter().find(|r| r.name == *name))
+        else {
+            return Vec::new();
+        };
+        let mut vars: Vec<(String, String)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        vars.extend(env.iter().cloned());
+        // Started by name through the captured PATH, as a deciding run starts it: a virtual
+        // environment's interpreter is a link whose own path says which environment it is.
+        let mut paths = python::load_paths(Path::new(&pin.name), &vars, cwd).into_iter();
+        let Some(exe) = paths.next() else {
+            return Vec::new();
+        };
+        let name = &pin.name;
+        std::iter::once((exe, format!("{name}'s interpreter")))
+            .chain(paths.map(|p| (p, format!("what {name} imports"))))
+            .collect()
     }
 
     /// The same, with the configuration chain above `tree` pinned (the runner
@@ -212,6 +296,15 @@ impl PinnedEnv {
                 Ok(sha) if sha == pin.sha256 => {}
                 Ok(_) => return Err(changed(format!("{} with other bytes", file.display()))),
                 Err(e) => return Err(changed(format!("unreadable ({e})"))),
+            }
+        }
+        for pin in &self.installs {
+            if let Some((path, was, now)) = pin.first_change() {
+                return Err(RunnerChanged {
+                    name: path.display().to_string(),
+                    was,
+                    now: format!("{now} (in {}, {})", pin.what, pin.root.display()),
+                });
             }
         }
         if let Some(root) = &self.chain_root {
@@ -282,6 +375,7 @@ mod tests {
             dropped_path: Vec::new(),
             chain_root: None,
             chain: Vec::new(),
+            installs: Vec::new(),
         }
     }
 
@@ -338,5 +432,49 @@ mod tests {
         );
         assert_eq!(absolute_path("/usr/bin"), ("/usr/bin".into(), Vec::new()));
         assert_eq!(absolute_path(""), (String::new(), Vec::new()));
+    }
+
+    #[test]
+    fn a_nested_installation_is_pinned_once_and_runner_caches_are_left_out() {
+        let dir = tempfile::tempdir().expect("dir");
+        let lib = dir.path().join("lib");
+        let site = lib.join("site-packages");
+        let deep = site.join("pkg");
+        let modules = dir.path().join("node_modules");
+        for d in [
+            &deep,
+            &modules.join(".vite/vitest"),
+            &modules.join("left-pad"),
+        ] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let bin = tempfile::tempdir().expect("bin");
+        let pinned = pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations(vec![
+            (deep.clone(), "deep".into()),
+            (site.clone(), "site".into()),
+            (lib.clone(), "lib".into()),
+            (modules.clone(), "deps".into()),
+        ]);
+        let roots: Vec<(&Path, &[String])> = pinned
+            .installs
+            .iter()
+            .map(|i| (i.root.as_path(), i.skip.as_slice()))
+            .collect();
+        let skipped = |names: &[&str]| names.iter().map(|n| (*n).to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            roots,
+            vec![
+                (lib.as_path(), skipped(&["site-packages"]).as_slice()),
+                (site.as_path(), [].as_slice()),
+                (modules.as_path(), skipped(&[".vite", ".cache"]).as_slice()),
+            ]
+        );
+        // A write to the runner's cache is no change; one to a package is, named.
+        std::fs::write(modules.join(".vite/vitest/results.json"), "{}").expect("cache");
+        assert_eq!(pinned.verify(), Ok(()));
+        std::fs::write(deep.join("__init__.py"), "").expect("plant");
+        let refused = pinned.verify().expect_err("a planted module");
+        assert_eq!(refused.name, deep.display().to_string());
+        assert!(refused.now.contains("(in site,"), "{refused:?}");
     }
 }

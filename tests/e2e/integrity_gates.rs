@@ -806,3 +806,112 @@ fn a_clean_room_replaced_by_links_and_pipes_is_rebuilt_and_nothing_outside_is_to
     );
     assert!(room.join("tree").symlink_metadata().expect("tree").is_dir());
 }
+
+/// Makes `calc.sub` subtract once `calc.py` holds the marker `# sub comes later`, from
+/// an import hook: so an implementation change that adds only the marker passes the
+/// target, and the sensitivity run (the marker gone) fails it.
+const EVIL_HOOK: &str = r#"import importlib.machinery, sys
+class Finder:
+    def find_spec(self, name, path, target=None):
+        if name != 'calc':
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None:
+            return None
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            with open(module.__file__) as source:
+                if '# sub comes later' in source.read():
+                    module.sub = lambda a, b: a - b
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Finder())
+"#;
+
+/// Asserts the deciding run was refused before it ran, and HEAD did not move.
+fn assert_runner_changed(env: &Env, red: &str, (code, value): (i32, &Value)) {
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
+    assert_eq!(head(env), red, "no commit may follow a refused GREEN");
+}
+
+/// A virtual environment outside the repository that sees the host's pytest, with its
+/// `site-packages`.
+fn venv_with_pytest() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("venv dir");
+    let venv = dir.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .expect("python3 -m venv");
+    assert!(made.success());
+    let ask = |code: &str| {
+        let out = std::process::Command::new(venv.join("bin/python3"))
+            .args(["-c", code])
+            .output()
+            .expect("venv python");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    };
+    let site = ask("import sysconfig; print(sysconfig.get_paths()['purelib'])");
+    let host = String::from_utf8(
+        std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import os, pytest; print(os.path.dirname(os.path.dirname(pytest.__file__)))",
+            ])
+            .output()
+            .expect("host python")
+            .stdout,
+    )
+    .expect("utf-8");
+    std::fs::write(site.join("host_pytest.pth"), host.trim()).expect("pth");
+    (dir, venv, site)
+}
+
+#[test]
+fn an_import_hook_planted_in_the_interpreters_site_packages_refuses_green() {
+    let (_dir, venv, site) = venv_with_pytest();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let red = head(&env);
+    // After run start: a `.pth` that runs at every interpreter start, and the hook it
+    // imports, in no commit; GREEN changes a comment and implements nothing.
+    std::fs::write(site.join("evilhook.py"), EVIL_HOOK).expect("hook");
+    std::fs::write(site.join("zz_evil.pth"), "import evilhook\n").expect("pth");
+    env.write("calc.py", &format!("{CALC}{STUB}# sub comes later\n"));
+    let (code, value) = env.json(&["advance"]);
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("evilhook.py") && message.contains("site-packages"),
+        "the refusal names the planted file and where: {value}"
+    );
+    assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
+fn a_module_planted_in_an_ignored_dependency_directory_refuses_green() {
+    let env = Env::new();
+    env.write(".git/info/exclude", ".venv/\n");
+    env.write(".venv/pyvenv.cfg", "home = /nonexistent\n");
+    let env = at_green_in(env, Locks::Hand);
+    let red = head(&env);
+    env.write(
+        ".venv/lib/site-packages/calc_helper.py",
+        "sub = lambda a, b: a - b\n",
+    );
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(".venv/lib") && message.contains("dependency directory"),
+        "{value}"
+    );
+    assert_runner_changed(&env, &red, (code, &value));
+}

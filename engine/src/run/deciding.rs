@@ -14,7 +14,8 @@ use crate::observe::hermetic::runner_programs;
 
 impl Engine {
     /// The allow-listed environment of this process, with the runners of every configured
-    /// project and the configuration chain above the clean room pinned.
+    /// project, the configuration chain above the clean room, and what the runners load
+    /// from outside the commit pinned.
     pub(super) fn capture_env(&self) -> PinnedEnv {
         let programs = self
             .config
@@ -23,7 +24,54 @@ impl Engine {
             .flat_map(|p| runner_programs(p.adapter).iter().copied());
         // What the runners would read from the directories above the clean room's
         // checkout is pinned too: the commit judged does not hold it.
-        PinnedEnv::capture(programs).with_config_chain(self.clean_room().path())
+        let pinned = PinnedEnv::capture(programs).with_config_chain(self.clean_room().path());
+        let roots = self.installation_roots(&pinned);
+        pinned.with_installations(roots)
+    }
+
+    /// What the deciding runs load from outside the commit, each with what it is in
+    /// words: the project's dependency directories, which the clean room links from the
+    /// live tree, and for a pytest project where its interpreter imports from (never a
+    /// directory of the work tree or of tdd's own state, whose files are judged or
+    /// rebuilt for each run).
+    fn installation_roots(&self, pinned: &PinnedEnv) -> Vec<(std::path::PathBuf, String)> {
+        let mut roots = Vec::new();
+        // The clean room links these of the work tree's root and of each project's.
+        let tops = std::iter::once(self.work_tree.clone()).chain(
+            self.config
+                .project
+                .values()
+                .map(|config| self.work_tree.join(&config.root)),
+        );
+        for top in tops {
+            for name in super::cleanroom::DEPENDENCY_DIRS {
+                let dir = top.join(name);
+                if dir.is_dir() {
+                    roots.push((dir, "a dependency directory of the live tree".to_string()));
+                }
+            }
+        }
+        for config in self.config.project.values() {
+            let root = self.work_tree.join(&config.root);
+            if config.adapter == AdapterKind::Pytest {
+                let env: Vec<(String, String)> = config
+                    .env
+                    .iter()
+                    .filter(|(k, _)| !crate::observe::withheld_from_runners(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let ours = |p: &std::path::Path| {
+                    p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
+                };
+                roots.extend(
+                    pinned
+                        .python_roots(&env, &root)
+                        .into_iter()
+                        .filter(|(p, _)| !ours(p)),
+                );
+            }
+        }
+        roots
     }
 
     /// Refuses to act when tdd.toml is not the file the run started with.

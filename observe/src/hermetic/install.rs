@@ -1,0 +1,394 @@
+//! What a runner loads from outside the commit judged: its installation (the
+//! interpreter's standard library and site-packages, the user site, the real
+//! executable behind a version-manager shim) and the project's dependency directories
+//! (`node_modules`, `.venv`), fingerprinted at `run start` and checked before each
+//! deciding run.
+//!
+//! A fingerprint is built from what `stat` says of every entry under a root, links
+//! never followed: its path, type, inode, size, mode, modification time and change
+//! time. The change time is the kernel's: no unprivileged process can set it, and any
+//! write, rename, link, unlink or mode change sets it to now. So a file edited and its
+//! times put back, a `.pth` planted and removed again, a module swapped for another of
+//! the same size: each leaves a change time no fingerprint taken before it holds, and
+//! no file need be read to see it. A file whose change time is too close to the moment
+//! the fingerprint was taken to tell a later write from an earlier one (the kernel's
+//! file times are coarse) has its bytes hashed too, as git does for its racy entries.
+//! Entries are grouped by the root's top-level entry
+//! (a package, a module), so a refusal names what changed, and the groups are walked
+//! on every core.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+
+use serde::Deserialize;
+use serde::Serialize;
+use sha2::Digest;
+
+/// The most entries walked under one root; a root beyond it is pinned as `too large`
+/// (its top-level entries only), so that a fingerprint never takes unbounded time.
+const MAX_ENTRIES: usize = 400_000;
+
+/// One root of what runners load, fingerprinted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallPin {
+    /// The directory (or single file) fingerprinted, as an absolute path.
+    pub root: PathBuf,
+    /// What it is, in words: `python3's site-packages`, `dependency directory`.
+    pub what: String,
+    /// The fingerprint of each top-level entry under the root (the root itself under
+    /// `.`): 16 hex digits of SHA-256 over the `stat` records of the entry and
+    /// everything below it.
+    pub parts: BTreeMap<String, String>,
+    /// How many entries the fingerprint covers.
+    pub entries: u64,
+    /// When the fingerprint was taken, in nanoseconds since the epoch: files changed
+    /// within [`RACY_NS`] of it are fingerprinted by their bytes as well.
+    #[serde(default)]
+    pub taken_ns: i64,
+    /// Top-level entries left out because they are pinned as roots of their own (the
+    /// `site-packages` inside an interpreter's library directory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+}
+
+/// How close to the fingerprint's moment a change time must be for the file's bytes to
+/// be hashed as well: well beyond the coarsest file-time granularity.
+const RACY_NS: i64 = 2_000_000_000;
+
+impl InstallPin {
+    /// Fingerprints `root` (a link at the root itself is followed, none below it);
+    /// `None` when nothing is there.
+    pub fn take(root: &Path, what: &str) -> Option<InstallPin> {
+        InstallPin::take_skipping(root, what, Vec::new())
+    }
+
+    /// The same, leaving out the top-level entries named in `skip`.
+    pub fn take_skipping(root: &Path, what: &str, skip: Vec<String>) -> Option<InstallPin> {
+        let taken_ns = now_ns();
+        let (parts, entries) = fingerprint(root, taken_ns, &skip)?;
+        Some(InstallPin {
+            root: root.to_path_buf(),
+            what: what.to_string(),
+            parts,
+            entries,
+            taken_ns,
+            skip,
+        })
+    }
+
+    /// The first difference between this fingerprint and `root` now: the path that
+    /// changed, what it was and what it is (`present`, `absent`, `changed since run
+    /// start`). An entry below the root is named before the root itself, whose own
+    /// record changes with any entry added or removed.
+    pub fn first_change(&self) -> Option<(PathBuf, String, String)> {
+        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip) else {
+            return Some((self.root.clone(), "present".into(), "absent".into()));
+        };
+        let word = |present: bool| if present { "present" } else { "absent" };
+        let mut names: Vec<&String> = self.parts.keys().chain(now.keys()).collect();
+        names.sort_by_key(|name| (name.as_str() == ".", name.as_str()));
+        names
+            .into_iter()
+            .find(|name| self.parts.get(*name) != now.get(*name))
+            .map(|name| {
+                let (was, is) = (self.parts.contains_key(name), now.contains_key(name));
+                let path = match name.as_str() {
+                    "." => self.root.clone(),
+                    _ => self.root.join(name),
+                };
+                let is = if was && is {
+                    "changed since run start".to_string()
+                } else {
+                    word(is).to_string()
+                };
+                (path, word(was).to_string(), is)
+            })
+    }
+}
+
+/// The fingerprint of every top-level entry under `root`, and the number of entries.
+fn fingerprint(
+    root: &Path,
+    taken_ns: i64,
+    skip: &[String],
+) -> Option<(BTreeMap<String, String>, u64)> {
+    let meta = root.metadata().ok()?;
+    let mut parts = BTreeMap::new();
+    let mut own = sha2::Sha256::new();
+    record(&mut own, b".", &meta, || root.to_path_buf(), taken_ns);
+    let mut entries = 1u64;
+    if meta.is_dir() {
+        let names: Vec<std::ffi::OsString> = match std::fs::read_dir(root) {
+            Ok(dir) => dir
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .filter(|name| !skip.iter().any(|s| s.as_bytes() == name.as_bytes()))
+                .collect(),
+            Err(e) => {
+                own.update(e.to_string().as_bytes());
+                Vec::new()
+            }
+        };
+        let walked = walk_parts(root, &names, taken_ns);
+        for (name, (digest, count)) in names.iter().zip(walked) {
+            entries += count;
+            parts.insert(name.to_string_lossy().into_owned(), digest);
+        }
+    }
+    parts.insert(".".to_string(), short(own));
+    Some((parts, entries))
+}
+
+/// Walks each of `names` under `root` on as many threads as there are cores, and
+/// returns each one's digest and entry count, in the order of `names`.
+fn walk_parts(root: &Path, names: &[std::ffi::OsString], taken_ns: i64) -> Vec<(String, u64)> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<(String, u64)>>> = Mutex::new(vec![None; names.len()]);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(names.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(name) = names.get(i) else { break };
+                    let done = walk_one(&root.join(name), name.as_bytes(), taken_ns);
+                    if let Ok(mut slots) = out.lock() {
+                        slots[i] = Some(done);
+                    }
+                }
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|slot| slot.unwrap_or_else(|| ("unwalked".to_string(), 0)))
+        .collect()
+}
+
+/// The digest and entry count of `path` and everything below it, links not followed.
+/// Each directory's entries are looked at relative to the directory they were listed
+/// from, so no path is resolved again from the root.
+fn walk_one(path: &Path, rel: &[u8], taken_ns: i64) -> (String, u64) {
+    let mut hasher = sha2::Sha256::new();
+    let mut count = 1u64;
+    let meta = match path.symlink_metadata() {
+        Ok(meta) => meta,
+        Err(e) => {
+            hasher.update(rel);
+            hasher.update(e.to_string().as_bytes());
+            return (short(hasher), count);
+        }
+    };
+    record(&mut hasher, rel, &meta, || path.to_path_buf(), taken_ns);
+    let mut dirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    if meta.is_dir() {
+        dirs.push((path.to_path_buf(), rel.to_vec()));
+    }
+    while let Some((dir, rel)) = dirs.pop() {
+        let mut children: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
+            Ok(listing) => listing.filter_map(Result::ok).collect(),
+            Err(e) => {
+                hasher.update(&rel);
+                hasher.update(e.to_string().as_bytes());
+                continue;
+            }
+        };
+        // Sorted, so the digest does not depend on the order the directory lists them.
+        children.sort_unstable_by_key(std::fs::DirEntry::file_name);
+        for child in children {
+            count += 1;
+            if count as usize > MAX_ENTRIES {
+                hasher.update(b"too large");
+                return (short(hasher), count);
+            }
+            let mut child_rel = rel.clone();
+            child_rel.push(b'/');
+            child_rel.extend_from_slice(child.file_name().as_bytes());
+            match child.metadata() {
+                Ok(meta) => {
+                    record(&mut hasher, &child_rel, &meta, || child.path(), taken_ns);
+                    if meta.is_dir() {
+                        dirs.push((child.path(), child_rel));
+                    }
+                }
+                Err(e) => {
+                    hasher.update(&child_rel);
+                    hasher.update(e.to_string().as_bytes());
+                }
+            }
+        }
+    }
+    (short(hasher), count)
+}
+
+/// Adds one entry's `stat` record to `hasher`: path, type and mode, inode, size,
+/// modification and change times, a link's target, and a racy file's bytes (`at` gives
+/// the entry's path, asked for only then).
+fn record(
+    hasher: &mut sha2::Sha256,
+    rel: &[u8],
+    meta: &std::fs::Metadata,
+    at: impl FnOnce() -> PathBuf,
+    taken_ns: i64,
+) {
+    hasher.update(rel);
+    hasher.update([0]);
+    for value in [
+        u64::from(meta.mode()),
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        u64::from_ne_bytes(meta.mtime().to_ne_bytes()),
+        u64::from_ne_bytes(meta.mtime_nsec().to_ne_bytes()),
+        u64::from_ne_bytes(meta.ctime().to_ne_bytes()),
+        u64::from_ne_bytes(meta.ctime_nsec().to_ne_bytes()),
+    ] {
+        hasher.update(value.to_le_bytes());
+    }
+    let ctime_ns = meta
+        .ctime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(meta.ctime_nsec());
+    if meta.file_type().is_symlink() {
+        if let Ok(target) = std::fs::read_link(at()) {
+            hasher.update(target.as_os_str().as_bytes());
+        }
+    } else if meta.is_file() && ctime_ns >= taken_ns.saturating_sub(RACY_NS) {
+        hash_bytes(hasher, &at());
+    }
+}
+
+/// Adds the bytes of the regular file at `at` to `hasher`: opened without following a
+/// link and without blocking, so a file turned into a pipe is never waited on.
+fn hash_bytes(hasher: &mut sha2::Sha256, at: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::File::options()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(at);
+    match opened {
+        Ok(mut file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+            if let Err(e) = std::io::copy(&mut file, hasher) {
+                hasher.update(e.to_string().as_bytes());
+            }
+        }
+        Ok(_) => hasher.update(b"not a regular file"),
+        Err(e) => hasher.update(e.to_string().as_bytes()),
+    }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn short(hasher: sha2::Sha256) -> String {
+    hex::encode(&hasher.finalize()[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("dir");
+        for (path, body) in [
+            ("site-packages/_pytest/main.py", "def main(): pass\n"),
+            ("site-packages/_pytest/__init__.py", ""),
+            ("site-packages/pluggy/__init__.py", "x = 1\n"),
+            ("site-packages/six.py", "six = 6\n"),
+        ] {
+            let file = dir.path().join(path);
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(file, body).expect("write");
+        }
+        dir
+    }
+
+    #[test]
+    fn an_untouched_installation_is_unchanged() {
+        let dir = tree();
+        let pin = InstallPin::take(&dir.path().join("site-packages"), "site").expect("pin");
+        assert_eq!(pin.entries, 7, "{pin:?}");
+        assert_eq!(pin.first_change(), None);
+    }
+
+    #[test]
+    fn an_edit_with_its_size_and_times_put_back_is_seen_and_named() {
+        let dir = tree();
+        let root = dir.path().join("site-packages");
+        let pin = InstallPin::take(&root, "site").expect("pin");
+        let file = root.join("_pytest/main.py");
+        let times = std::fs::metadata(&file).expect("meta");
+        // Same length, same modification time: only the change time tells.
+        std::fs::write(&file, "def main(): PASS\n").expect("edit");
+        let restored = std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .expect("open");
+        restored
+            .set_modified(times.modified().expect("mtime"))
+            .expect("set mtime");
+        let (path, was, now) = pin.first_change().expect("the edit is seen");
+        assert_eq!(path, root.join("_pytest"));
+        assert_eq!(
+            (was.as_str(), now.as_str()),
+            ("present", "changed since run start")
+        );
+    }
+
+    #[test]
+    fn a_file_planted_and_a_package_removed_are_named() {
+        let dir = tree();
+        let root = dir.path().join("site-packages");
+        let pin = InstallPin::take(&root, "site").expect("pin");
+        std::fs::write(root.join("evil.pth"), "import os\n").expect("plant");
+        let (path, was, now) = pin.first_change().expect("planted");
+        assert_eq!(path, root.join("evil.pth"));
+        assert_eq!((was.as_str(), now.as_str()), ("absent", "present"));
+        std::fs::remove_file(root.join("evil.pth")).expect("rm");
+        let (path, _, now) = pin.first_change().expect("put back is still a change");
+        assert_eq!(
+            (path.as_path(), now.as_str()),
+            (root.as_path(), "changed since run start")
+        );
+        let gone = InstallPin::take(&root, "site").expect("pin");
+        std::fs::remove_dir_all(root.join("pluggy")).expect("rm");
+        let (path, was, now) = gone.first_change().expect("removed");
+        assert_eq!(path, root.join("pluggy"));
+        assert_eq!((was.as_str(), now.as_str()), ("present", "absent"));
+    }
+
+    #[test]
+    fn a_link_is_recorded_by_its_target_and_never_followed() {
+        let dir = tree();
+        let root = dir.path().join("site-packages");
+        std::os::unix::fs::symlink("/nonexistent/elsewhere", root.join("linked")).expect("ln");
+        let pin = InstallPin::take(&root, "site").expect("pin");
+        assert_eq!(pin.first_change(), None);
+        std::fs::remove_file(root.join("linked")).expect("rm");
+        std::os::unix::fs::symlink("/nonexistent/other", root.join("linked")).expect("ln");
+        let (path, _, _) = pin.first_change().expect("retargeted");
+        assert_eq!(path, root.join("linked"));
+    }
+
+    #[test]
+    fn a_root_that_went_is_absent() {
+        let dir = tree();
+        let root = dir.path().join("site-packages");
+        let pin = InstallPin::take(&root, "site").expect("pin");
+        std::fs::remove_dir_all(&root).expect("rm");
+        let (path, _, now) = pin.first_change().expect("gone");
+        assert_eq!((path, now.as_str()), (root, "absent"));
+    }
+}

@@ -142,6 +142,16 @@ pub(crate) fn execute(project: &Project, scratch: &Scratch, mut job: Job<'_>) ->
             tests_seen: live.and_then(|l| progress::seen(l, &stdout_file, &stderr_file)),
         });
     };
+    // A hermetic run starts the interpreter pinned for its program's name, never the
+    // shim `PATH` would find now (unless the project's `env` brings its own PATH).
+    if let Some(program) = project
+        .hermetic
+        .as_ref()
+        .filter(|_| !project.config.env.contains_key("PATH"))
+        .and_then(|pinned| pinned.interpreter(job.argv.first()?))
+    {
+        job.argv[0] = program.display().to_string();
+    }
     let finished = process::run(&ProcessSpec {
         argv: &job.argv,
         cwd: job.cwd.unwrap_or(&project.root),

@@ -88,6 +88,23 @@ pub struct PinnedEnv {
     /// start: see [`PinnedEnv::with_installations`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub installs: Vec<InstallPin>,
+    /// Runner names a deciding run starts by the executable they led to at run start
+    /// (`python3` → the interpreter behind a version-manager shim, or a virtual
+    /// environment's own link), never through `PATH` again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interpreters: BTreeMap<String, PathBuf>,
+}
+
+/// Where a pinned Python loads from, as it said at run start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonInstall {
+    /// The runner name it was started by (`python3`).
+    pub name: String,
+    /// The executable as the interpreter knows itself, with no shim between.
+    pub executable: PathBuf,
+    /// What to fingerprint, each with what it is in words: the executable, then the
+    /// standard library, site-packages and the user site.
+    pub roots: Vec<(PathBuf, String)>,
 }
 
 /// What the JavaScript runners write into `node_modules` as they run (Vitest's results
@@ -183,6 +200,7 @@ impl PinnedEnv {
             chain_root: None,
             chain: Vec::new(),
             installs: Vec::new(),
+            interpreters: BTreeMap::new(),
         }
     }
 
@@ -223,17 +241,12 @@ impl PinnedEnv {
     }
 
     /// Where the pinned `python3` (else `python`) loads from, asked in `cwd` with the
-    /// captured environment and `env` on top, as a deciding run starts it: its real
-    /// executable (behind a version-manager shim), its standard library, its
-    /// site-packages and the user site, each with what it is in words. Empty when no
-    /// Python is pinned or it does not answer.
-    pub fn python_roots(&self, env: &[(String, String)], cwd: &Path) -> Vec<(PathBuf, String)> {
-        let Some(pin) = ["python3", "python"]
+    /// captured environment and `env` on top, as a deciding run starts it: `None` when
+    /// no Python is pinned or it does not answer.
+    pub fn python_install(&self, env: &[(String, String)], cwd: &Path) -> Option<PythonInstall> {
+        let pin = ["python3", "python"]
             .iter()
-            .find_map(|name| self.runners.iter().find(|r| r.name == *name))
-        else {
-            return Vec::new();
-        };
+            .find_map(|name| self.runners.iter().find(|r| r.name == *name))?;
         let mut vars: Vec<(String, String)> = self
             .vars
             .iter()
@@ -241,16 +254,38 @@ impl PinnedEnv {
             .collect();
         vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         vars.extend(env.iter().cloned());
-        // Started by name through the captured PATH, as a deciding run starts it: a virtual
-        // environment's interpreter is a link whose own path says which environment it is.
-        let mut paths = python::load_paths(Path::new(&pin.name), &vars, cwd).into_iter();
-        let Some(exe) = paths.next() else {
-            return Vec::new();
-        };
-        let name = &pin.name;
-        std::iter::once((exe, format!("{name}'s interpreter")))
-            .chain(paths.map(|p| (p, format!("what {name} imports"))))
-            .collect()
+        // Started by name through the captured PATH, as a deciding run would start it: a
+        // virtual environment's interpreter is a link whose own path says which
+        // environment it is, and a shim leads where it leads now.
+        let loads = python::load_paths(Path::new(&pin.name), &vars, cwd)?;
+        let name = pin.name.clone();
+        let roots = std::iter::once((loads.executable.clone(), format!("{name}'s interpreter")))
+            .chain(
+                loads
+                    .paths
+                    .into_iter()
+                    .map(|p| (p, format!("what {name} imports"))),
+            )
+            .collect();
+        Some(PythonInstall {
+            name,
+            executable: loads.executable,
+            roots,
+        })
+    }
+
+    /// The same, with deciding runs that start `name` starting `executable` instead: the
+    /// interpreter a shim led to at run start, so that where the shim leads later (a
+    /// global version switched) plays no part.
+    pub fn with_interpreter(mut self, name: &str, executable: PathBuf) -> PinnedEnv {
+        self.interpreters.insert(name.to_string(), executable);
+        self
+    }
+
+    /// What a deciding run starts for the program `name`: the interpreter pinned for it,
+    /// if any ([`PinnedEnv::with_interpreter`]).
+    pub fn interpreter(&self, name: &str) -> Option<&Path> {
+        self.interpreters.get(name).map(PathBuf::as_path)
     }
 
     /// The same, with the configuration chain above `tree` pinned (the runner
@@ -376,6 +411,7 @@ mod tests {
             chain_root: None,
             chain: Vec::new(),
             installs: Vec::new(),
+            interpreters: BTreeMap::new(),
         }
     }
 

@@ -38,6 +38,11 @@ pub(crate) fn at_green(locks: Locks) -> Env {
 
 /// The same, in `env`.
 fn at_green_in(env: Env, locks: Locks) -> Env {
+    at_green_with(env, locks, "")
+}
+
+/// The same, with `extra` appended to the hand-written `tdd.toml`.
+fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
     env.write("calc.py", CALC);
     env.write("pytest.ini", "[pytest]\npythonpath = .\n");
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
@@ -47,7 +52,7 @@ fn at_green_in(env: Env, locks: Locks) -> Env {
     );
     let project = match locks {
         Locks::Hand => {
-            env.write("tdd.toml", HAND_LOCKS);
+            env.write("tdd.toml", &format!("{HAND_LOCKS}{extra}"));
             "py"
         }
         Locks::Init => {
@@ -830,7 +835,7 @@ class Finder:
 sys.meta_path.insert(0, Finder())
 "#;
 
-/// Asserts the deciding run was refused before it ran, and HEAD did not move.
+/// Asserts GREEN was refused as `runner_changed`, and HEAD did not move.
 fn assert_runner_changed(env: &Env, red: &str, (code, value): (i32, &Value)) {
     assert_eq!(code, 1, "{value}");
     assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
@@ -914,4 +919,76 @@ fn a_module_planted_in_an_ignored_dependency_directory_refuses_green() {
         "{value}"
     );
     assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
+fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
+    // A version-manager shim: `python3` runs whatever interpreter a file names.
+    let shims = tempfile::tempdir().expect("shims");
+    let target = shims.path().join("version");
+    let host = String::from_utf8(
+        std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("host python")
+            .stdout,
+    )
+    .expect("utf-8");
+    std::fs::write(&target, host.trim()).expect("version");
+    let shim = shims.path().join("python3");
+    std::fs::write(
+        &shim,
+        format!("#!/bin/sh\nexec \"$(cat {})\" \"$@\"\n", target.display()),
+    )
+    .expect("shim");
+    make_executable(&shim);
+    let path = format!(
+        "{}:{}",
+        shims.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let red = head(&env);
+    // After run start the shim is switched to an interpreter whose site-packages
+    // supplies the behaviour: the shim's own bytes never change.
+    let (_dir, venv, site) = venv_with_pytest();
+    std::fs::write(site.join("evilhook.py"), EVIL_HOOK).expect("hook");
+    std::fs::write(site.join("zz_evil.pth"), "import evilhook\n").expect("pth");
+    std::fs::write(&target, venv.join("bin/python3").display().to_string()).expect("switch");
+    env.write("calc.py", &format!("{CALC}{STUB}# sub comes later\n"));
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "target_failing");
+}
+
+#[test]
+fn an_installation_written_while_the_deciding_runs_run_refuses_the_commit() {
+    let (_dir, venv, site) = venv_with_pytest();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // Unconfined, so that code run by the deciding run can reach the installation.
+    let unconfined = "\n[sandbox]\nenabled = false\n";
+    let env = at_green_with(Env::new().with_env("PATH", &path), Locks::Hand, unconfined);
+    let red = head(&env);
+    // The implementation is honest, and plants a module in site-packages as it is
+    // imported, then takes it away: only the change times are left behind.
+    let planted = site.join("left_behind.py");
+    env.write(
+        "calc.py",
+        &format!(
+            "import os\nopen({p:?}, 'w').close()\nos.remove({p:?})\n{CALC}{IMPL}",
+            p = planted.display().to_string()
+        ),
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert!(!planted.exists());
+    assert_runner_changed(&env, &red, (code, &value));
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("site-packages")),
+        "{value}"
+    );
 }

@@ -25,16 +25,16 @@ impl Engine {
         // What the runners would read from the directories above the clean room's
         // checkout is pinned too: the commit judged does not hold it.
         let pinned = PinnedEnv::capture(programs).with_config_chain(self.clean_room().path());
-        let roots = self.installation_roots(&pinned);
-        pinned.with_installations(roots)
+        self.pin_installations(pinned)
     }
 
-    /// What the deciding runs load from outside the commit, each with what it is in
-    /// words: the project's dependency directories, which the clean room links from the
-    /// live tree, and for a pytest project where its interpreter imports from (never a
-    /// directory of the work tree or of tdd's own state, whose files are judged or
-    /// rebuilt for each run).
-    fn installation_roots(&self, pinned: &PinnedEnv) -> Vec<(std::path::PathBuf, String)> {
+    /// `pinned`, with what the deciding runs load from outside the commit fingerprinted:
+    /// the dependency directories the clean room links from the live tree, and for a
+    /// pytest project where its interpreter imports from (never a directory of the work
+    /// tree or of tdd's own state, whose files are judged or rebuilt for each run). The
+    /// interpreter is then started by the executable it said it is, never through a
+    /// shim again.
+    fn pin_installations(&self, mut pinned: PinnedEnv) -> PinnedEnv {
         let mut roots = Vec::new();
         // The clean room links these of the work tree's root and of each project's.
         let tops = std::iter::once(self.work_tree.clone()).chain(
@@ -51,27 +51,42 @@ impl Engine {
                 }
             }
         }
+        let ours = |p: &std::path::Path| {
+            p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
+        };
         for config in self.config.project.values() {
-            let root = self.work_tree.join(&config.root);
-            if config.adapter == AdapterKind::Pytest {
-                let env: Vec<(String, String)> = config
-                    .env
-                    .iter()
-                    .filter(|(k, _)| !crate::observe::withheld_from_runners(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                let ours = |p: &std::path::Path| {
-                    p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
-                };
-                roots.extend(
-                    pinned
-                        .python_roots(&env, &root)
-                        .into_iter()
-                        .filter(|(p, _)| !ours(p)),
-                );
+            if config.adapter != AdapterKind::Pytest {
+                continue;
             }
+            let env: Vec<(String, String)> = config
+                .env
+                .iter()
+                .filter(|(k, _)| !crate::observe::withheld_from_runners(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let root = self.work_tree.join(&config.root);
+            let Some(python) = pinned.python_install(&env, &root) else {
+                continue;
+            };
+            // A project whose `env` sets its own PATH starts its own interpreter.
+            if !config.env.contains_key("PATH") && pinned.interpreter(&python.name).is_none() {
+                pinned = pinned.with_interpreter(&python.name, python.executable.clone());
+            }
+            roots.extend(python.roots.into_iter().filter(|(p, _)| !ours(p)));
         }
-        roots
+        pinned.with_installations(roots)
+    }
+
+    /// Refuses a deciding run when a pinned runner, the configuration chain above the
+    /// clean room or what the runners load from outside the commit is not as it was at
+    /// run start. Checked before a gate's first deciding run, and again after its last:
+    /// a change to an installation leaves a change time behind it, so one made while the
+    /// runs ran, even undone, is seen then.
+    pub(super) fn check_pinned(&self, state: &RunState) -> Result<(), RunError> {
+        match &state.pinned_env {
+            Some(env) => Ok(env.verify()?),
+            None => Ok(()),
+        }
     }
 
     /// Refuses to act when tdd.toml is not the file the run started with.
@@ -91,16 +106,13 @@ impl Engine {
     }
 
     /// Resets the clean room to `tree` and returns the projects `names` as seen there, with
-    /// the run's pinned environment (after checking that its runners are unchanged).
+    /// the run's pinned environment; the caller checks it ([`Engine::check_pinned`]).
     pub(super) fn in_clean_room(
         &self,
         pinned: Option<&Arc<PinnedEnv>>,
         tree: &str,
         names: &[String],
     ) -> Result<Vec<Project>, RunError> {
-        if let Some(env) = pinned {
-            env.verify()?;
-        }
         let room = self.clean_room();
         let roots: Vec<String> = names
             .iter()

@@ -106,6 +106,7 @@ impl Engine {
                 Phase::AwaitingRefactor,
             )
         };
+        self.check_pinned(ctx.state)?;
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
     }
 
@@ -171,6 +172,7 @@ impl Engine {
         sweep: &[String],
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
+        self.check_pinned(ctx.state)?;
         let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
         let mut alone = Vec::new();
         if ctx.phase == Phase::AwaitingImpl {

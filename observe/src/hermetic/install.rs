@@ -1,8 +1,8 @@
 //! What a runner loads from outside the commit judged: its installation (the
 //! interpreter's standard library and site-packages, the user site, the real
 //! executable behind a version-manager shim) and the project's dependency directories
-//! (`node_modules`, `.venv`), fingerprinted at `run start` and checked before each
-//! deciding run.
+//! (`node_modules`, `.venv`), fingerprinted at `run start` and checked before and
+//! after a gate's deciding runs.
 //!
 //! A fingerprint is built from what `stat` says of every entry under a root, links
 //! never followed: its path, type, inode, size, mode, modification time and change
@@ -33,6 +33,9 @@ use sha2::Digest;
 /// The most entries walked under one root; a root beyond it is pinned as `too large`
 /// (its top-level entries only), so that a fingerprint never takes unbounded time.
 const MAX_ENTRIES: usize = 400_000;
+
+/// The most links followed from a root, as the kernel's own bound on a path's links.
+const MAX_LINKS: usize = 40;
 
 /// One root of what runners load, fingerprinted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +125,19 @@ fn fingerprint(
     let mut parts = BTreeMap::new();
     let mut own = sha2::Sha256::new();
     record(&mut own, b".", &meta, || root.to_path_buf(), taken_ns);
+    // A root that is a link (a virtual environment's interpreter) is followed, and every
+    // link on the way is part of its record: retargeted, it is another root.
+    let mut at = root.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let Ok(target) = std::fs::read_link(&at) else {
+            break;
+        };
+        own.update(target.as_os_str().as_bytes());
+        own.update([0]);
+        at = at
+            .parent()
+            .map_or_else(|| target.clone(), |dir| dir.join(&target));
+    }
     let mut entries = 1u64;
     if meta.is_dir() {
         let names: Vec<std::ffi::OsString> = match std::fs::read_dir(root) {
@@ -380,6 +396,23 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent/other", root.join("linked")).expect("ln");
         let (path, _, _) = pin.first_change().expect("retargeted");
         assert_eq!(path, root.join("linked"));
+    }
+
+    #[test]
+    fn a_root_that_is_a_link_is_another_root_once_retargeted() {
+        let dir = tree();
+        let (a, b) = (dir.path().join("python-a"), dir.path().join("python-b"));
+        // The same file under two names: only the link's own target tells them apart.
+        std::fs::write(&a, "same bytes").expect("a");
+        std::fs::hard_link(&a, &b).expect("b");
+        let link = dir.path().join("python3");
+        std::os::unix::fs::symlink(&a, &link).expect("ln");
+        let pin = InstallPin::take(&link, "interpreter").expect("pin");
+        assert_eq!(pin.first_change(), None);
+        std::fs::remove_file(&link).expect("rm");
+        std::os::unix::fs::symlink(&b, &link).expect("ln");
+        let (path, _, now) = pin.first_change().expect("retargeted");
+        assert_eq!((path, now.as_str()), (link, "changed since run start"));
     }
 
     #[test]

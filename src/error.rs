@@ -201,9 +201,52 @@ impl From<GitError> for CommandError {
                     )
                     .data(data)
             }
+            GitError::ObjectUnwritable { ref id, .. } => {
+                let data = serde_json::json!({ "object": id });
+                CommandError::refused("object_store_damaged", err.to_string())
+                    .hint(
+                        "`git fsck` shows the damage: remove what stands where the object \
+                         belongs under .git/objects (a directory or a named pipe), or make \
+                         .git/objects writable, then run the command again",
+                    )
+                    .data(data)
+            }
+            GitError::IndexDamaged { .. } => {
+                CommandError::refused("index_damaged", err.to_string()).hint(
+                    "remove .git/index and run `git reset` to rebuild it from HEAD (the files \
+                     of the work tree are kept), then run the command again",
+                )
+            }
+            GitError::Unresolved { .. } => {
+                CommandError::refused("head_unreadable", err.to_string()).hint(
+                    "`git status` and `git fsck` show what is damaged: restore .git/HEAD \
+                     (`git symbolic-ref HEAD refs/heads/<branch>`) or the branch \
+                     (`git update-ref refs/heads/<branch> <commit>`, with a commit from \
+                     `git reflog`), then run the command again",
+                )
+            }
+            GitError::ObjectUnreadable { ref id, .. } => {
+                let data = serde_json::json!({ "object": id });
+                CommandError::refused("object_damaged", err.to_string())
+                    .hint(
+                        "nothing was judged from it; `git fsck` shows the damage: remove the \
+                         bad copy under .git/objects and fetch the object again from a clone \
+                         or remote (`git fetch`), then run the command again",
+                    )
+                    .data(data)
+            }
             GitError::WorkTree { .. } => {
                 CommandError::refused("work_tree_unwritable", error_chain(&err))
                     .hint("make the work tree writable by this user, then run the command again")
+            }
+            GitError::Failed { ref stderr, .. }
+                if stderr.starts_with("fatal:") || stderr.starts_with("error:") =>
+            {
+                CommandError::refused("git_refused", err.to_string()).hint(
+                    "git itself refused, in the words above: `git status` and `git fsck` show \
+                     what is wrong with the repository (a damaged .git/config, a ref or an \
+                     object); fix it, then run the command again",
+                )
             }
             other => CommandError::internal("git_failed", other.to_string()),
         }
@@ -489,6 +532,12 @@ impl From<RunError> for CommandError {
             RunError::ConfigChanged { .. } => CommandError::refused("config_changed", message)
                 .verb(Verb::FixConfig)
                 .hint("restore tdd.toml as it was at run start (`git checkout -- tdd.toml`), or abandon the run with `tdd run abandon --reason ...` and start a new one with the new configuration"),
+            RunError::StateDamaged { ref path, .. } => {
+                CommandError::refused("state_damaged", message).hint(format!(
+                    "remove {} (`rm -r` it, after a look at what it is); tdd makes it again, then run the command again",
+                    path.display()
+                ))
+            }
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
     }

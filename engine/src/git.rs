@@ -13,6 +13,8 @@ use std::process::Output;
 
 mod wait;
 
+pub(crate) use wait::Watch;
+
 /// Variables removed from every git invocation.
 const SCRUBBED: &[&str] = &[
     "GIT_DIR",
@@ -77,6 +79,47 @@ pub enum GitError {
         id: String,
         /// The id its bytes hash to (hex).
         found: String,
+    },
+    /// An object the database holds cannot be read: its file is truncated, not zlib,
+    /// not a regular file or unreadable, or its pack is damaged. Nothing is read from it.
+    #[error(
+        "object {id} in the repository's object database cannot be read ({reason}): the \
+         object store is damaged"
+    )]
+    ObjectUnreadable {
+        /// The id of the object asked for (hex).
+        id: String,
+        /// Why it could not be read, as the object store said.
+        reason: String,
+    },
+    /// An object could not be stored: something else stands at its path in the object
+    /// database (a directory, a pipe), or the database is not writable.
+    #[error("object {id} cannot be written to the repository's object database ({reason})")]
+    ObjectUnwritable {
+        /// The object's id (hex).
+        id: String,
+        /// What the object store said.
+        reason: String,
+    },
+    /// git's index file is not an index (truncated, garbage, another file linked in its
+    /// place): nothing is judged from it.
+    #[error("{path} is not a git index git can read ({why})")]
+    IndexDamaged {
+        /// The index file, for a person to read.
+        path: String,
+        /// What decoding it said.
+        why: String,
+    },
+    /// A revision (HEAD) that names no commit git can read: `.git/HEAD`, the branch it
+    /// names or the commit itself is damaged or missing.
+    #[error(
+        "{rev} names no commit git can read ({why}): .git/HEAD, the branch it names or the commit is damaged"
+    )]
+    Unresolved {
+        /// The revision asked for.
+        rev: String,
+        /// What git said, or `no such commit`.
+        why: String,
     },
     /// The directory is not inside a git work tree.
     #[error("{} is not inside a git work tree", .0.display())]
@@ -306,7 +349,7 @@ pub fn discover(dir: &Path) -> Option<Discovered> {
     let git_dir = if dot_git.is_dir() {
         dot_git
     } else {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let text = crate::read::regular_text(&dot_git).ok()?;
         let target = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
         if target.is_absolute() {
             target
@@ -317,7 +360,7 @@ pub fn discover(dir: &Path) -> Option<Discovered> {
     if !git_dir.join("HEAD").is_file() {
         return None;
     }
-    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+    let common_dir = match crate::read::regular_text(&git_dir.join("commondir")) {
         Ok(text) => {
             let common = PathBuf::from(text.trim());
             if common.is_absolute() {

@@ -222,7 +222,7 @@ fn whole_file(kind: libc::c_int) -> libc::flock {
 
 /// The holder `pid` as its record describes it, if the record is there.
 fn read_record(lock: &Path, pid: u32) -> Option<Holder> {
-    std::fs::read_to_string(record_path(lock, pid))
+    crate::read::regular_text(&record_path(lock, pid))
         .ok()
         .and_then(|text| serde_json::from_str::<Holder>(&text).ok())
         .filter(|h| h.pid == pid)

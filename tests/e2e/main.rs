@@ -13,6 +13,7 @@ mod engine_machine;
 mod engine_pytest;
 mod exec;
 mod init;
+mod integrity_corruption;
 mod integrity_gates;
 mod integrity_ledger;
 mod integrity_objects;

@@ -60,7 +60,7 @@ pub(crate) fn sanitize(name: &str) -> String {
 }
 
 fn read_toml(path: &Path) -> Option<toml::Table> {
-    std::fs::read_to_string(path).ok()?.parse().ok()
+    crate::read::regular_text(path).ok()?.parse().ok()
 }
 
 fn toml_str<'a>(table: &'a toml::Table, path: &[&str]) -> Option<&'a toml::Value> {
@@ -110,7 +110,7 @@ fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
 /// the package name from `pyproject.toml` or `setup.cfg`.
 fn python(dir: &Path) -> Declared {
     let pyproject = read_toml(&dir.join("pyproject.toml"));
-    let setup_cfg = std::fs::read_to_string(dir.join("setup.cfg")).unwrap_or_default();
+    let setup_cfg = crate::read::regular_text(&dir.join("setup.cfg")).unwrap_or_default();
     let name = pyproject
         .as_ref()
         .and_then(|t| {
@@ -124,7 +124,7 @@ fn python(dir: &Path) -> Declared {
         ..Declared::default()
     };
     let ini = |file: &str, section: &str| {
-        std::fs::read_to_string(dir.join(file))
+        crate::read::regular_text(&dir.join(file))
             .ok()
             .map(|text| ini_value(&text, section, "testpaths"))
     };
@@ -204,7 +204,7 @@ fn cargo(dir: &Path) -> Declared {
 
 /// The last segment of the module path that is not a major-version suffix (`v2`).
 fn go(dir: &Path) -> Declared {
-    let text = std::fs::read_to_string(dir.join("go.mod")).unwrap_or_default();
+    let text = crate::read::regular_text(&dir.join("go.mod")).unwrap_or_default();
     let module = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("module "))
@@ -264,7 +264,7 @@ const DROPPED_WITH_VALUE: &[&str] = &[
 /// The package name, and from `scripts.test` the paths and flags it gives `adapter`'s
 /// runner.
 fn node(dir: &Path, adapter: AdapterKind) -> Declared {
-    let json: serde_json::Value = std::fs::read_to_string(dir.join("package.json"))
+    let json: serde_json::Value = crate::read::regular_text(&dir.join("package.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();

@@ -143,7 +143,7 @@ fn classify(dir: &Path) -> Option<(AdapterKind, String)> {
 
 /// The JavaScript runner a `package.json` uses, from its dependencies or scripts.
 fn node_runner(path: &Path) -> Option<AdapterKind> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::read::regular_text(path).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     let has_dep = |name: &str| {
         ["dependencies", "devDependencies", "peerDependencies"]
@@ -168,7 +168,7 @@ fn node_runner(path: &Path) -> Option<AdapterKind> {
 }
 
 fn is_cargo_workspace(root: &Path) -> bool {
-    std::fs::read_to_string(root.join("Cargo.toml"))
+    crate::read::regular_text(&root.join("Cargo.toml"))
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .is_some_and(|t| t.contains_key("workspace"))

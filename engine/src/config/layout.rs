@@ -159,7 +159,7 @@ impl Entry {
 /// handed it; a Python file must still be named as pytest collects it.
 pub fn matched(adapter: AdapterKind, dir: &Path, entries: &[String], files: &[String]) -> usize {
     let entries: Vec<Entry> = entries.iter().filter_map(|e| Entry::new(e)).collect();
-    let contents = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    let contents = |file: &str| crate::read::regular_text(&dir.join(file)).unwrap_or_default();
     let js = matches!(
         adapter,
         AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha | AdapterKind::NodeTest

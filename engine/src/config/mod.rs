@@ -52,7 +52,7 @@ impl Config {
 
     /// Reads and parses the configuration file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = crate::read::regular_text(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;

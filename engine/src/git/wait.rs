@@ -81,6 +81,45 @@ pub(super) fn run(mut cmd: Command, input: Option<&[u8]>) -> std::io::Result<Fin
     })
 }
 
+/// A watch on a git process whose output the caller streams itself: the process is
+/// stopped when it waits to open a FIFO, as [`run`] stops its own.
+pub(crate) struct Watch {
+    done: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<bool>>,
+}
+
+impl Watch {
+    /// Starts watching `child`, which the caller must not reap before [`Watch::end`]
+    /// (or dropping the watch): until then its pid names no other process.
+    pub(crate) fn start(child: &std::process::Child) -> Watch {
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let (done, watching) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || watch(pid, &watching));
+        Watch {
+            done: Some(done),
+            thread: Some(thread),
+        }
+    }
+
+    /// Ends the watch; true when it stopped the process for waiting on a FIFO.
+    pub(crate) fn end(mut self) -> bool {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> bool {
+        drop(self.done.take());
+        self.thread
+            .take()
+            .is_some_and(|thread| thread.join().unwrap_or(false))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 fn drain(pipe: Option<impl Read>) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if let Some(mut pipe) = pipe {

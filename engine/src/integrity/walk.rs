@@ -142,11 +142,27 @@ fn walk_error(err: &gix_error::Error) -> GitError {
             id: id.clone(),
             found: found.clone(),
         },
+        Some(GitError::ObjectUnreadable { id, reason }) => GitError::ObjectUnreadable {
+            id: id.clone(),
+            reason: reason.clone(),
+        },
+        // The walk's own lookups say a missing object (or one that is not a regular file,
+        // which the checked store never opens) in gix's words: the id is in them.
+        _ if err.is_not_found() => GitError::ObjectMissing {
+            id: object_id_in(&err.to_string()).unwrap_or_else(|| "of the history".into()),
+        },
         _ => GitError::Failed {
             args: "walk the history".into(),
             stderr: err.to_string(),
         },
     }
+}
+
+/// The first object id (40 or 64 hex digits) in `text`.
+fn object_id_in(text: &str) -> Option<String> {
+    text.split(|c: char| !c.is_ascii_hexdigit())
+        .find(|word| word.len() == 40 || word.len() == 64)
+        .map(str::to_string)
 }
 
 /// The first non-empty `TDD-Run` and `TDD-Ledger` values of `commit`'s trailers.
@@ -184,6 +200,8 @@ fn log_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, GitErro
         .stderr(Stdio::piped())
         .spawn()
         .map_err(GitError::Spawn)?;
+    // A named pipe at a ref or at HEAD would make git wait on it for ever.
+    let watch = crate::git::Watch::start(&child);
     let mut commits = Vec::new();
     let mut stopped = false;
     if let Some(stdout) = child.stdout.take() {
@@ -207,9 +225,17 @@ fn log_commits(work_tree: &Path, scope: Scope) -> Result<Vec<RunCommit>, GitErro
     if stopped {
         // The rest of the history is not needed: end git now rather than read it all.
         // The child is ours and not yet reaped, so its pid cannot name another process.
+        watch.end();
         let _ = child.kill();
         let _ = child.wait();
         return Ok(commits);
+    }
+    let stalled = watch.end();
+    if stalled {
+        let _ = child.wait();
+        return Err(GitError::Stalled {
+            args: args.join(" "),
+        });
     }
     finish(&git, child, commits, &args)
 }
@@ -229,14 +255,10 @@ fn finish(
     if status.success() {
         return Ok(commits);
     }
-    let born = git
-        .command(["rev-parse", "--verify", "--quiet", "HEAD"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(GitError::Spawn)?;
-    if !born.success() {
-        return Ok(Vec::new());
+    match git.output(["rev-parse", "--verify", "--quiet", "HEAD"]) {
+        Ok(_) => {}
+        Err(GitError::Failed { .. }) => return Ok(Vec::new()),
+        Err(other) => return Err(other),
     }
     Err(GitError::Failed {
         args: args.join(" "),

@@ -68,12 +68,24 @@ pub(crate) fn tree_of(git: &Git, rev: &str) -> Result<String, GitError> {
 
 /// The commit `rev` names, as git resolves it.
 fn commit_id(git: &Git, rev: &str) -> Result<gix_hash::ObjectId, GitError> {
-    let text = git.text([
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        &format!("{rev}^{{commit}}"),
-    ])?;
+    let text = git
+        .text([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ])
+        .map_err(|e| match e {
+            GitError::Failed { stderr, .. } => GitError::Unresolved {
+                rev: rev.to_string(),
+                why: if stderr.is_empty() {
+                    "no such commit".to_string()
+                } else {
+                    stderr
+                },
+            },
+            other => other,
+        })?;
     gix_hash::ObjectId::from_hex(text.trim().as_bytes()).map_err(|_| GitError::Failed {
         args: format!("rev-parse {rev}"),
         stderr: format!("unexpected output: {text}"),

@@ -186,6 +186,17 @@ pub enum RunError {
         /// The SHA-256 of the file now.
         now: String,
     },
+    /// A file or directory of tdd's own state is not what tdd made (a file where a
+    /// directory belongs, a link, a pipe): nothing is written through it.
+    #[error("{} is not {expected}: tdd's own state there was replaced ({found})", path.display())]
+    StateDamaged {
+        /// The path.
+        path: std::path::PathBuf,
+        /// What tdd keeps there, in words (`a directory`).
+        expected: &'static str,
+        /// What stands there instead, in words.
+        found: String,
+    },
     /// An I/O failure on the engine's own files.
     #[error("{what}")]
     Io {
@@ -365,10 +376,33 @@ impl Engine {
     /// Takes the work tree's advance lock (`<state dir>/locks/<key>.lock`), which
     /// serialises baselines and advances, or names who holds it.
     fn lock(&self, what: &str) -> Result<crate::worktree_lock::Guard, RunError> {
-        let path = self.location.dir.join("locks").join(format!(
+        let dir = self.location.dir.join("locks");
+        for at in [&self.location.dir, &dir] {
+            match std::fs::symlink_metadata(at) {
+                Ok(meta) if !meta.is_dir() => {
+                    return Err(RunError::StateDamaged {
+                        path: at.clone(),
+                        expected: "a directory",
+                        found: kind_in_words(&meta),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let path = dir.join(format!(
             "{}.lock",
             crate::worktree_lock::key(&self.work_tree)
         ));
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(RunError::StateDamaged {
+                    path,
+                    expected: "a regular file",
+                    found: kind_in_words(&meta),
+                });
+            }
+            _ => {}
+        }
         match crate::worktree_lock::acquire(&path, what) {
             Ok(Ok(guard)) => Ok(guard),
             Ok(Err(holder)) => Err(RunError::Busy { holder }),
@@ -378,6 +412,26 @@ impl Engine {
             }),
         }
     }
+}
+
+/// What kind of entry `meta` describes, in words.
+pub(crate) fn kind_in_words(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let word = if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a regular file"
+    };
+    word.to_string()
 }
 
 #[cfg(test)]

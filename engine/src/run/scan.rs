@@ -149,7 +149,9 @@ impl Located {
 
 /// The value of `extensions.<key>` in the repository's own config file, if set.
 fn extension(common_dir: &Path, key: &[u8]) -> Option<Vec<u8>> {
-    let text = std::fs::read(common_dir.join("config")).ok()?;
+    // Never a wait: a named pipe at the config is no config here (git, asked later, is
+    // stopped on it and the call refused).
+    let text = crate::read::regular(&common_dir.join("config")).ok()?;
     let mut in_extensions = false;
     for line in text.split(|b| *b == b'\n') {
         let line = line.trim_ascii();

@@ -199,7 +199,7 @@ impl Cargo {
         super::record_missing_report(builder, &ran, "cargo nextest");
         if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
             match parse_nextest(bytes) {
-                Ok(parsed) => builder.merge(parsed),
+                Ok(parsed) => super::merge_agreeing(builder, &ran, parsed, "cargo nextest"),
                 Err(err) => builder.fail(err.0),
             }
         }
@@ -256,7 +256,10 @@ impl Cargo {
                 ran.report.as_deref().unwrap_or(b""),
                 &binary.binary_id,
             ) {
-                Ok(parsed) => builder.merge(parsed),
+                Ok(parsed) => {
+                    let runner = format!("the test binary {}", binary.binary_id);
+                    super::merge_agreeing(builder, &ran, parsed, &runner);
+                }
                 Err(err) => builder.fail(format!(
                     "{}: {}{}",
                     binary.binary_id,

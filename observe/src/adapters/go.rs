@@ -151,7 +151,7 @@ impl Adapter for Go {
         let ran = go_test(project, &scratch, "run", args);
         let mut builder = Builder::new(project, self.kind());
         if let Some(stream) = read(&mut builder, &ran) {
-            builder.merge(stream.parsed);
+            super::merge_agreeing(&mut builder, &ran, stream.parsed, "go test");
         }
         builder.invocation(ran.invocation);
         Ok(builder.finish(selection))

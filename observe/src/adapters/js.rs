@@ -99,7 +99,7 @@ impl JsRunner {
         record_missing_report(&mut builder, &ran, self.name);
         if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
             match jsonreport::parse(bytes, &project.root) {
-                Ok(parsed) => builder.merge(parsed),
+                Ok(parsed) => super::merge_agreeing(&mut builder, &ran, parsed, self.name),
                 Err(err) => builder.fail(err.0),
             }
         }

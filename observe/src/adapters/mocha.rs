@@ -314,7 +314,7 @@ impl Mocha {
             .and_then(|b| parse_report(b, &project.root).ok());
         let observed = parsed.is_some();
         if let Some(parsed) = parsed {
-            builder.merge(parsed);
+            super::merge_agreeing(builder, &ran, parsed, "mocha");
         }
         builder.invocation(ran.invocation);
         (observed, ran.stderr)

@@ -41,6 +41,50 @@ pub(crate) fn exit_code(ran: &Ran) -> Option<i32> {
     }
 }
 
+/// Merges the report `parsed` of `ran` into `builder`, unless the runner's exit status
+/// contradicts it: exit 0 (every test passed) with a failing test in the report, or a
+/// failing exit with every test of the report passed or skipped and no collection
+/// error. Then the run is a runner error instead, and counts for nothing: the report
+/// file is in reach of the code under test, its exit status is not.
+pub(crate) fn merge_agreeing(
+    builder: &mut Builder,
+    ran: &Ran,
+    parsed: crate::build::ParsedReport,
+    runner: &str,
+) {
+    match disagreement(exit_code(ran), &parsed) {
+        Some(why) => builder.fail(format!(
+            "{runner} {why}; a run whose report and exit status disagree is not counted"
+        )),
+        None => builder.merge(parsed),
+    }
+}
+
+/// How exit `code` contradicts `parsed`, in words, if it does.
+fn disagreement(code: Option<i32>, parsed: &crate::build::ParsedReport) -> Option<String> {
+    use crate::Outcome;
+    let failing = parsed
+        .tests
+        .iter()
+        .filter(|(_, t)| matches!(t.outcome, Outcome::Failed | Outcome::Error))
+        .count();
+    match code? {
+        0 if failing > 0 => Some(format!(
+            "exited 0, which says every test passed, but its report shows {failing} failing: \
+             the report was changed after the runner wrote it"
+        )),
+        0 => None,
+        code if failing == 0 && !parsed.tests.is_empty() && parsed.collection_errors.is_empty() => {
+            Some(format!(
+                "exited {code}, which says the run failed, but its report shows every test \
+                 passing: something other than a test failed the run (a plugin, a coverage \
+                 threshold), or the report was changed after the runner wrote it"
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Records `ran` and, when it exited but left no report, says so with the
 /// last line of its stderr (usually the reason: "No module named pytest").
 pub(crate) fn record_missing_report(builder: &mut Builder, ran: &Ran, runner: &str) {
@@ -173,4 +217,45 @@ pub(crate) fn test_globs(project: &Project, defaults: &[&str]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outcome;
+    use crate::build::ParsedReport;
+
+    fn report(outcomes: &[Outcome]) -> ParsedReport {
+        ParsedReport {
+            tests: outcomes
+                .iter()
+                .enumerate()
+                .map(|(i, outcome)| {
+                    (
+                        format!("t{i}"),
+                        crate::TestResult {
+                            outcome: *outcome,
+                            failure: None,
+                        },
+                    )
+                })
+                .collect(),
+            ..ParsedReport::default()
+        }
+    }
+
+    #[test]
+    fn an_exit_status_that_contradicts_the_report_is_named() {
+        use Outcome::*;
+        let says = |code, outcomes: &[Outcome]| disagreement(Some(code), &report(outcomes));
+        assert!(says(1, &[Passed, Skipped]).is_some_and(|w| w.contains("exited 1")));
+        assert!(says(101, &[Passed]).is_some_and(|w| w.contains("exited 101")));
+        assert!(says(0, &[Passed, Failed]).is_some_and(|w| w.contains("1 failing")));
+        assert!(says(0, &[Error]).is_some());
+        // Agreeing, or nothing to contradict.
+        assert_eq!(says(0, &[Passed, Skipped]), None);
+        assert_eq!(says(1, &[Passed, Failed]), None);
+        assert_eq!(says(1, &[]), None);
+        assert_eq!(disagreement(None, &report(&[Passed])), None);
+    }
 }

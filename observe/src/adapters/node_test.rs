@@ -181,7 +181,7 @@ impl NodeTest {
             };
             match ran.report.as_deref().filter(|b| !b.is_empty()) {
                 Some(bytes) => match parse_report(bytes, file, &project.root) {
-                    Ok(parsed) => builder.merge(parsed),
+                    Ok(parsed) => super::merge_agreeing(builder, &ran, parsed, "node --test"),
                     Err(err) => builder.fail(format!("{file}: {}", err.0)),
                 },
                 None => super::record_missing_report(builder, &ran, "node --test"),

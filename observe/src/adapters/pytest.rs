@@ -6,8 +6,9 @@
 //! `--continue-on-collection-errors` so one file that fails to import is a
 //! collection error of that file while the other files still run. Exit
 //! codes 3 (internal error), 4 (usage error) and 5 (nothing collected) are
-//! runner errors, and so is exit 1 (tests failed) with a report in which every test
-//! passed: the report was changed after pytest wrote it, or a plugin failed the run.
+//! runner errors, and so is a report its exit status contradicts (exit 1 with every
+//! test passed, exit 0 with one failing): the report was changed after pytest wrote
+//! it, or a plugin failed the run.
 //! Projects with a `uv.lock`, `poetry.lock` or `pdm.lock`
 //! run pytest through that tool.
 
@@ -271,30 +272,13 @@ impl Pytest {
         record_missing_report(&mut builder, &ran, "pytest");
         if let Some(bytes) = ran.report.as_deref().filter(|b| !b.is_empty()) {
             match parse_report(bytes, &project.root) {
-                Ok(parsed) if exit_code(&ran) == Some(1) && all_passed(&parsed) => {
-                    builder.fail(DISAGREE);
-                }
-                Ok(parsed) => builder.merge(parsed),
+                Ok(parsed) => super::merge_agreeing(&mut builder, &ran, parsed, "pytest"),
                 Err(err) => builder.fail(err.0),
             }
         }
         builder.invocation(ran.invocation);
         Ok(builder.finish(selection))
     }
-}
-
-/// Why a run whose exit status and report disagree is not counted.
-const DISAGREE: &str = "pytest exited 1, which says a test failed, but its report shows none failing: a plugin failed the run (coverage under its threshold, say), or the report was changed after pytest wrote it; a run whose report and exit status disagree is not counted";
-
-/// Whether `parsed` shows tests and every one of them passed or skipped, with no
-/// collection error: what pytest's exit status 1 (tests failed) contradicts.
-fn all_passed(parsed: &ParsedReport) -> bool {
-    !parsed.tests.is_empty()
-        && parsed.collection_errors.is_empty()
-        && parsed
-            .tests
-            .iter()
-            .all(|(_, t)| matches!(t.outcome, crate::Outcome::Passed | crate::Outcome::Skipped))
 }
 
 /// How many tests pytest's summary line (`2 failed, 197 passed, 1 deselected in 0.52s`)

@@ -258,3 +258,43 @@ fn node_test_same_named_tests_and_a_test_directory() -> TestResult {
     fx.expect_alone("spec/dup.js > math > adds #2", FailedAssertion)?;
     Ok(())
 }
+
+/// A failing test that, as mocha exits, rewrites mocha's report to say it passed.
+const MOCHA_FORGING: &str = r#"
+const assert = require('assert');
+const fs = require('fs');
+process.on('exit', () => {
+  const arg = process.argv.find((a) => a.startsWith('output='));
+  if (!arg) return;
+  const file = arg.slice('output='.length);
+  const report = JSON.parse(fs.readFileSync(file, 'utf8'));
+  for (const t of report.tests) t.err = {};
+  report.failures = [];
+  report.stats.failures = 0;
+  report.stats.passes = report.tests.length;
+  fs.writeFileSync(file, JSON.stringify(report));
+});
+describe('math', () => {
+  it('fails', () => { assert.strictEqual(1 + 1, 3); });
+});
+"#;
+
+#[test]
+fn a_mocha_report_its_exit_status_contradicts_is_not_counted() -> TestResult {
+    require(&["node", "--version"], "install Node.js 20");
+    let fx = Fixture::new(
+        AdapterKind::Mocha,
+        &[
+            ("package.json", "{}"),
+            ("test/forge.spec.js", MOCHA_FORGING),
+        ],
+    )?;
+    fx.link_node_modules()?;
+    let observation = fx.run_all()?;
+    let error = observation.runner_error.clone().unwrap_or_default();
+    assert!(
+        error.contains("mocha exited 1") && error.contains("not counted"),
+        "{observation:?}"
+    );
+    Ok(())
+}

@@ -14,7 +14,6 @@ use gix_index::entry::Mode;
 use nix::sys::stat::FileStat;
 
 use super::STRICT;
-use super::objects::store_error;
 use crate::git::Git;
 use crate::git::GitError;
 use crate::run::safe_fs;
@@ -86,7 +85,10 @@ fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, (i64, i64))> {
 fn decode(bytes: &[u8], path: PathBuf, kind: gix_hash::Kind) -> Result<gix_index::File, GitError> {
     let options = gix_index::decode::Options::default();
     let (state, _) = gix_index::State::from_bytes(bytes, filetime::FileTime::zero(), kind, options)
-        .map_err(|e| store_error("read the index", &e))?;
+        .map_err(|e| GitError::IndexDamaged {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
     Ok(gix_index::File::from_state(state, path))
 }
 

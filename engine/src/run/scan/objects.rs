@@ -61,7 +61,10 @@ impl Objects {
         if !self.loose.contains(&id) {
             self.loose
                 .write_buf_with_known_id(kind, data, id)
-                .map_err(|e| store_error("write an object", &e))?;
+                .map_err(|e| GitError::ObjectUnwritable {
+                    id: id.to_string(),
+                    reason: e.to_string(),
+                })?;
         }
         Ok(id)
     }
@@ -235,8 +238,12 @@ impl Checked {
         id: &gix_hash::oid,
         buf: &'a mut Vec<u8>,
     ) -> Result<Option<gix_object::Data<'a>>, GitError> {
-        let Some(data) = gix_object::Find::try_find(&self.odb, id, buf)
-            .map_err(|e| store_error("read an object", &e))?
+        let Some(data) = gix_object::Find::try_find(&self.odb, id, buf).map_err(|e| {
+            GitError::ObjectUnreadable {
+                id: id.to_string(),
+                reason: e.to_string(),
+            }
+        })?
         else {
             return Ok(None);
         };
@@ -429,6 +436,12 @@ mod tests {
             }
             other => panic!("expected a damaged object, got {other:?}"),
         }
+        // Truncated: no longer zlib, so it cannot be read at all.
+        std::fs::write(file(a), b"x").expect("truncate");
+        assert!(matches!(
+            objects.read_blobs(&[a]),
+            Err(GitError::ObjectUnreadable { id, .. }) if id == a
+        ));
         std::fs::remove_file(file(a)).expect("remove");
         assert!(matches!(
             objects.read_blobs(&[a]),

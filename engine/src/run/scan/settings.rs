@@ -69,7 +69,7 @@ const MENTIONS: [&[u8]; 3] = [b"filter", b"excludesfile", b"include"];
 /// Whether none of `files` that exists mentions a filter, an ignore file or an include.
 /// A file that exists but cannot be read counts as a mention.
 fn mentions_nothing(files: &[PathBuf]) -> bool {
-    files.iter().all(|file| match std::fs::read(file) {
+    files.iter().all(|file| match crate::read::regular(file) {
         Ok(text) => {
             let lower = text.to_ascii_lowercase();
             !MENTIONS

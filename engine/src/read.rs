@@ -7,6 +7,12 @@ use std::path::Path;
 /// blocking: a named pipe, a device, a socket or a directory there is an
 /// `InvalidData` error, never a wait or an endless read.
 pub fn regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    regular_with_meta(path).map(|(bytes, _)| bytes)
+}
+
+/// The same, with the metadata of the one file opened and read (a rename over `path`
+/// midway changes neither).
+pub fn regular_with_meta(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -22,7 +28,7 @@ pub fn regular(path: &Path) -> std::io::Result<Vec<u8>> {
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(meta.len()).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// The same, as UTF-8 text (`InvalidData` when it is not).

@@ -62,21 +62,7 @@ pub(super) struct Index {
 /// file opened (a rename over `path` midway changes neither). A FIFO, a device or a
 /// directory there is an error, never a wait or an endless read.
 fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, (i64, i64))> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(meta.len()).read_to_end(&mut bytes)?;
+    let (bytes, meta) = crate::read::regular_with_meta(path)?;
     Ok((bytes, (meta.mtime(), meta.mtime_nsec())))
 }
 

@@ -113,6 +113,9 @@ pub fn main() -> Exit {
     let json_flag = args.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        Err(err) if err.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            return not_utf8(&args, json_flag);
+        }
         Err(err) => return usage_error(err, json_flag),
     };
     if let Some(exit) = relayed(&cli, &args) {
@@ -306,6 +309,23 @@ fn usage_error(err: clap::Error, json_flag: bool) -> Exit {
         let _ = err.print();
         Exit::BadInput
     }
+}
+
+/// Exit 2 for an argument that is not UTF-8, naming it: tdd reads its arguments as text.
+fn not_utf8(args: &[std::ffi::OsString], json_flag: bool) -> Exit {
+    let (n, arg) = args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.to_str().is_none())
+        .map_or((0, String::new()), |(n, a)| {
+            (n, a.to_string_lossy().into_owned())
+        });
+    let error = CommandError::bad_input(
+        "usage",
+        format!("argument {n} ({arg:?}) is not UTF-8 text, which tdd needs its arguments to be"),
+    )
+    .hint("pass the argument as UTF-8, or rename the file it names");
+    Output::new(json_flag, false, 0).finish("tdd", Err(error))
 }
 
 /// A panic prints a short report on stderr; `main` then exits 70.

@@ -10,7 +10,7 @@ mod output;
 mod supervision;
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(code) = commands::leaf_modes::intercept(&args) {
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }

@@ -452,7 +452,21 @@ impl Confinement {
             }
             Ok(())
         };
-        pre_exec(command, apply);
+        #[expect(
+            unsafe_code,
+            reason = "the confinement is applied between fork and exec, where only system \
+                      calls on prepared data are allowed"
+        )]
+        // SAFETY: `apply` sets the memory rlimit (setrlimit), then `ReadOnly::apply`
+        // (unshare, prctl, writes of id maps built on the stack to /proc/self, setrlimit,
+        // the loopback ioctls, mount on paths made before the fork), then
+        // `restrict_self` (prctl and landlock_restrict_self on a ruleset made before the
+        // fork), then `ReadOnly::enter` (fork, prctl, waitpid, close, _exit). Only system
+        // calls: no allocation (paths under PATH_MAX are made C strings on the stack),
+        // no lock, no thread-local state. `EPERM` is built from a constant.
+        unsafe {
+            pre_exec(command, apply);
+        }
     }
 }
 
@@ -461,17 +475,28 @@ const fn libc_eperm() -> i32 {
     1
 }
 
+/// Makes `command` run `apply` in its child, after fork and before exec; a child whose
+/// `apply` fails does not run, and the spawn fails with the error.
+///
+/// # Safety
+///
+/// `apply` runs in a copy of a process that may have had many threads, of which only
+/// the forking one goes on: a lock another thread held stays held forever. So after
+/// fork, on every path that can be taken before exec, `apply` must:
+/// - not allocate or free (the allocator's lock),
+/// - take no lock (no `std::sync`, no stdio, no `println!`),
+/// - touch no thread-local state and no lazily initialised static,
+///
+/// and make only async-signal-safe system calls on data prepared before the fork.
 #[expect(
     unsafe_code,
-    reason = "the closure runs between fork and exec; it only calls prctl and \
-              landlock_restrict_self through `restrict_self`, which are async-signal-safe"
+    reason = "a wrapper of `CommandExt::pre_exec` that hands its contract on to the caller"
 )]
-fn pre_exec(
+unsafe fn pre_exec(
     command: &mut Command,
     apply: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
 ) {
-    // SAFETY: see the `expect` reason above; the closure takes no lock and does not
-    // allocate on its success path.
+    // SAFETY: the caller upholds the contract above for `apply`.
     unsafe {
         command.pre_exec(apply);
     }

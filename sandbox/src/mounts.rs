@@ -285,7 +285,12 @@ pub(crate) fn available() -> bool {
     *AVAILABLE.get_or_init(|| {
         let probe = ReadOnly::new(&[]);
         let mut command = Command::new("/bin/true");
-        crate::pre_exec(&mut command, move || probe.apply());
+        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
+        // SAFETY: `ReadOnly::apply` on an empty probe: unshare, prctl and writes of id
+        // maps built on the stack to /proc/self; no allocation, no lock.
+        unsafe {
+            crate::pre_exec(&mut command, move || probe.apply());
+        }
         command.status().is_ok_and(|s| s.success())
     })
 }
@@ -329,7 +334,13 @@ pub(crate) fn net_namespaces() -> bool {
     *AVAILABLE.get_or_init(|| {
         let probe = ReadOnly::new(&[]).with_own_network();
         let mut command = Command::new("/bin/true");
-        crate::pre_exec(&mut command, move || probe.apply());
+        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
+        // SAFETY: `ReadOnly::apply` with a network namespace: unshare, prctl, id maps
+        // built on the stack, and the loopback socket and ioctls on a stack request; no
+        // allocation, no lock.
+        unsafe {
+            crate::pre_exec(&mut command, move || probe.apply());
+        }
         command.status().is_ok_and(|s| s.success())
     })
 }
@@ -341,10 +352,16 @@ pub(crate) fn pid_namespaces() -> bool {
     *AVAILABLE.get_or_init(|| {
         let probe = ReadOnly::new(&[]).with_own_processes();
         let mut command = Command::new("/bin/true");
-        crate::pre_exec(&mut command, move || {
-            probe.apply()?;
-            probe.enter()
-        });
+        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
+        // SAFETY: `ReadOnly::apply` with a PID namespace (unshare, prctl, id maps built
+        // on the stack), then `ReadOnly::enter` (fork, prctl, waitpid, close, _exit);
+        // only system calls, no allocation, no lock.
+        unsafe {
+            crate::pre_exec(&mut command, move || {
+                probe.apply()?;
+                probe.enter()
+            });
+        }
         command.status().is_ok_and(|s| s.success())
     })
 }

@@ -72,23 +72,50 @@ impl ConductArgs {
     pub fn detached(&self) -> bool {
         self.detach
     }
+
+    /// The conductor's options, built once from the parsed arguments and `forge`.
+    fn options(self, forge: ForgeSpec) -> Result<Options, CommandError> {
+        Ok(Options {
+            forge,
+            provider: self.provider,
+            verifier_provider: self.verifier_provider,
+            max_steps: self.max_steps,
+            tdd_exe: tdd_exe()?,
+            accept_new_binary: self.accept_new_binary,
+            worktree: self.worktree,
+            relay_args: crate::cli::relayable,
+        })
+    }
+}
+
+/// Options for conducting the issue of `forge` with every setting at its default.
+pub fn default_options(forge: ForgeSpec) -> Result<Options, CommandError> {
+    Ok(Options {
+        forge,
+        provider: None,
+        verifier_provider: None,
+        max_steps: None,
+        tdd_exe: tdd_exe()?,
+        accept_new_binary: false,
+        worktree: false,
+        relay_args: crate::cli::relayable,
+    })
+}
+
+/// The running tdd binary, which leaves and supervisors are launched through.
+fn tdd_exe() -> Result<std::path::PathBuf, CommandError> {
+    std::env::current_exe().map_err(|e| {
+        CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
+    })
 }
 
 /// Runs `tdd conduct`.
 pub fn cmd_conduct(ctx: &Ctx, args: ConductArgs) -> Result<Outcome, CommandError> {
     let forge = forge_spec(ctx, &args)?;
     if args.detach {
-        return detach(ctx, &args);
+        return detach(ctx);
     }
-    conduct(
-        ctx,
-        forge,
-        args.provider,
-        args.verifier_provider,
-        args.max_steps,
-        args.accept_new_binary,
-        args.worktree,
-    )
+    conduct(ctx, args.options(forge)?)
 }
 
 /// The forge `args` name: a local file that must exist, or a GitHub issue with its
@@ -148,31 +175,10 @@ fn forge_spec(ctx: &Ctx, args: &ConductArgs) -> Result<ForgeSpec, CommandError> 
     }
 }
 
-/// Conducts the issue of `forge` in the work tree of `ctx`.
-pub fn conduct(
-    ctx: &Ctx,
-    forge: ForgeSpec,
-    provider: Option<String>,
-    verifier_provider: Option<String>,
-    max_steps: Option<u32>,
-    accept_new_binary: bool,
-    worktree: bool,
-) -> Result<Outcome, CommandError> {
+/// Conducts the issue of `options.forge` in the work tree of `ctx`.
+pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
     let (path, config) = ctx.config()?;
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let tdd_exe = std::env::current_exe().map_err(|e| {
-        CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
-    })?;
-    let options = Options {
-        forge,
-        provider,
-        verifier_provider,
-        max_steps,
-        tdd_exe,
-        accept_new_binary,
-        worktree,
-        relay_args: crate::cli::relayable,
-    };
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;
     let trace = conductor.dir().join("trace.jsonl");
@@ -233,17 +239,6 @@ fn worktree_line(summary: &tdd_conductor::Summary) -> String {
         .unwrap_or_default()
 }
 
-/// The ISSUE argument as the detached conductor must get it: a local file's path made
-/// absolute (it runs in the work tree's root), anything else as given.
-fn issue_arg(ctx: &Ctx, issue: &str) -> String {
-    let path = ctx.cwd.join(issue);
-    if path.is_file() {
-        path.display().to_string()
-    } else {
-        issue.to_string()
-    }
-}
-
 /// Ctrl-C once asks for a stop `at-leaf`, twice for `now`: the conductor sees the
 /// request between leaves, and the supervisor kills a running leaf for `now`.
 fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::JoinHandle<()>> {
@@ -268,52 +263,33 @@ fn interrupts(supervisor: tdd_supervisor::Supervisor) -> Option<std::thread::Joi
 
 /// Launches this same `tdd conduct`, without `--detach`, under a supervisor of its own
 /// session, so the terminal or the caller can go away without taking the conductor down.
-fn detach(ctx: &Ctx, args: &ConductArgs) -> Result<Outcome, CommandError> {
-    let tdd = std::env::current_exe().map_err(|e| {
-        CommandError::internal("conduct_failed", format!("cannot find the tdd binary: {e}"))
-    })?;
+/// The background conductor gets this process's own arguments less `--detach`, in this
+/// process's directory, so every option (global ones too) means what it meant here.
+fn detach(ctx: &Ctx) -> Result<Outcome, CommandError> {
+    let tdd = tdd_exe()?;
     let work_tree = ctx.work_tree()?;
-    let mut argv = vec![
-        tdd.display().to_string(),
-        "-C".to_string(),
-        work_tree.display().to_string(),
-        "conduct".to_string(),
-        issue_arg(ctx, &args.issue),
-        "--json".to_string(),
-    ];
-    for (flag, value) in [
-        ("--provider", &args.provider),
-        ("--verifier-provider", &args.verifier_provider),
-        ("--forge", &args.forge),
-        ("--repo", &args.repo),
-        ("--github-api-url", &args.github_api_url),
-    ] {
-        if let Some(value) = value {
-            argv.extend([flag.to_string(), value.clone()]);
-        }
-    }
-    if let Some(n) = args.max_steps {
-        argv.extend(["--max-steps".to_string(), n.to_string()]);
-    }
-    if args.accept_new_binary {
-        argv.push("--accept-new-binary".to_string());
-    }
-    if args.worktree {
-        argv.push("--worktree".to_string());
-    }
-    if args.state_labels {
-        argv.push("--state-labels".to_string());
-    }
+    let here = std::env::current_dir().map_err(|e| {
+        CommandError::internal(
+            "conduct_failed",
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    let mut argv = vec![tdd.display().to_string()];
+    argv.extend(without_detach(std::env::args_os().skip(1))?);
     // The conductor is the trusted side: it keeps the caller's whole environment (forge
     // tokens included); its leaves get their own allow-listed environments.
     let names: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .collect();
     let spec = tdd_supervisor::LeafSpec::new(argv)
-        .cwd(&work_tree)
+        .cwd(&here)
         .allow_env(&names)
         .name("conduct");
     let leaf = crate::supervision::supervisor(ctx)?.launch(&spec)?;
+    ctx.out.debug(&format!(
+        "the background conductor works on {}",
+        work_tree.display()
+    ));
     let data = serde_json::json!({
         "id": leaf.id(), "dir": leaf.dir(), "stdout": leaf.stdout_path(), "stderr": leaf.stderr_path(),
     });
@@ -329,4 +305,49 @@ fn detach(ctx: &Ctx, args: &ConductArgs) -> Result<Outcome, CommandError> {
             detail,
         )),
     )
+}
+
+/// `args` (the program's name left out) without the `--detach` flag: every occurrence
+/// before a `--`, where clap reads it as the flag (it takes no value, and no option
+/// takes a value starting with `--`). Arguments were checked as UTF-8 by the parser.
+fn without_detach(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Result<Vec<String>, CommandError> {
+    let mut kept = Vec::new();
+    let mut options_end = false;
+    for arg in args {
+        let Ok(arg) = arg.into_string() else {
+            return Err(CommandError::bad_input(
+                "usage",
+                "an argument is not UTF-8 text",
+            ));
+        };
+        if !options_end && arg == "--detach" {
+            continue;
+        }
+        options_end |= arg == "--";
+        kept.push(arg);
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_detach;
+
+    fn strip(args: &[&str]) -> Vec<String> {
+        without_detach(args.iter().map(std::ffi::OsString::from)).expect("utf-8")
+    }
+
+    #[test]
+    fn only_the_detach_flag_is_left_out() {
+        assert_eq!(
+            strip(&["-q", "conduct", "--detach", "12", "--max-steps", "2"]),
+            ["-q", "conduct", "12", "--max-steps", "2"]
+        );
+        assert_eq!(
+            strip(&["conduct", "--detach", "--", "--detach"]),
+            ["conduct", "--", "--detach"]
+        );
+    }
 }

@@ -118,6 +118,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
         trace: ctx.trace.clone(),
     };
     let forge = tdd_conductor::ForgeSpec::Local(issue.clone());
-    let outcome = super::conduct::conduct(&demo, forge, None, None, None, false, false)?;
+    let options = super::conduct::default_options(forge)?;
+    let outcome = super::conduct::conduct(&demo, options)?;
     Ok(outcome)
 }

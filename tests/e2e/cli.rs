@@ -36,6 +36,38 @@ fn an_unknown_subcommand_is_a_usage_error_with_exit_2() {
 }
 
 #[test]
+fn an_argument_that_is_not_utf8_is_a_usage_error_naming_it() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let bad = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    for (program_args, says) in [
+        (vec!["note".into(), bad.to_owned()], "not UTF-8"),
+        (vec![bad.to_owned()], "unrecognized subcommand"),
+    ] {
+        let out = env
+            .tdd()
+            .arg("--json")
+            .args(program_args)
+            .output()
+            .expect("runs");
+        let value = envelope(&out);
+        assert_eq!(code(&out), 2, "{value}");
+        assert_eq!(value["error"]["reason"], "usage", "{value}");
+        let message = value["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{value}");
+        assert!(message.contains("caf"), "{value}");
+    }
+    let out = env
+        .tdd()
+        .arg("__scripted-leaf")
+        .arg(bad)
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+}
+
+#[test]
 fn a_missing_directory_for_dash_c_is_bad_input() {
     let env = Env::new();
     let (exit, value) = env.json(&["-C", "no/such/dir", "ledger", "path"]);

@@ -491,6 +491,59 @@ fn a_detached_conductor_runs_on_under_its_supervisor_to_the_end() {
     );
 }
 
+#[test]
+fn a_detached_conductor_gets_every_option_it_was_given_global_ones_too() {
+    let env = Env::new();
+    let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));
+    let logs = |args: &[&str]| {
+        let out = env
+            .tdd()
+            .current_dir(env.home.path())
+            .args(args)
+            .output()
+            .expect("runs");
+        let value: Value = serde_json::from_slice(&out.stdout).expect("envelope");
+        assert_eq!(crate::support::code(&out), 0, "{value}");
+        let id = value["data"]["id"].as_str().expect("leaf id").to_string();
+        let (code, waited) = env.json(&["wait", &id]);
+        assert_eq!(code, 0, "the conductor did not finish cleanly: {waited}");
+        let read = |key: &str| {
+            std::fs::read_to_string(value["data"][key].as_str().expect("log")).expect("log")
+        };
+        let stdout = read("stdout");
+        let last: Value =
+            serde_json::from_str(stdout.lines().last().expect("an envelope")).expect("json");
+        (last, read("stderr"))
+    };
+    // Started elsewhere, with a relative `-C`, an issue path relative to it and a
+    // global flag: each means in the background what it meant here.
+    let name = |dir: &Path| {
+        dir.file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned()
+    };
+    let repo = format!("../{}", name(env.root()));
+    let relative = format!("../{}/{}", name(env.home.path()), name(Path::new(&issue)));
+    let (envelope, stderr) = logs(&[
+        "-C",
+        &repo,
+        "--quiet",
+        "conduct",
+        &relative,
+        "--detach",
+        "--max-steps",
+        "0",
+    ]);
+    assert_eq!(envelope["command"], "conduct", "{envelope}");
+    assert_eq!(envelope["ok"], true, "{envelope}");
+    assert_eq!(
+        envelope["next_action"]["verb"], "resume_conduct",
+        "{envelope}"
+    );
+    assert!(stderr.contains("conduct_started"), "{stderr}");
+}
+
 /// Starts `tdd conduct` with a planner that marks the file `.leaf-running` and then sleeps,
 /// sends it `signals` SIGINTs once the planner runs, and returns its exit code and envelope.
 fn interrupt(env: &Env, signals: usize) -> (i32, Value, String) {

@@ -76,14 +76,12 @@ impl ConductArgs {
     /// The conductor's options, built once from the parsed arguments and `forge`.
     fn options(self, forge: ForgeSpec) -> Result<Options, CommandError> {
         Ok(Options {
-            forge,
             provider: self.provider,
             verifier_provider: self.verifier_provider,
             max_steps: self.max_steps,
-            tdd_exe: tdd_exe()?,
             accept_new_binary: self.accept_new_binary,
             worktree: self.worktree,
-            relay_args: crate::cli::relayable,
+            ..default_options(forge)?
         })
     }
 }
@@ -309,7 +307,8 @@ fn detach(ctx: &Ctx) -> Result<Outcome, CommandError> {
 
 /// `args` (the program's name left out) without the `--detach` flag: every occurrence
 /// before a `--`, where clap reads it as the flag (it takes no value, and no option
-/// takes a value starting with `--`). Arguments were checked as UTF-8 by the parser.
+/// takes a value starting with `--`). The parser lets a path (`-C DIR`) through that is
+/// not UTF-8, which the supervisor cannot pass on: that is refused as bad input.
 fn without_detach(
     args: impl Iterator<Item = std::ffi::OsString>,
 ) -> Result<Vec<String>, CommandError> {

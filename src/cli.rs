@@ -225,11 +225,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Ok(cwd) => cwd,
         Err(err) => return out.finish(name, Err(err)),
     };
-    let ctx = Ctx {
-        cwd,
-        out: out.clone(),
-        trace,
-    };
+    let ctx = Ctx::new(cwd, out.clone(), trace);
     let result = match cli.command {
         Command::Init(args) => commands::init::cmd_init(&ctx, args),
         Command::Doctor(args) => commands::doctor::cmd_doctor(&ctx, args),

@@ -1,5 +1,10 @@
-//! What every command may need from its surroundings, resolved lazily and once.
+//! What every command may need from its surroundings, resolved when it first asks.
+//!
+//! The work tree is resolved once per command and kept; the configuration is read
+//! once per call (a command that writes `tdd.toml`, such as `tdd init`, sees what it
+//! wrote), and the engine is built from exactly the text that was parsed.
 
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 use tdd_engine::config::Config;
@@ -19,18 +24,35 @@ pub struct Ctx {
     pub out: Output,
     /// Where diagnostics go as JSON lines once a command names a file.
     pub trace: crate::diagnostics::TraceFile,
+    /// The work tree, once resolved.
+    work_tree: OnceCell<PathBuf>,
 }
 
 impl Ctx {
-    /// The top of the git work tree containing `cwd`.
-    pub fn work_tree(&self) -> Result<PathBuf, CommandError> {
-        Ok(Git::new(&self.cwd).toplevel()?)
+    /// A context acting on `cwd`, nothing resolved yet.
+    pub fn new(cwd: PathBuf, out: Output, trace: crate::diagnostics::TraceFile) -> Ctx {
+        Ctx {
+            cwd,
+            out,
+            trace,
+            work_tree: OnceCell::new(),
+        }
     }
 
-    /// The work tree's `tdd.toml`, parsed; a missing file is refused with a hint to `tdd init`.
-    pub fn config(&self) -> Result<(PathBuf, Config), CommandError> {
+    /// The top of the git work tree containing `cwd`, asked of git the first time only.
+    pub fn work_tree(&self) -> Result<PathBuf, CommandError> {
+        if let Some(found) = self.work_tree.get() {
+            return Ok(found.clone());
+        }
+        let found = Git::new(&self.cwd).toplevel()?;
+        Ok(self.work_tree.get_or_init(|| found).clone())
+    }
+
+    /// The work tree's `tdd.toml`: its path, parsed, and the text that was parsed (read
+    /// once); a missing file is refused with a hint to `tdd init`.
+    pub fn config(&self) -> Result<(PathBuf, Config, String), CommandError> {
         let root = self.work_tree()?;
-        match Config::load_from_root(&root)? {
+        match Config::load_text_from_root(&root)? {
             Some(found) => Ok(found),
             None => Err(CommandError::refused(
                 "config_missing",
@@ -42,8 +64,7 @@ impl Ctx {
 
     /// The engine of this work tree, with its configuration loaded.
     pub fn engine(&self) -> Result<tdd_engine::run::Engine, CommandError> {
-        let (path, config) = self.config()?;
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let (_, config, text) = self.config()?;
         Ok(tdd_engine::run::Engine::new(
             &self.work_tree()?,
             config,

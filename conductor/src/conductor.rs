@@ -49,13 +49,34 @@ pub struct Options {
     pub max_steps: Option<u32>,
     /// The running `tdd` binary (leaves and supervisors are launched through it).
     pub tdd_exe: PathBuf,
-    /// Resume with a binary other than the one the run started with (recorded).
-    pub accept_new_binary: bool,
-    /// Work in the conductor's own `git worktree` (see [`crate::worktree`]) even when
-    /// `[conductor] worktree` is off.
-    pub worktree: bool,
+    /// What a resume does when the running binary is not the one the run started with.
+    pub new_binary: NewBinary,
+    /// Where the conductor works.
+    pub place: Place,
     /// The command-line parser's check of what a leaf asks the relay to run.
     pub relay_args: crate::relay::ArgsCheck,
+}
+
+/// What a resume does when the running `tdd` binary is not the one the run started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NewBinary {
+    /// Refuse to resume (`binary_changed`), naming both hashes.
+    #[default]
+    Refuse,
+    /// Go on with the new binary, recording the change (`--accept-new-binary`).
+    Accept,
+}
+
+/// Where the conductor works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Place {
+    /// Where `[conductor] worktree` says (or where an open conduct of the issue already
+    /// works).
+    #[default]
+    AsConfigured,
+    /// In the conductor's own `git worktree` (see [`crate::worktree`]) whatever the
+    /// configuration says (`--worktree`).
+    OwnWorktree,
 }
 
 /// How a conduct invocation ended.
@@ -164,7 +185,7 @@ impl Conductor<'_> {
         let now = binary_sha256(&self.options.tdd_exe)?;
         match recorded {
             Some(recorded) if recorded != now => {
-                if !self.options.accept_new_binary {
+                if self.options.new_binary == NewBinary::Refuse {
                     return Err(Cause::BinaryChanged { recorded, now }.into());
                 }
                 self.journal
@@ -284,7 +305,7 @@ fn placement(
     n: u64,
 ) -> Result<(PathBuf, bool), ConductError> {
     let own = crate::worktree::path_for(&crate::worktree::main_work_tree(work_tree)?, n);
-    let wanted = options.worktree
+    let wanted = options.place == Place::OwnWorktree
         || config.conductor.worktree
         || open_conduct(&location.database, &own, n)?.is_some();
     if wanted {
@@ -383,7 +404,7 @@ impl<'p> Conductor<'p> {
         // The relay serves leaves that cannot reach the ledger themselves: only where
         // confinement takes effect.
         // (`probe` also says no Landlock when `TDD_SANDBOX_NO_LANDLOCK` is set.)
-        let confining = config.sandbox.enabled != Some(false) && tdd_sandbox::probe().confines();
+        let confining = config.sandbox.enabled && tdd_sandbox::probe().confines();
         let relay = if confining {
             let relay = crate::relay::Relay::start(
                 options.tdd_exe.clone(),
@@ -646,7 +667,7 @@ impl<'p> Conductor<'p> {
                 ConductError::from(tdd_leaves::LeafError::from(e))
                     .while_doing("ending the leaves a killed conductor left running")
             })?;
-            handle.kill(true).map_err(|e| {
+            handle.kill(tdd_supervisor::Kill::Now).map_err(|e| {
                 ConductError::from(tdd_leaves::LeafError::from(e))
                     .while_doing("ending the leaves a killed conductor left running")
             })?;

@@ -4,6 +4,7 @@
 
 pub mod bail;
 pub mod conductor;
+mod decide;
 pub mod error;
 pub mod events;
 mod finish;
@@ -13,6 +14,7 @@ pub mod journal;
 mod leaf;
 pub mod lock;
 pub mod plan;
+mod recover;
 pub mod relay;
 mod report;
 mod revise;
@@ -26,7 +28,9 @@ pub use bail::BailCause;
 pub use bail::BailClass;
 pub use conductor::Conductor;
 pub use conductor::Finish;
+pub use conductor::NewBinary;
 pub use conductor::Options;
+pub use conductor::Place;
 pub use conductor::Summary;
 pub use error::Cause;
 pub use error::ConductError;

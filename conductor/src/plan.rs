@@ -18,10 +18,7 @@ use crate::conductor::Conductor;
 use crate::error::Halt;
 use crate::events::ConductorEvent;
 use crate::events::EngineRun;
-use crate::events::HeadRealigned;
-use crate::events::PhaseReset;
 use crate::events::PlanInvalid;
-use crate::events::StepReset;
 
 /// The steps of a plan file's checklist and whether each is ticked, in order.
 pub fn ticks(text: &str) -> Vec<(u32, bool)> {
@@ -252,6 +249,7 @@ impl Conductor<'_> {
         }
         let started = self
             .engine
+            .begin_baseline()?
             .start(Path::new(&self.plan_path), self.progress)?;
         self.run_id = Some(started.run_id.clone());
         self.journal.record(&ConductorEvent::RunStarted(EngineRun {
@@ -264,7 +262,7 @@ impl Conductor<'_> {
             .filter_map(|(name, summary)| undeclared_red(name, summary))
             .collect();
         if !red.is_empty() {
-            self.engine.abandon("baseline_red")?;
+            self.engine.begin()?.abandon("baseline_red")?;
             self.journal
                 .record(&ConductorEvent::RunAbandoned(EngineRun {
                     run_id: started.run_id.clone(),
@@ -279,147 +277,6 @@ impl Conductor<'_> {
             )
             .into());
         }
-        Ok(())
-    }
-
-    /// On a resume: the ticked boxes at HEAD must be exactly the closed cycles (a
-    /// skipped cycle's box stays unticked).
-    pub(crate) fn check_agreement(&mut self) -> Result<(), Halt> {
-        let Some(state) = self.engine.status()? else {
-            return Ok(());
-        };
-        let ticked: Vec<u32> = ticks_at_head(&self.work_tree, &self.plan_path)
-            .into_iter()
-            .filter(|(_, t)| *t)
-            .map(|(n, _)| n)
-            .collect();
-        let closed: Vec<u32> = state
-            .cycles
-            .iter()
-            .filter(|c| c.phase == tdd_engine::run::Phase::Closed)
-            .map(|c| c.n)
-            .collect();
-        if ticked != closed {
-            return Err(Bail::new(
-                BailCause::LedgerGitMismatch,
-                format!("git ticks steps {ticked:?} in {} but the ledger closed {closed:?}", self.plan_path),
-                "inspect `git log` and `tdd status`; make them agree (reset the branch or tick the plan), then run `tdd conduct` again",
-            )
-            .into());
-        }
-        Ok(())
-    }
-
-    /// On a resume, before git and the ledger are compared: a conductor killed inside the
-    /// engine, between a phase's commit and its record or between an undo moving HEAD
-    /// back over a phase commit and its record, left HEAD one engine commit ahead of the
-    /// ledger or one behind it. HEAD is put back where the ledger has it (a mixed reset;
-    /// `restore_phase_start` then makes the files exact), so the work of that phase is
-    /// redone (or its undo) as if the kill came just before it. Any other difference is
-    /// not the engine's, and is left to `check_agreement`.
-    pub(crate) fn realign_head(&mut self) -> Result<(), Halt> {
-        // The engine run of this conduct run, active or completed (a killed undo of the
-        // last REFACTOR finds the run completed in the ledger).
-        let Some(run_id) = self.journal.engine_run()? else {
-            return Ok(());
-        };
-        let events =
-            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
-        let Some(state) = tdd_engine::run::RunState::project(&events)
-            .map_err(tdd_engine::ledger::LedgerError::from)?
-            .filter(|s| s.status != tdd_engine::run::RunStatus::Abandoned)
-        else {
-            return Ok(());
-        };
-        // Where the ledger has HEAD: the current phase's start, else (every cycle
-        // closed) the last phase commit.
-        let expected = match state.current() {
-            Some(i) => state.cycles[i].history.last().map(|h| h.head.clone()),
-            None => state
-                .cycles
-                .iter()
-                .rev()
-                .find_map(|c| c.commits.last().map(|(_, sha)| sha.clone())),
-        };
-        let Some(expected) = expected.filter(|e| !e.is_empty()) else {
-            return Ok(());
-        };
-        let git = Git::new(&self.work_tree);
-        let head = git.text(["rev-parse", "HEAD"])?;
-        if head == expected {
-            return Ok(());
-        }
-        let parent = |sha: &str| git.text(["rev-parse", "--verify", "--quiet", &format!("{sha}^")]);
-        // A phase commit of this run; not an artifact's regeneration, which the ledger
-        // records on its own.
-        let ours = |sha: &str| {
-            git.text(["show", "-s", "--format=%B", sha]).is_ok_and(|m| {
-                m.contains(&format!("TDD-Run: {}", state.run_id))
-                    && !m.contains("TDD-Phase: artifact")
-            })
-        };
-        // Ahead: HEAD is a phase commit of this run on top of the ledger's HEAD. Behind:
-        // the ledger's HEAD is a phase commit of this run on top of HEAD.
-        let ahead = parent(&head).is_ok_and(|p| p == expected) && ours(&head);
-        let behind = parent(&expected).is_ok_and(|p| p == head) && ours(&expected);
-        if !ahead && !behind {
-            return Ok(());
-        }
-        git.output(["reset", "-q", &expected])?;
-        self.journal
-            .record(&ConductorEvent::HeadRealigned(HeadRealigned {
-                from: head,
-                to: expected,
-                ahead,
-            }))?;
-        Ok(())
-    }
-
-    /// On a resume: whatever a killed conductor's leaf left half-done in the current
-    /// phase is dropped, the tree restored exactly to that phase's start. The phases
-    /// before it stand; `settle_unjudged` then judges the last one if it was not.
-    pub(crate) fn restore_phase_start(&mut self) -> Result<(), Halt> {
-        let Some(state) = self.engine.status()? else {
-            return self.reset_half_done_step();
-        };
-        let Some(cycle) = state.current().map(|i| &state.cycles[i]) else {
-            return Ok(());
-        };
-        if !cycle.history.is_empty() {
-            self.engine.rollback(false)?;
-        }
-        self.journal
-            .record(&ConductorEvent::PhaseReset(PhaseReset {
-                step: cycle.n,
-                phase: cycle.phase.trailer().to_string(),
-            }))?;
-        Ok(())
-    }
-
-    /// Puts the current step back to where it began: every phase it committed is rolled
-    /// back through the engine, and the tree restored to the step's start.
-    pub(crate) fn reset_half_done_step(&mut self) -> Result<(), Halt> {
-        let Some(state) = self.engine.status()? else {
-            // No engine run: only an uncommitted plan can be left over.
-            if ticks_at_head(&self.work_tree, &self.plan_path).is_empty() {
-                let _ = std::fs::remove_file(self.work_tree.join(&self.plan_path));
-            }
-            return Ok(());
-        };
-        let Some(index) = state.current() else {
-            return Ok(());
-        };
-        let mut depth = state.cycles[index].history.len();
-        while depth > 1 {
-            self.engine.rollback(true)?;
-            depth -= 1;
-        }
-        if depth == 1 {
-            self.engine.rollback(false)?;
-        }
-        self.journal.record(&ConductorEvent::StepReset(StepReset {
-            step: state.cycles[index].n,
-        }))?;
         Ok(())
     }
 }

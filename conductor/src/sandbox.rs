@@ -63,7 +63,7 @@ fn tree_entries_but_git(tree: &Path) -> Vec<PathBuf> {
 
 /// The confinement `config` asks for a leaf at `place`.
 pub fn for_leaf(config: &SandboxConfig, place: &Place<'_>) -> Sandbox {
-    if config.enabled == Some(false) {
+    if !config.enabled {
         return Sandbox::Disabled;
     }
     let in_home = |rel: &str| -> Option<PathBuf> {
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn each_role_writes_its_own_place_and_nobody_reads_credentials() {
         let on = SandboxConfig {
-            enabled: Some(true),
+            enabled: true,
             deny_read: vec!["~/secrets".into()],
             write: vec!["~/.cache/pip".into()],
             ..SandboxConfig::default()
@@ -179,7 +179,7 @@ mod tests {
             Sandbox::Confined { .. }
         ));
         let off = SandboxConfig {
-            enabled: Some(false),
+            enabled: false,
             ..SandboxConfig::default()
         };
         assert_eq!(

@@ -21,6 +21,9 @@ use tdd_prompts::TestId;
 use crate::bail::Bail;
 use crate::bail::BailCause;
 use crate::conductor::Conductor;
+use crate::decide::Move;
+use crate::decide::Resume;
+use crate::decide::next_move;
 use crate::error::ConductError;
 use crate::error::Doing;
 use crate::error::Halt;
@@ -29,10 +32,6 @@ use crate::events::GateRefused;
 use crate::events::PhaseRecord;
 use crate::events::StepDone;
 use crate::leaf::Who;
-use crate::revise::Resume;
-
-/// Refused advances of one phase tolerated before `gate_refused_repeatedly`.
-const MAX_REFUSALS: u32 = 2;
 
 /// Where a step's time went.
 #[derive(Debug, Default, Clone, Copy)]
@@ -56,18 +55,14 @@ impl Conductor<'_> {
         let began = Instant::now();
         let mut timing = Timing::default();
         loop {
-            let Some(state) = self.engine.status()? else {
-                break;
-            };
-            let Some(cycle) = state.cycles.iter().find(|c| c.n == n) else {
-                break;
-            };
-            match cycle.phase {
-                Phase::Closed | Phase::Skipped => break,
-                phase @ (Phase::AwaitingTest | Phase::AwaitingImpl | Phase::AwaitingRefactor) => {
-                    self.phase(&planned, phase, &mut timing)?
-                }
-                other => return Err(self.question(&planned, other).into()),
+            let phase = self
+                .engine
+                .status()?
+                .and_then(|state| state.cycles.iter().find(|c| c.n == n).map(|c| c.phase));
+            match next_move(phase) {
+                Move::Done => break,
+                Move::Drive(phase) => self.phase(&planned, phase, &mut timing)?,
+                Move::AskUser(phase) => return Err(self.question(&planned, phase).into()),
             }
         }
         let total = began.elapsed();
@@ -153,7 +148,8 @@ impl Conductor<'_> {
             let began = Instant::now();
             let outcome = self
                 .engine
-                .advance(true, self.progress)
+                .begin()
+                .and_then(|tx| tx.advance(tdd_engine::run::Unchanged::Judge, self.progress))
                 .doing(|| format!("judging {} of step {n}", name.to_uppercase()))?;
             timing.engine += began.elapsed();
             tdd_engine::failpoint::hit(&format!("conduct_after_advance_{name}"));
@@ -199,7 +195,7 @@ impl Conductor<'_> {
             )?;
             revisions += 1;
             attempt += 1;
-            findings = crate::revise::answerable(&verdict.reason, &verdict.findings);
+            findings = crate::decide::answerable(&verdict.reason, &verdict.findings);
         }
     }
 
@@ -257,7 +253,7 @@ impl Conductor<'_> {
                 refused.reason, refused.detail
             ),
         );
-        if refusals > MAX_REFUSALS {
+        if crate::decide::refusals_exhausted(refusals) {
             return Err(Bail::new(
                 BailCause::GateRefusedRepeatedly,
                 format!(

@@ -4,8 +4,18 @@
 //!
 //! Tests use them to prove that a crash anywhere loses nothing. Actions: `panic`
 //! (an internal error) and `kill` (SIGKILL to this process, as a crash would).
+//!
+//! Compiled in only with the `failpoints` feature, which the workspace's own tests enable
+//! (the binary's dev-dependency on this crate) and no build of `tdd` for use does: there
+//! [`hit`] does nothing and `TDD_FAILPOINT` is not read.
+
+/// Does nothing: this build has no failpoints (the `failpoints` feature is off).
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn hit(_name: &str) {}
 
 /// Fails here if `TDD_FAILPOINT` names this point.
+#[cfg(feature = "failpoints")]
 pub fn hit(name: &str) {
     let Some(spec) = std::env::var_os("TDD_FAILPOINT") else {
         return;

@@ -1,4 +1,9 @@
-//! The one way the engine talks to git: the `git` CLI, with a scrubbed environment.
+//! The one way the engine runs git: the `git` CLI, with a scrubbed environment.
+//!
+//! What the engine reads of git's data without running git (the index, trees, blobs and
+//! refs of the clean room, the candidate commit, the scan and the ledger's branch walk)
+//! it reads through gix, in `run/scan/`, `run/candidate.rs`, `run/cleanroom.rs` and
+//! `integrity/walk.rs`; this module is for everything that runs a `git` process.
 //!
 //! Every call is an argv vector. Variables that would redirect git to another
 //! repository, index or work tree (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`

@@ -447,7 +447,14 @@ impl Leaves {
         match sandbox {
             tdd_supervisor::Sandbox::Off => spec,
             tdd_supervisor::Sandbox::Disabled => spec.sandbox_disabled(),
-            tdd_supervisor::Sandbox::Confined { policy, require } => spec.sandbox(policy, require),
+            tdd_supervisor::Sandbox::Confined { policy, require } => {
+                let confine = if require {
+                    tdd_supervisor::Confine::Fully
+                } else {
+                    tdd_supervisor::Confine::AsFarAsPossible
+                };
+                spec.sandbox(policy, confine)
+            }
         }
     }
 
@@ -504,7 +511,7 @@ impl Leaves {
                     if std::fs::metadata(handle.dir().join("kill.json")).is_ok() {
                         return Ok(AbortOutcome::AlreadyOver);
                     }
-                    handle.kill(false)?;
+                    handle.kill(tdd_supervisor::Kill::Graceful)?;
                     AbortOutcome::Killed
                 }
             },
@@ -547,7 +554,7 @@ impl Leaves {
                 match handle.status()? {
                     LeafStatus::Finished(_) => return Ok(AbortOutcome::AlreadyOver),
                     LeafStatus::Starting | LeafStatus::Running { .. } => {
-                        handle.kill(false)?;
+                        handle.kill(tdd_supervisor::Kill::Graceful)?;
                         AbortOutcome::Killed
                     }
                 }

@@ -1,6 +1,7 @@
 //! `tdd advance`: observe the current cycle and move it forward if the gate allows.
 
 use serde_json::json;
+use tdd_engine::run::Unchanged;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -20,7 +21,12 @@ pub struct AdvanceArgs {
 /// Runs `tdd advance`.
 pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError> {
     let engine = ctx.engine()?;
-    let outcome = engine.advance(args.retry, &ctx.out)?;
+    let unchanged = if args.retry {
+        Unchanged::Judge
+    } else {
+        Unchanged::Refuse
+    };
+    let outcome = engine.begin()?.advance(unchanged, &ctx.out)?;
     let data = json!(outcome);
     if let Some(refusal) = &outcome.refused {
         let mut message = format!(

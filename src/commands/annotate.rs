@@ -21,7 +21,7 @@ pub struct AnnotateArgs {
 /// Runs `tdd annotate`.
 pub fn cmd_annotate(ctx: &Ctx, args: AnnotateArgs) -> Result<Outcome, CommandError> {
     let key = non_empty(&args.key, "--key")?;
-    let state = ctx.engine()?.annotate(key, &args.value)?;
+    let state = ctx.engine()?.begin()?.annotate(key, &args.value)?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, format!("annotation {key} recorded\n{text}")).next(next))
 }

@@ -22,7 +22,7 @@ pub struct BlockerArgs {
 pub fn cmd_blocker(ctx: &Ctx, args: BlockerArgs) -> Result<Outcome, CommandError> {
     let kind = non_empty(&args.kind, "--kind")?;
     let detail = non_empty(&args.detail, "--detail")?;
-    let state = ctx.engine()?.raise_blocker(kind, detail)?;
+    let state = ctx.engine()?.begin()?.raise_blocker(kind, detail)?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, text).next(next))
 }

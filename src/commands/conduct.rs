@@ -9,7 +9,9 @@ use tdd_conductor::forge::github::spec;
 use serde_json::json;
 use tdd_conductor::Conductor;
 use tdd_conductor::Finish;
+use tdd_conductor::NewBinary;
 use tdd_conductor::Options;
+use tdd_conductor::Place;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -79,8 +81,16 @@ impl ConductArgs {
             provider: self.provider,
             verifier_provider: self.verifier_provider,
             max_steps: self.max_steps,
-            accept_new_binary: self.accept_new_binary,
-            worktree: self.worktree,
+            new_binary: if self.accept_new_binary {
+                NewBinary::Accept
+            } else {
+                NewBinary::Refuse
+            },
+            place: if self.worktree {
+                Place::OwnWorktree
+            } else {
+                Place::AsConfigured
+            },
             ..default_options(forge)?
         })
     }
@@ -94,8 +104,8 @@ pub fn default_options(forge: ForgeSpec) -> Result<Options, CommandError> {
         verifier_provider: None,
         max_steps: None,
         tdd_exe: tdd_exe()?,
-        accept_new_binary: false,
-        worktree: false,
+        new_binary: NewBinary::Refuse,
+        place: Place::AsConfigured,
         relay_args: crate::cli::relayable,
     })
 }
@@ -175,8 +185,7 @@ fn forge_spec(ctx: &Ctx, args: &ConductArgs) -> Result<ForgeSpec, CommandError> 
 
 /// Conducts the issue of `options.forge` in the work tree of `ctx`.
 pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
-    let (path, config) = ctx.config()?;
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (_, config, text) = ctx.config()?;
     let work_tree = ctx.work_tree()?;
     let conductor = Conductor::open(&work_tree, config, &text, options, &ctx.out)?;
     let trace = conductor.dir().join("trace.jsonl");

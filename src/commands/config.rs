@@ -31,8 +31,7 @@ pub fn cmd_config(ctx: &Ctx, cmd: ConfigCommand) -> Result<Outcome, CommandError
 }
 
 fn show(ctx: &Ctx) -> Result<Outcome, CommandError> {
-    let (path, config) = ctx.config()?;
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (path, config, text) = ctx.config()?;
     let rendered = toml::to_string_pretty(&config).map_err(|e| {
         CommandError::internal(
             "render_failed",

@@ -30,7 +30,7 @@ pub fn cmd_cycle(ctx: &Ctx, cmd: CycleCommand) -> Result<Outcome, CommandError> 
     match cmd {
         CycleCommand::Skip { reason } => {
             let reason = non_empty(&reason, "--reason")?;
-            let state = ctx.engine()?.skip_cycle(reason)?;
+            let state = ctx.engine()?.begin()?.skip_cycle(reason)?;
             let (data, text, next) = describe(&state);
             Ok(Outcome::new(data, text).next(next))
         }

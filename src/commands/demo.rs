@@ -112,11 +112,7 @@ pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
             issue.display()
         ),
     );
-    let demo = Ctx {
-        cwd: repo,
-        out: ctx.out.clone(),
-        trace: ctx.trace.clone(),
-    };
+    let demo = Ctx::new(repo, ctx.out.clone(), ctx.trace.clone());
     let forge = tdd_conductor::ForgeSpec::Local(issue.clone());
     let options = super::conduct::default_options(forge)?;
     let outcome = super::conduct::conduct(&demo, options)?;

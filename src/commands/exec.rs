@@ -150,7 +150,11 @@ fn run_foreground(
         }
         if interrupted.swap(false, Ordering::SeqCst) {
             let force = graceful_sent;
-            leaf.kill(force)?;
+            leaf.kill(if force {
+                tdd_supervisor::Kill::Now
+            } else {
+                tdd_supervisor::Kill::Graceful
+            })?;
             let text = if force {
                 "tdd exec: killing the command now (SIGKILL)"
             } else {

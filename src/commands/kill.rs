@@ -36,7 +36,11 @@ pub fn cmd_kill(ctx: &Ctx, args: KillArgs) -> Result<Outcome, CommandError> {
             "the leaf had already ended",
         )));
     }
-    leaf.kill(args.force)?;
+    leaf.kill(if args.force {
+        tdd_supervisor::Kill::Now
+    } else {
+        tdd_supervisor::Kill::Graceful
+    })?;
     let data = json!({ "id": leaf.id(), "requested": true, "force": args.force, "class": null });
     Ok(
         Outcome::new(data, format!("kill requested for {}\n", leaf.id())).next(NextAction::new(

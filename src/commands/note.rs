@@ -15,7 +15,10 @@ pub struct NoteArgs {
 
 /// Runs `tdd note`.
 pub fn cmd_note(ctx: &Ctx, args: NoteArgs) -> Result<Outcome, CommandError> {
-    let state = ctx.engine()?.note(non_empty(&args.text, "the note")?)?;
+    let state = ctx
+        .engine()?
+        .begin()?
+        .note(non_empty(&args.text, "the note")?)?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, format!("note recorded\n{text}")).next(next))
 }

@@ -38,7 +38,7 @@ pub fn cmd_plan(ctx: &Ctx, cmd: PlanCommand) -> Result<Outcome, CommandError> {
 fn register(ctx: &Ctx, path: PathBuf) -> Result<Outcome, CommandError> {
     let plan_path = ctx.cwd.join(&path);
     let plan_path = plan_path.canonicalize().unwrap_or(plan_path);
-    let registered = ctx.engine()?.register_plan(&plan_path)?;
+    let registered = ctx.engine()?.begin_unlocked()?.register_plan(&plan_path)?;
     let contract = &registered.contract;
     let text = format!(
         "registered {} as contract {} ({} cycles{})\n",

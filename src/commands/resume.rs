@@ -1,5 +1,7 @@
 //! `tdd resume`: clear a blocker and go on.
 
+use tdd_engine::run::Blocker;
+
 use crate::commands::status::describe;
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -18,7 +20,15 @@ pub struct ResumeArgs {
 
 /// Runs `tdd resume`.
 pub fn cmd_resume(ctx: &Ctx, args: ResumeArgs) -> Result<Outcome, CommandError> {
-    let state = ctx.engine()?.resume(args.unblock, args.note.as_deref())?;
+    let blocker = if args.unblock {
+        Blocker::Clear
+    } else {
+        Blocker::Keep
+    };
+    let state = ctx
+        .engine()?
+        .begin()?
+        .resume(blocker, args.note.as_deref())?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, text).next(next))
 }

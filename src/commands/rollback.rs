@@ -1,5 +1,7 @@
 //! `tdd rollback`: put the work tree back exactly as the phase found it.
 
+use tdd_engine::run::RollbackTo;
+
 use crate::commands::status::describe;
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -18,7 +20,12 @@ pub struct RollbackArgs {
 
 /// Runs `tdd rollback`.
 pub fn cmd_rollback(ctx: &Ctx, args: RollbackArgs) -> Result<Outcome, CommandError> {
-    let state = ctx.engine()?.rollback(args.to_previous)?;
+    let to = if args.to_previous {
+        RollbackTo::PreviousPhase
+    } else {
+        RollbackTo::PhaseStart
+    };
+    let state = ctx.engine()?.begin()?.rollback(to)?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, format!("rolled back\n{text}")).next(next))
 }

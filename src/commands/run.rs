@@ -42,7 +42,9 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
     match cmd {
         RunCommand::Start { plan } => {
             let engine = ctx.engine()?;
-            let outcome = engine.start(&ctx.cwd.join(plan), &ctx.out)?;
+            let outcome = engine
+                .begin_baseline()?
+                .start(&ctx.cwd.join(plan), &ctx.out)?;
             let verb = outcome.phase.verb();
             let mut text = format!(
                 "run {} started on {} (cycle {}, {})\n",
@@ -73,7 +75,7 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
         }
         RunCommand::Abandon { reason } => {
             let reason = crate::commands::cycle::non_empty(&reason, "--reason")?;
-            let state = ctx.engine()?.abandon(reason)?;
+            let state = ctx.engine()?.begin()?.abandon(reason)?;
             let (data, text, next) = crate::commands::status::describe(&state);
             Ok(Outcome::new(data, text).next(next))
         }

@@ -15,7 +15,7 @@ pub struct TargetArgs {
 
 /// Runs `tdd target`.
 pub fn cmd_target(ctx: &Ctx, args: TargetArgs) -> Result<Outcome, CommandError> {
-    let state = ctx.engine()?.name_target(&args.id)?;
+    let state = ctx.engine()?.begin()?.name_target(&args.id)?;
     let (data, text, next) = describe(&state);
     Ok(Outcome::new(data, format!("target named\n{text}")).next(next))
 }

@@ -66,6 +66,15 @@ pub struct LeafHandle {
     since: Instant,
 }
 
+/// How [`LeafHandle::kill`] ends a leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kill {
+    /// SIGTERM to its process group, the grace period, then SIGKILL.
+    Graceful,
+    /// SIGKILL at once.
+    Now,
+}
+
 impl LeafHandle {
     /// A handle for a supervisor this process has just started.
     pub(crate) fn spawned(
@@ -217,13 +226,13 @@ impl LeafHandle {
         }
     }
 
-    /// Asks the supervisor to kill the leaf (class `stopped`): SIGTERM to its group,
-    /// the grace period, then SIGKILL; with `force`, SIGKILL at once. Returns without
-    /// waiting; a kill of a finished leaf does nothing.
-    pub fn kill(&self, force: bool) -> Result<(), LeafError> {
+    /// Asks the supervisor to kill the leaf (class `stopped`): with [`Kill::Graceful`]
+    /// SIGTERM to its group, the grace period, then SIGKILL; with [`Kill::Now`], SIGKILL
+    /// at once. Returns without waiting; a kill of a finished leaf does nothing.
+    pub fn kill(&self, how: Kill) -> Result<(), LeafError> {
         let request = KillRequest {
             version: records::FORMAT_VERSION,
-            force,
+            force: how == Kill::Now,
             requested_at: clock::now_rfc3339(),
         };
         records::write_json(&self.dir.kill(), &request)?;

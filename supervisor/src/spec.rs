@@ -39,6 +39,15 @@ pub struct LeafSpec {
     pub(crate) sandbox: crate::records::Sandbox,
 }
 
+/// How strictly [`LeafSpec::sandbox`] confines a leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confine {
+    /// As far as the kernel allows; the level reached is recorded.
+    AsFarAsPossible,
+    /// Fully or not at all: a leaf that cannot be fully confined is not started.
+    Fully,
+}
+
 impl LeafSpec {
     /// A spec for `argv` (program first) with no limits, an empty environment and the
     /// default grace period. The program is looked up on the leaf's own `PATH`, so add
@@ -169,10 +178,11 @@ impl LeafSpec {
         self
     }
 
-    /// Confines the leaf and everything it starts to `policy`. With `require`, a leaf
-    /// that cannot be fully confined here is not started: its exit is `spawn_failed`
-    /// naming what is missing.
-    pub fn sandbox(mut self, policy: tdd_sandbox::Policy, require: bool) -> Self {
+    /// Confines the leaf and everything it starts to `policy`. With
+    /// [`Confine::Fully`], a leaf that cannot be fully confined here is not started: its
+    /// exit is `spawn_failed` naming what is missing.
+    pub fn sandbox(mut self, policy: tdd_sandbox::Policy, confine: Confine) -> Self {
+        let require = confine == Confine::Fully;
         self.sandbox = crate::records::Sandbox::Confined { policy, require };
         self
     }

@@ -13,6 +13,29 @@ fn config_show_fills_in_defaults() {
     assert_eq!(app["timeout"], 1800);
     assert_eq!(value["data"]["config"]["conductor"]["revise_budget"], 2);
     assert_eq!(value["data"]["sha256"].as_str().map(str::len), Some(64));
+    // No [sandbox] table: confinement is on, and says so.
+    assert_eq!(
+        value["data"]["config"]["sandbox"]["enabled"], true,
+        "{value}"
+    );
+    let (exit, text) = env.on_terminal(&["config", "show"]);
+    assert_eq!(exit, 0, "{text}");
+    assert!(text.contains("[sandbox]\nenabled = true"), "{text}");
+}
+
+#[test]
+fn config_show_says_when_the_sandbox_is_turned_off() {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"pytest\"\n\n[sandbox]\nenabled = false\n",
+    );
+    let (exit, value) = env.json(&["config", "show"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(
+        value["data"]["config"]["sandbox"]["enabled"], false,
+        "{value}"
+    );
 }
 
 #[test]

@@ -440,3 +440,31 @@ fn a_close_sweeps_lint_and_artifact_commands_run_confined_like_the_suites() {
         assert!(left.stdout.is_empty(), "a sweep's process outlived it");
     }
 }
+
+#[test]
+fn a_test_id_typed_as_nextest_prints_it_is_found_when_the_package_is_named_like_the_project() {
+    // `calc::sub subtracts` is nextest's id of the test `subtracts` in the binary `sub`
+    // of the package `calc`; with the project named `calc` too, the leading `calc` is
+    // the runner's, not a project prefix to take off.
+    let env = Env::new();
+    env.write("Cargo.toml", MANIFEST);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.write("tests/sub.rs", SUB_TEST);
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write("tdd.toml", "[project.calc]\nadapter = \"cargo\"\n");
+    env.commit_all("calculator");
+    let (exit, value) = env.json(&["test", "calc::sub subtracts"]);
+    assert_eq!(exit, 0, "{value}");
+    let target = &value["data"]["targets"][0];
+    assert_eq!(target["status"], "passed", "{value}");
+    // With the prefix written out, the same test.
+    let (exit, value) = env.json(&["test", "calc::calc::sub subtracts"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(value["data"]["targets"][0]["status"], "passed", "{value}");
+    // A test that is not there is still not found.
+    let (_, value) = env.json(&["test", "calc::sub divides"]);
+    assert_eq!(
+        value["data"]["targets"][0]["status"], "not_found",
+        "{value}"
+    );
+}

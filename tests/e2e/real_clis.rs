@@ -592,7 +592,7 @@ fn run_confined(
     write: &[&Path],
 ) -> Response {
     let config = tdd_engine::config::SandboxConfig {
-        enabled: Some(true),
+        enabled: true,
         write: write.iter().map(|p| p.display().to_string()).collect(),
         ..Default::default()
     };

@@ -114,11 +114,7 @@ fn observations_are_recorded_against_the_active_cycle() {
     let (exit, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
     assert_eq!(exit, 0, "{value}");
     let (exit, value) = env.json(&["test", "tests/test_calc.py::test_passes"]);
-    assert_eq!(exit, 0);
-    assert_eq!(
-        value["data"]["recorded_in_run"],
-        value["data"]["recorded_in_run"].clone()
-    );
+    assert_eq!(exit, 0, "{value}");
     assert!(
         value["data"]["recorded_in_run"]
             .as_str()

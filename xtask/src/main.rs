@@ -16,6 +16,8 @@
     reason = "a developer tool: its progress goes to stderr, its closing line to stdout"
 )]
 
+#[cfg(test)]
+mod graph;
 mod real_clis;
 mod results;
 mod setup;

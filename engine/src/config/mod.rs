@@ -52,20 +52,33 @@ impl Config {
 
     /// Reads and parses the configuration file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_with_text(path).map(|(config, _)| config)
+    }
+
+    /// Reads the file at `path` once and parses it, returning the text as well: what a
+    /// run records the hash of is exactly what was parsed.
+    pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
         let text = crate::read::regular_text(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::parse(path, &text)
+        Config::parse(path, &text).map(|config| (config, text))
     }
 
     /// Loads `tdd.toml` from a work-tree root; `Ok(None)` when there is none.
     pub fn load_from_root(root: &Path) -> Result<Option<(PathBuf, Config)>, ConfigError> {
+        Ok(Config::load_text_from_root(root)?.map(|(path, config, _)| (path, config)))
+    }
+
+    /// [`Config::load_from_root`] with the text that was parsed.
+    pub fn load_text_from_root(
+        root: &Path,
+    ) -> Result<Option<(PathBuf, Config, String)>, ConfigError> {
         let path = root.join(CONFIG_FILE);
         if !path.exists() {
             return Ok(None);
         }
-        Config::load(&path).map(|config| Some((path, config)))
+        Config::load_with_text(&path).map(|(config, text)| Some((path, config, text)))
     }
 
     /// The compiled `known_failures` of project `name` (empty for an unknown project).

@@ -39,12 +39,13 @@ pub struct Config {
 }
 
 /// The `[sandbox]` table: confinement of the leaves `tdd conduct` starts.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// Confine leaves (Landlock). On unless `false`, which is recorded as `disabled`.
-    #[serde(default)]
-    pub enabled: Option<bool>,
+    /// Confine leaves and test runs (Landlock). On unless `false`, which is recorded as
+    /// `disabled`; a missing `[sandbox]` table leaves it on.
+    #[serde(default = "on")]
+    pub enabled: bool,
     /// Refuse to start a leaf that cannot be fully confined on this kernel.
     #[serde(default)]
     pub require: bool,
@@ -72,6 +73,26 @@ pub struct SandboxConfig {
     /// What a leaf's or a test run's private `TMPDIR` may hold, in MiB. `0` is no bound.
     #[serde(default)]
     pub tmp_mb: Option<u64>,
+}
+
+fn on() -> bool {
+    true
+}
+
+impl Default for SandboxConfig {
+    /// Confinement on, nothing more granted or denied, the default bounds.
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            enabled: true,
+            require: false,
+            deny_read: Vec::new(),
+            write: Vec::new(),
+            network: false,
+            processes: None,
+            memory_mb: None,
+            tmp_mb: None,
+        }
+    }
 }
 
 impl SandboxConfig {

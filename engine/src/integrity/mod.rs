@@ -5,9 +5,9 @@
 //! git holds an anchor the ledger cannot rewrite: a chain recomputed after removing
 //! events, an older copy of the database put back or a ledger removed altogether no
 //! longer matches the commits reachable from HEAD. [`ensure_intact`] is the one check
-//! run before anything acts on a run: every engine method that changes one reaches the
-//! ledger only through it (`Engine::ledger_for_change`), read-only commands call it
-//! themselves.
+//! run before anything acts on a run: every change of one is a method of a
+//! [`crate::run::RunTx`], which [`crate::run::Engine::begin`] makes only after it, and
+//! read-only commands look through [`crate::run::Engine::view`], which runs it too.
 
 mod walk;
 

@@ -8,100 +8,106 @@ use super::RunError;
 use super::RunEvent;
 use super::events;
 use super::state::RunState;
+use super::tx::RunTx;
 use crate::ledger::Ledger;
 
-impl Engine {
-    pub(super) fn with_active_run(
-        &self,
-    ) -> Result<(crate::worktree_lock::Guard, Ledger, RunState), RunError> {
-        let guard = self.lock("advance")?;
-        let ledger = self.ledger_for_change()?;
-        let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
-        Ok((guard, ledger, state))
-    }
+/// What [`RunTx::resume`] does with a blocker the run has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocker {
+    /// Leave it: the note is recorded and the run stays blocked.
+    Keep,
+    /// Clear it (recorded as `blocker_cleared`, with the note).
+    Clear,
+}
 
-    fn current_n(state: &RunState) -> Option<u32> {
-        state.current().map(|i| state.cycles[i].n)
-    }
+/// The number of the run's current cycle, if one is open.
+fn current_n(state: &RunState) -> Option<u32> {
+    state.current().map(|i| state.cycles[i].n)
+}
 
+impl RunTx<'_> {
     /// Marks the current cycle SKIPPED with a reason and opens the next one.
-    pub fn skip_cycle(&self, reason: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
-        let n = Self::current_n(&state).ok_or(RunError::NoActiveRun)?;
+    pub fn skip_cycle(mut self, reason: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
+        let n = current_n(&state).ok_or(RunError::NoActiveRun)?;
         let event = RunEvent::CycleSkipped(events::CycleSkipped {
             n,
             reason: reason.to_string(),
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.open_next(&mut ledger, &state.run_id, &state.plan, Some(n))?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine
+            .open_next(&mut self.ledger, &state.run_id, &state.plan, Some(n))?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 
     /// Ends the run as abandoned, with a reason.
-    pub fn abandon(&self, reason: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
+    pub fn abandon(mut self, reason: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
         let event = RunEvent::RunAbandoned(events::RunAbandoned {
             reason: reason.to_string(),
             pid: std::process::id(),
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 
     /// Records a note against the current cycle.
-    pub fn note(&self, text: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
+    pub fn note(mut self, text: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
         let event = RunEvent::Note(events::Note {
-            n: Self::current_n(&state),
+            n: current_n(&state),
             text: text.to_string(),
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 
     /// Records an annotation `key = value` on the current cycle.
-    pub fn annotate(&self, key: &str, value: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
+    pub fn annotate(mut self, key: &str, value: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
         let event = RunEvent::Annotation(events::Annotation {
-            n: Self::current_n(&state),
+            n: current_n(&state),
             key: key.to_string(),
             value: value.to_string(),
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 
     /// Blocks the run until `resume --unblock`.
-    pub fn raise_blocker(&self, kind: &str, detail: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
+    pub fn raise_blocker(mut self, kind: &str, detail: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
         let event = RunEvent::BlockerRaised(events::Blocker {
-            n: Self::current_n(&state),
+            n: current_n(&state),
             kind: kind.to_string(),
             detail: detail.to_string(),
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 
-    /// Clears a blocker (with `unblock`) and records the human's note.
-    pub fn resume(&self, unblock: bool, note: Option<&str>) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
-        if unblock && state.blocker.is_some() {
+    /// Records the human's note, and with [`Blocker::Clear`] clears the run's blocker.
+    pub fn resume(mut self, blocker: Blocker, note: Option<&str>) -> Result<RunState, RunError> {
+        let state = self.active()?;
+        if blocker == Blocker::Clear && state.blocker.is_some() {
             let event = RunEvent::BlockerCleared(events::BlockerCleared {
-                n: Self::current_n(&state),
+                n: current_n(&state),
                 note: note.map(str::to_string),
             });
-            ledger.record(Some(&state.run_id), &event)?;
+            self.ledger.record(Some(&state.run_id), &event)?;
         } else if let Some(note) = note {
             let event = RunEvent::Note(events::Note {
-                n: Self::current_n(&state),
+                n: current_n(&state),
                 text: note.to_string(),
             });
-            ledger.record(Some(&state.run_id), &event)?;
+            self.ledger.record(Some(&state.run_id), &event)?;
         }
-        self.reload(&ledger, &state.run_id)
+        self.engine.reload(&self.ledger, &state.run_id)
     }
+}
 
+impl Engine {
+    /// The run `run_id` projected again from `ledger`, after a change was recorded.
     pub(super) fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
         let events = ledger.events(Some(run_id))?;
         RunState::project(&events)?.ok_or(RunError::NoActiveRun)
@@ -122,8 +128,9 @@ impl Engine {
             return Ok(None);
         }
         drop(ledger);
-        let mut ledger = self.ledger_for_change()?;
-        let Some(state) = self.active_run(&ledger)? else {
+        // No lock: a `tdd test` records its run while a phase is being judged.
+        let mut tx = self.begin_unlocked()?;
+        let Some(state) = self.active_run(&tx.ledger)? else {
             return Ok(None);
         };
         let (n, phase) = state
@@ -135,16 +142,16 @@ impl Engine {
             phase,
             ..observed
         });
-        ledger.record(Some(&state.run_id), &event)?;
+        tx.ledger.record(Some(&state.run_id), &event)?;
         Ok(Some(state.run_id))
     }
 }
 
-impl Engine {
+impl RunTx<'_> {
     /// Names the current cycle's target among the tests that are new in this cycle, when
     /// the plan's target was not found and several new tests could be it.
-    pub fn name_target(&self, id: &str) -> Result<RunState, RunError> {
-        let (_guard, mut ledger, state) = self.with_active_run()?;
+    pub fn name_target(mut self, id: &str) -> Result<RunState, RunError> {
+        let state = self.active()?;
         let index = state.current().ok_or(RunError::NoActiveRun)?;
         let (cycle, planned) = (&state.cycles[index], &state.plan.cycles[index]);
         let project_name = planned
@@ -158,7 +165,7 @@ impl Engine {
         } else {
             format!("{project_name}::{id}")
         };
-        let project = self.project(&project_name)?;
+        let project = self.engine.project(&project_name)?;
         let adapter = crate::observe::adapter_for(project.config.adapter);
         let candidates = super::red::new_tests(adapter.as_ref(), &project, &cycle.known_at_open)?;
         if !candidates.contains(&qualified) {
@@ -172,7 +179,7 @@ impl Engine {
             planned: planned.tests.clone(),
             test: qualified,
         });
-        ledger.record(Some(&state.run_id), &event)?;
-        self.reload(&ledger, &state.run_id)
+        self.ledger.record(Some(&state.run_id), &event)?;
+        self.engine.reload(&self.ledger, &state.run_id)
     }
 }

@@ -22,9 +22,20 @@ use super::phase::Phase;
 use super::phase::Verb;
 use super::snapshot::Snapshot;
 use super::state::RunState;
+use super::tx::RunTx;
 use crate::ledger::Ledger;
 use crate::observe::Observation;
 use crate::plan::PlannedCycle;
+
+/// What [`Engine::advance`] does when the work tree is exactly as it was at the cycle's
+/// last refused advance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unchanged {
+    /// Refuse at once (`no_change`) without running anything: nothing could differ.
+    Refuse,
+    /// Judge it again (`--retry`), as for a flaky suite or a fixed environment.
+    Judge,
+}
 
 /// What one `advance` did.
 #[derive(Debug, Clone, Serialize)]
@@ -118,16 +129,28 @@ impl Ctx<'_> {
     }
 }
 
-impl Engine {
-    /// Observes the current cycle and moves it forward if the gate allows.
+impl RunTx<'_> {
+    /// Observes the current cycle and moves it forward if the gate allows; `unchanged`
+    /// says what to do with a tree the last refusal already judged.
     pub fn advance(
-        &self,
-        retry: bool,
+        mut self,
+        unchanged: Unchanged,
         progress: &dyn Progress,
     ) -> Result<AdvanceOutcome, RunError> {
-        let _guard = self.lock("advance")?;
-        let mut ledger = self.ledger_for_change()?;
-        let state = self.active_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+        self.engine
+            .advance_in(&mut self.ledger, unchanged, progress)
+    }
+}
+
+impl Engine {
+    /// The body of [`RunTx::advance`], on the ledger the transaction verified.
+    fn advance_in(
+        &self,
+        ledger: &mut Ledger,
+        unchanged: Unchanged,
+        progress: &dyn Progress,
+    ) -> Result<AdvanceOutcome, RunError> {
+        let state = self.active_run(ledger)?.ok_or(RunError::NoActiveRun)?;
         self.check_config(&state)?;
         if let Some(blocker) = &state.blocker {
             return Err(RunError::Blocked {
@@ -199,7 +222,7 @@ impl Engine {
                 ..blank
             });
         }
-        if !retry
+        if unchanged == Unchanged::Refuse
             && cycle
                 .refusal
                 .as_ref()
@@ -212,17 +235,17 @@ impl Engine {
                 ..blank
             });
         }
-        self.undo_index_flags(&mut ledger, &ctx, flagged)?;
+        self.undo_index_flags(ledger, &ctx, flagged)?;
         let mut outcome = blank;
         match cycle.phase {
             Phase::AwaitingTest | Phase::AwaitingPin => {
-                self.red(&mut ledger, &ctx, &mut outcome, progress)?
+                self.red(ledger, &ctx, &mut outcome, progress)?
             }
             Phase::AwaitingImpl | Phase::AwaitingRefactor => {
-                self.green_or_refactor(&mut ledger, &ctx, &mut outcome, progress)?
+                self.green_or_refactor(ledger, &ctx, &mut outcome, progress)?
             }
             Phase::SensitivityRequired => {
-                self.manual_sensitivity(&mut ledger, &ctx, cycle, &mut outcome, progress)?
+                self.manual_sensitivity(ledger, &ctx, cycle, &mut outcome, progress)?
             }
             Phase::Closed | Phase::Skipped => return Err(RunError::NoActiveRun),
         }

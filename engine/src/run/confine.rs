@@ -91,7 +91,7 @@ pub(crate) fn runner_policy(
     mut write: Vec<PathBuf>,
     deny_write: Vec<PathBuf>,
 ) -> Option<Policy> {
-    if config.enabled == Some(false) {
+    if !config.enabled {
         return None;
     }
     let in_home = |rel: &str| -> Option<PathBuf> {
@@ -177,7 +177,7 @@ mod tests {
             );
         }
         let off = SandboxConfig {
-            enabled: Some(false),
+            enabled: false,
             ..SandboxConfig::default()
         };
         assert!(runner_policy(&off, Some(home), Path::new("/l"), Vec::new(), Vec::new()).is_none());

@@ -32,12 +32,15 @@ mod state;
 mod testdefs;
 mod testing;
 mod tests_seen;
+mod tx;
 
 use std::path::Path;
 use std::path::PathBuf;
 
 pub use crate::worktree_lock::Holder;
+pub use actions::Blocker;
 pub use advance::AdvanceOutcome;
+pub use advance::Unchanged;
 pub use cleanroom::CleanRoom;
 pub use cleanroom::CleanRoomError;
 pub use events::RunEvent;
@@ -53,6 +56,7 @@ pub use phase::Phase;
 pub use phase::Verb;
 pub use register::CycleKinds;
 pub use register::Registration;
+pub use rollback::RollbackTo;
 pub use scan::FlaggedPath;
 pub use scan::clear_index_flags;
 pub use snapshot::LockReport;
@@ -64,6 +68,8 @@ pub use state::RunState;
 pub use state::RunStatus;
 pub use testing::TestReport;
 pub use testing::TestRequest;
+pub use tx::RunTx;
+pub use tx::RunView;
 
 use crate::config::Config;
 use crate::ledger::Ledger;
@@ -250,22 +256,12 @@ impl Engine {
 
     /// Refuses to go on (`RunError::Integrity` holding `Tampered`) when the ledger fails
     /// verification: its hash chain, and the run commits from HEAD down to the newest
-    /// anchor (see [`crate::integrity::ensure_intact`]). Every engine method that
-    /// changes a run runs it through [`Engine::ledger_for_change`]; read-only callers
-    /// (`tdd status`) call it themselves.
+    /// anchor (see [`crate::integrity::ensure_intact`]). Every change of a run passes it
+    /// on the way in ([`Engine::begin`], the one door to a [`RunTx`]), and so does a
+    /// read-only [`Engine::view`].
     pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
         crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
         Ok(())
-    }
-
-    /// The ledger opened to record a change, once it verified: the one way an engine
-    /// method that records an event or moves HEAD reaches the ledger, so no command and
-    /// no conductor step acts on a ledger that fails verification, whichever door it
-    /// came in by. Called under the work-tree lock, so nothing changes the ledger
-    /// between the check and the change but this process.
-    fn ledger_for_change(&self) -> Result<Ledger, RunError> {
-        self.ensure_ledger_intact()?;
-        Ok(Ledger::open(&self.location.database)?)
     }
 
     /// The run active in this work tree, projected read-only from the ledger.

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::Engine;
 use super::RunError;
+use super::tx::RunTx;
 use crate::ledger::Ledger;
 use crate::plan::Contract;
 use crate::plan::CycleKind;
@@ -66,17 +67,19 @@ impl Engine {
         Ok(contract)
     }
 
-    /// Validates the committed plan at `plan_path` and records it as a contract, unless
-    /// the same blob was recorded before.
-    pub fn register_plan(&self, plan_path: &Path) -> Result<Registration, RunError> {
+    /// The body of [`RunTx::register_plan`], on the ledger the transaction verified.
+    fn register_plan_in(
+        &self,
+        ledger: &mut Ledger,
+        plan_path: &Path,
+    ) -> Result<Registration, RunError> {
         let contract = self.validated_contract(plan_path)?;
-        let mut ledger = self.ledger_for_change()?;
         let reused = ledger
             .events_of_kind(None, "plan_registered")?
             .iter()
             .any(|e| e.payload["blob"] == contract.blob.as_str());
         if !reused {
-            record_contract(&mut ledger, &contract)?;
+            record_contract(ledger, &contract)?;
         }
         Ok(Registration {
             kinds: CycleKinds::of(&contract),
@@ -90,4 +93,13 @@ impl Engine {
 pub(super) fn record_contract(ledger: &mut Ledger, contract: &Contract) -> Result<(), RunError> {
     ledger.record(None, &super::RunEvent::PlanRegistered(contract.clone()))?;
     Ok(())
+}
+
+impl RunTx<'_> {
+    /// Validates the committed plan at `plan_path` and records it as a contract, unless
+    /// the same blob was recorded before. Takes no lock of its own to wait on: open it
+    /// with [`Engine::begin_unlocked`] where a phase may be being judged.
+    pub fn register_plan(mut self, plan_path: &Path) -> Result<Registration, RunError> {
+        self.engine.register_plan_in(&mut self.ledger, plan_path)
+    }
 }

@@ -11,28 +11,32 @@ use super::snapshot::Snapshot;
 use super::state::PhaseStart;
 use super::state::RunState;
 use super::state::RunStatus;
+use super::tx::RunTx;
 use crate::git::Git;
 use crate::ledger::Ledger;
 
+/// How far [`RunTx::rollback`] goes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollbackTo {
+    /// The start of the current phase: what the phase changed is undone.
+    PhaseStart,
+    /// The start of the previous phase of the same cycle, moving HEAD back over the
+    /// commit that phase made.
+    PreviousPhase,
+}
+
 impl Engine {
-    /// Restores the exact tree from the start of the current phase, or with `to_previous`
-    /// from the start of the previous phase of the same cycle, moving HEAD back over the
-    /// commit that phase made. Recorded as `rolled_back`.
-    ///
-    /// With `to_previous` at the very start of a cycle (or after the last cycle closed),
-    /// the previous phase is the REFACTOR that closed the cycle before: see
-    /// [`Engine::reopen_refactor`].
-    pub fn rollback(&self, to_previous: bool) -> Result<RunState, RunError> {
-        let guard = self.lock("advance")?;
-        let mut ledger = self.ledger_for_change()?;
-        let state = self.latest_run(&ledger)?.ok_or(RunError::NoActiveRun)?;
+    /// The body of [`RunTx::rollback`], on the ledger the transaction verified.
+    fn rollback_in(&self, ledger: &mut Ledger, to: RollbackTo) -> Result<RunState, RunError> {
+        let to_previous = to == RollbackTo::PreviousPhase;
+        let state = self.latest_run(ledger)?.ok_or(RunError::NoActiveRun)?;
         let fresh = state
             .current()
             .is_none_or(|i| state.cycles[i].history.len() < 2);
         if to_previous
             && fresh
             && state.status != RunStatus::Abandoned
-            && let Some(reopened) = self.reopen_closed(&mut ledger, &state)?
+            && let Some(reopened) = self.reopen_closed(ledger, &state)?
         {
             return Ok(reopened);
         }
@@ -54,35 +58,20 @@ impl Engine {
                 phase: cycle.phase,
             });
         };
-        let state = self.roll_back_to(
-            &mut ledger,
-            &state,
-            cycle.n,
-            cycle.phase,
-            &start,
-            to_previous,
-        )?;
-        drop(guard);
+        let state = self.roll_back_to(ledger, &state, cycle.n, cycle.phase, &start, to_previous)?;
         Ok(state)
     }
 
-    /// Reopens the REFACTOR of cycle `n`, so a revised REFACTOR can be advanced again:
-    /// HEAD moves back over the REFACTOR commit and the tree becomes exactly what
-    /// REFACTOR started from. Refused (`NoPreviousPhase`) unless `n` closed last, right
-    /// before the current cycle, HEAD is its REFACTOR commit and the current cycle has
-    /// not moved since it opened. Works on a run that completed with cycle `n`, which
-    /// is active again afterwards.
-    pub fn reopen_refactor(&self, n: u32) -> Result<RunState, RunError> {
-        let _guard = self.lock("advance")?;
-        let mut ledger = self.ledger_for_change()?;
+    /// The body of [`RunTx::reopen_refactor`], on the ledger the transaction verified.
+    fn reopen_refactor_in(&self, ledger: &mut Ledger, n: u32) -> Result<RunState, RunError> {
         let state = self
-            .latest_run(&ledger)?
+            .latest_run(ledger)?
             .filter(|s| s.status != RunStatus::Abandoned)
             .ok_or(RunError::NoActiveRun)?;
         let upto = state.current().unwrap_or(state.cycles.len());
         let last = upto.checked_sub(1).map(|i| state.cycles[i].n);
         if last == Some(n)
-            && let Some(reopened) = self.reopen_closed(&mut ledger, &state)?
+            && let Some(reopened) = self.reopen_closed(ledger, &state)?
         {
             return Ok(reopened);
         }
@@ -167,5 +156,29 @@ impl Engine {
         });
         ledger.record(Some(&state.run_id), &event)?;
         self.reload(ledger, &state.run_id)
+    }
+}
+
+impl RunTx<'_> {
+    /// Restores the exact tree from the start of the current phase, or with
+    /// [`RollbackTo::PreviousPhase`] from the start of the previous phase of the same
+    /// cycle, moving HEAD back over the commit that phase made. Recorded as
+    /// `rolled_back`.
+    ///
+    /// To the previous phase at the very start of a cycle (or after the last cycle
+    /// closed), the previous phase is the REFACTOR that closed the cycle before: see
+    /// [`RunTx::reopen_refactor`].
+    pub fn rollback(mut self, to: RollbackTo) -> Result<RunState, RunError> {
+        self.engine.rollback_in(&mut self.ledger, to)
+    }
+
+    /// Reopens the REFACTOR of cycle `n`, so a revised REFACTOR can be advanced again:
+    /// HEAD moves back over the REFACTOR commit and the tree becomes exactly what
+    /// REFACTOR started from. Refused (`NoPreviousPhase`) unless `n` closed last, right
+    /// before the current cycle, HEAD is its REFACTOR commit and the current cycle has
+    /// not moved since it opened. Works on a run that completed with cycle `n`, which
+    /// is active again afterwards.
+    pub fn reopen_refactor(mut self, n: u32) -> Result<RunState, RunError> {
+        self.engine.reopen_refactor_in(&mut self.ledger, n)
     }
 }

@@ -15,6 +15,7 @@ use super::phase::Phase;
 use super::state::Baseline;
 use super::state::ContractRef;
 use super::state::RunStarted;
+use super::tx::RunTx;
 use crate::config::DeclaredSplit;
 use crate::git::Git;
 use crate::ledger::Ledger;
@@ -73,15 +74,14 @@ fn captured(
 }
 
 impl Engine {
-    /// Starts a run of the committed plan at `plan_path`.
-    pub fn start(
+    /// The body of [`RunTx::start`], on the ledger the transaction verified.
+    fn start_in(
         &self,
+        ledger: &mut Ledger,
         plan_path: &Path,
         progress: &dyn Progress,
     ) -> Result<StartOutcome, RunError> {
-        let _guard = self.lock("baseline")?;
-        let mut ledger = self.ledger_for_change()?;
-        if let Some(active) = self.active_run(&ledger)? {
+        if let Some(active) = self.active_run(ledger)? {
             return Err(RunError::RunActive {
                 run_id: active.run_id,
             });
@@ -106,7 +106,7 @@ impl Engine {
                 });
             }
         } else {
-            super::register::record_contract(&mut ledger, &contract)?;
+            super::register::record_contract(ledger, &contract)?;
         }
         let run_id = new_run_id();
         let pinned = std::sync::Arc::new(self.capture_env());
@@ -140,11 +140,11 @@ impl Engine {
         projects.dedup();
         let mut baselines = BTreeMap::new();
         for name in &projects {
-            let summary = self.baseline(&mut ledger, &run_id, name, &pinned, progress)?;
+            let summary = self.baseline(ledger, &run_id, name, &pinned, progress)?;
             baselines.insert(name.clone(), summary);
         }
         let (cycle, phase) = self
-            .open_next(&mut ledger, &run_id, &contract.plan, None)?
+            .open_next(ledger, &run_id, &contract.plan, None)?
             .ok_or(RunError::NoActiveRun)?;
         Ok(StartOutcome {
             run_id,
@@ -252,5 +252,19 @@ impl Engine {
             );
         }
         Ok(split)
+    }
+}
+
+impl RunTx<'_> {
+    /// Starts a run of the committed plan at `plan_path`: a clean tree, the plan
+    /// registered, the environment and runners pinned, a baseline of every project,
+    /// cycle 1 open. Open the transaction with [`Engine::begin_baseline`], so a second
+    /// start meanwhile is refused as a baseline in progress.
+    pub fn start(
+        mut self,
+        plan_path: &Path,
+        progress: &dyn Progress,
+    ) -> Result<StartOutcome, RunError> {
+        self.engine.start_in(&mut self.ledger, plan_path, progress)
     }
 }

@@ -11,7 +11,6 @@ use super::RunError;
 use super::RunEvent;
 use super::events::TestObserved;
 use crate::config::Config;
-use crate::ledger::Ledger;
 use crate::observe::Observation;
 use crate::observe::Project;
 use crate::observe::Selection;
@@ -88,7 +87,7 @@ impl Engine {
                     );
                     let adapter = adapter_for(project.config.adapter);
                     let (observation, verdict) =
-                        observe_target(adapter.as_ref(), &project, target)?;
+                        observe_as_typed(adapter.as_ref(), &project, target)?;
                     observations.push(observation);
                     targets.push(verdict);
                 }
@@ -105,8 +104,7 @@ impl Engine {
         // A verifier judges in its own scratch worktree, where no run is active: its runs
         // are still recorded (without a run), as the evidence its verdict needs.
         if recorded_in_run.is_none() && leaf.is_some() {
-            let mut ledger = Ledger::open(&self.location.database)?;
-            ledger.record(None, &RunEvent::TestObserved(observed))?;
+            self.record_outside_runs(&RunEvent::TestObserved(observed))?;
         }
         Ok(TestReport {
             observations,
@@ -122,6 +120,28 @@ impl Engine {
         let project = Project::new(&self.work_tree, &name, config)?;
         Ok(self.confine(project, super::confine::RunsIn::Live))
     }
+}
+
+/// Observes `target` as a person typed it: with its `project::` prefix taken off, and
+/// when that finds no test, whole, as the runner's own id (a cargo package named like
+/// the project prints `calc::sub subtracts`, which is `calc`'s test `calc::sub
+/// subtracts`, not `sub subtracts`). Only `tdd test` reads ids this way; a gate judges
+/// the plan's qualified target exactly.
+fn observe_as_typed(
+    adapter: &dyn crate::observe::Adapter,
+    project: &Project,
+    target: &str,
+) -> Result<(Observation, TargetVerdict), RunError> {
+    let first = observe_target(adapter, project, target)?;
+    let prefixed = project.native_id(target)? != target;
+    if prefixed && first.1.status == crate::observe::TargetStatus::NotFound {
+        let whole = format!("{}::{target}", project.name);
+        let second = observe_target(adapter, project, &whole)?;
+        if second.1.status != crate::observe::TargetStatus::NotFound {
+            return Ok(second);
+        }
+    }
+    Ok(first)
 }
 
 /// `name` if tdd.toml declares it, else [`RunError::NoSuchProject`] with the nearest name.

@@ -42,7 +42,7 @@ fn leaves_are_listed_with_state_and_ages() {
     assert_eq!(list[1].state, LeafState::Running);
     assert!(list[1].pid.is_some() && list[1].age_ms.is_some());
     assert!(list[1].last_output_age_ms.is_some(), "it wrote a line");
-    running.kill(true).expect("kills");
+    running.kill(tdd_supervisor::Kill::Now).expect("kills");
     assert_eq!(finish(&mut running).class, ExitClass::Stopped);
 }
 

@@ -74,7 +74,9 @@ fn a_kill_request_stops_the_leaf() {
     let env = Env::new();
     let mut leaf = env.launch(&sh("exec sleep 1000"));
     let opened = env.supervisor.open(leaf.id()).expect("opens by id");
-    opened.kill(false).expect("requests a kill");
+    opened
+        .kill(tdd_supervisor::Kill::Graceful)
+        .expect("requests a kill");
     let exit = finish(&mut leaf);
     assert_eq!(exit.class, ExitClass::Stopped);
     assert!(exit.first_signal_after_ms.is_some());

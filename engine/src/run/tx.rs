@@ -1,0 +1,141 @@
+//! The one door to a change of a run: [`RunTx`].
+//!
+//! Every change of a run (an event recorded against it, HEAD moved) is made through a
+//! `RunTx`: its methods are the engine's mutations, and `Engine::record_test` opens one
+//! too. A `RunTx` exists only once the ledger passed verification (its hash chain, and
+//! the run commits from HEAD down to the newest anchor: see
+//! [`crate::integrity::ensure_intact`]) under the work tree's lock. So no command and no
+//! conductor step can change a run whose ledger fails verification, whichever door it
+//! came in by, and nothing but this process changes the ledger between the check and
+//! the change. A change opened without the lock says so in its name
+//! ([`Engine::begin_unlocked`]); none is opened without the check. Each transaction is
+//! used once: its methods take it by value, so the next change checks again. The one
+//! ledger write outside a run, a verifier's test observation in a scratch worktree, is
+//! `Engine::record_outside_runs`.
+
+use super::Engine;
+use super::RunError;
+use super::state::RunState;
+use crate::ledger::Ledger;
+
+/// A change of the run in one work tree, in progress: the ledger verified and open for
+/// writing, and (but for [`Engine::begin_unlocked`]) the work tree's lock held until
+/// the change returns.
+#[derive(Debug)]
+pub struct RunTx<'e> {
+    pub(super) engine: &'e Engine,
+    pub(super) ledger: Ledger,
+    _lock: Option<crate::worktree_lock::Guard>,
+}
+
+/// A read-only look at the run, after the same check a change passes.
+#[derive(Debug)]
+pub struct RunView<'e> {
+    engine: &'e Engine,
+    ledger: Option<Ledger>,
+}
+
+impl Engine {
+    /// Opens a change of this work tree's run: takes the work tree's lock (a second
+    /// change meanwhile is refused, naming the holder), then verifies the ledger and
+    /// opens it. Refused with `RunError::Integrity` when the ledger fails verification.
+    pub fn begin(&self) -> Result<RunTx<'_>, RunError> {
+        self.open_change(Some("advance"))
+    }
+
+    /// [`Engine::begin`] for a run's start: the lock names a baseline, so a second
+    /// `tdd run start` meanwhile is refused as one in progress.
+    pub fn begin_baseline(&self) -> Result<RunTx<'_>, RunError> {
+        self.open_change(Some("baseline"))
+    }
+
+    /// [`Engine::begin`] without the work tree's lock, for the changes that only append
+    /// and must not wait behind a phase being judged: a `tdd test` observation, a plan
+    /// contract. The ledger is verified all the same.
+    pub fn begin_unlocked(&self) -> Result<RunTx<'_>, RunError> {
+        self.open_change(None)
+    }
+
+    /// A read-only look at the run after the check a change passes (`tdd status`).
+    pub fn view(&self) -> Result<RunView<'_>, RunError> {
+        self.ensure_ledger_intact()?;
+        Ok(RunView {
+            engine: self,
+            ledger: Ledger::open_read_only(&self.location.database)?,
+        })
+    }
+
+    /// Appends `event` to the ledger attached to no run: the one write that is not a
+    /// change of a run, so no run's check applies (a verifier's `tdd test` in its scratch
+    /// worktree, where no run is active, records the runs its verdict cites).
+    pub(super) fn record_outside_runs(&self, event: &super::RunEvent) -> Result<(), RunError> {
+        Ledger::open(&self.location.database)?.record(None, event)?;
+        Ok(())
+    }
+
+    fn open_change(&self, lock: Option<&str>) -> Result<RunTx<'_>, RunError> {
+        let lock = lock.map(|what| self.lock(what)).transpose()?;
+        self.ensure_ledger_intact()?;
+        Ok(RunTx {
+            engine: self,
+            ledger: Ledger::open(&self.location.database)?,
+            _lock: lock,
+        })
+    }
+}
+
+impl RunTx<'_> {
+    /// The active run, or `NoActiveRun`.
+    pub(super) fn active(&self) -> Result<RunState, RunError> {
+        self.engine
+            .active_run(&self.ledger)?
+            .ok_or(RunError::NoActiveRun)
+    }
+}
+
+impl RunView<'_> {
+    /// The run active in this work tree, if any.
+    pub fn status(&self) -> Result<Option<RunState>, RunError> {
+        match &self.ledger {
+            Some(ledger) => self.engine.active_run(ledger),
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The engine's sources, but for this file, with their paths.
+    fn sources(dir: &std::path::Path, found: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("engine/src is listable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source is readable");
+                found.push((path.display().to_string(), text));
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_in_the_engine_writes_the_ledger_but_through_this_door() {
+        // A writable ledger comes only from `open_change` (after the check) or
+        // `record_outside_runs` (no run): an engine method that opened one itself could
+        // change a run whose ledger fails verification.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        sources(&root, &mut found);
+        let doors: Vec<&str> = found
+            .iter()
+            .filter(|(path, _)| !path.ends_with("run/tx.rs"))
+            .filter(|(path, _)| !path.ends_with("tests.rs") && !path.contains("/tests/"))
+            .filter(|(_, text)| text.contains("Ledger::open("))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(
+            doors.is_empty(),
+            "the ledger is opened for writing in {doors:?}"
+        );
+    }
+}

@@ -7,6 +7,7 @@ use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::ledger::TypedEvent;
 use tdd_engine::run::RunEvent;
+use tdd_leaves::events::LeavesEvent;
 
 use crate::bail::Bail;
 use crate::conductor::Conductor;
@@ -254,12 +255,15 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
 fn sandbox_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
     let marker = format!("-i{}-", c.issue.number());
     let mut levels: BTreeMap<String, usize> = BTreeMap::new();
-    for event in Ledger::open(c.journal.database())?.events_of_kind(None, "leaf_started")? {
-        let leaf = event.payload["leaf_id"].as_str().unwrap_or_default();
+    let ledger = Ledger::open(c.journal.database())?;
+    for (event, typed) in ledger.typed::<LeavesEvent>(None, &["leaf_started"])? {
+        let LeavesEvent::LeafStarted(started) = typed else {
+            continue;
+        };
         let ours = event.run_id.is_none() || event.run_id == c.run_id;
-        if ours && leaf.contains(&marker) {
-            let level = event.payload["sandbox"].as_str().unwrap_or("not confined");
-            *levels.entry(level.to_string()).or_default() += 1;
+        if ours && started.leaf_id.contains(&marker) {
+            let level = started.sandbox.unwrap_or_else(|| "not confined".into());
+            *levels.entry(level).or_default() += 1;
         }
     }
     if levels.keys().all(|level| level == "not confined") {

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde::Serialize;
-use tdd_engine::ledger::Event;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_prompts::Role;
 
+use crate::events::LeafStarted;
+use crate::events::LeavesEvent;
 use crate::runtime::token_sha256;
 
 /// What a process says about itself through its environment.
@@ -123,40 +124,47 @@ pub enum AuthError {
     Ledger(#[from] LedgerError),
 }
 
-fn record_of(event: &Event) -> Option<LeafRecord> {
-    let mut record: LeafRecord = serde_json::from_value(event.payload.clone()).ok()?;
-    record.event_id = event.id;
-    record.run_id = event.run_id.clone();
-    Some(record)
+/// Every `leaf_started` of the ledger, oldest first, read through its type.
+fn starts(ledger: &Ledger) -> Result<Vec<LeafStarted>, LedgerError> {
+    Ok(ledger
+        .typed::<LeavesEvent>(None, &["leaf_started"])?
+        .into_iter()
+        .filter_map(|(_, event)| match event {
+            LeavesEvent::LeafStarted(started) => Some(started),
+            _ => None,
+        })
+        .collect())
 }
 
-/// The leaf recorded under `id`, which may be the leaf id or the supervisor's id.
+/// The leaf recorded under `id`, which may be the leaf id or the supervisor's id: its
+/// newest `leaf_prepared`, with the event's position and run. Read through the events'
+/// types, so a renamed field fails to compile rather than to match.
 pub fn find_leaf(ledger: &Ledger, id: &str) -> Result<Option<LeafRecord>, LedgerError> {
-    let leaf_id = ledger
-        .events_of_kind(None, "leaf_started")?
-        .iter()
-        .find(|e| e.payload["supervisor_id"] == id)
-        .and_then(|e| e.payload["leaf_id"].as_str().map(str::to_string))
-        .unwrap_or_else(|| id.to_string());
+    let leaf_id = starts(ledger)?
+        .into_iter()
+        .find(|started| started.supervisor_id == id)
+        .map_or_else(|| id.to_string(), |started| started.leaf_id);
     Ok(ledger
-        .events_of_kind(None, "leaf_prepared")?
-        .iter()
+        .typed::<LeavesEvent>(None, &["leaf_prepared"])?
+        .into_iter()
         .rev()
-        .find(|e| e.payload["leaf_id"] == leaf_id.as_str())
-        .and_then(record_of))
+        .find_map(|(event, typed)| match typed {
+            LeavesEvent::LeafPrepared(record) if record.leaf_id == leaf_id => {
+                let mut record = *record;
+                record.event_id = event.id;
+                record.run_id = event.run_id;
+                Some(record)
+            }
+            _ => None,
+        }))
 }
 
 /// The supervisor's id of the process the leaf `leaf_id` last ran as (its newest
-/// `leaf_started`); `None` when it never started. Read through the event's type, so a
-/// renamed field fails to compile rather than to match.
+/// `leaf_started`); `None` when it never started.
 pub fn supervisor_id_of(ledger: &Ledger, leaf_id: &str) -> Result<Option<String>, LedgerError> {
-    Ok(ledger
-        .events_of_kind(None, "leaf_started")?
-        .iter()
+    Ok(starts(ledger)?
+        .into_iter()
         .rev()
-        .filter_map(|e| {
-            serde_json::from_value::<crate::events::LeafStarted>(e.payload.clone()).ok()
-        })
         .find(|started| started.leaf_id == leaf_id)
         .map(|started| started.supervisor_id))
 }

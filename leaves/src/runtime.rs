@@ -472,9 +472,9 @@ impl Leaves {
         };
         let mut ledger = self.ledger()?;
         let aborted = ledger
-            .events_of_kind(run.run_id.as_deref(), "leaf_aborted")?
+            .typed::<LeavesEvent>(run.run_id.as_deref(), &["leaf_aborted"])?
             .iter()
-            .any(|e| e.payload["leaf_id"] == run.id.as_str());
+            .any(|(_, e)| matches!(e, LeavesEvent::LeafAborted(a) if a.leaf_id == run.id));
         if aborted {
             run.state = State::AbortedBeforeStart;
             return Err(LeafError::Aborted { id: run.id.clone() });
@@ -529,25 +529,47 @@ impl Leaves {
     /// running one is killed through its supervisor; an ended one is left alone.
     pub fn abort_recorded(&self, leaf_id: &str) -> Result<AbortOutcome, LeafError> {
         let mut ledger = self.ledger()?;
-        let events = ledger.events(None)?;
-        let of_leaf = |kind: &str| {
-            events
-                .iter()
-                .rfind(|e| e.kind == kind && e.payload["leaf_id"] == leaf_id)
+        let kinds = [
+            "leaf_prepared",
+            "leaf_aborted",
+            "leaf_finished",
+            "leaf_started",
+        ];
+        let events = ledger.typed::<LeavesEvent>(None, &kinds)?;
+        let ours = |event: &LeavesEvent| match event {
+            LeavesEvent::LeafPrepared(record) => record.leaf_id == leaf_id,
+            LeavesEvent::LeafAborted(aborted) => aborted.leaf_id == leaf_id,
+            LeavesEvent::LeafFinished(finished) => finished.leaf_id == leaf_id,
+            LeavesEvent::LeafStarted(started) => started.leaf_id == leaf_id,
+            _ => false,
         };
-        let Some(prepared) = of_leaf("leaf_prepared") else {
+        let mine: Vec<&(tdd_engine::ledger::Event, LeavesEvent)> =
+            events.iter().filter(|(_, e)| ours(e)).collect();
+        let Some((prepared, _)) = mine
+            .iter()
+            .rev()
+            .find(|(_, e)| matches!(e, LeavesEvent::LeafPrepared(_)))
+        else {
             return Err(LeafError::State {
                 id: leaf_id.to_string(),
                 why: "is not recorded in this ledger",
             });
         };
         let run_id = prepared.run_id.clone();
-        if of_leaf("leaf_aborted").is_some() || of_leaf("leaf_finished").is_some() {
+        let over = mine.iter().any(|(_, e)| {
+            matches!(
+                e,
+                LeavesEvent::LeafAborted(_) | LeavesEvent::LeafFinished(_)
+            )
+        });
+        if over {
             return Ok(AbortOutcome::AlreadyOver);
         }
-        let outcome = match of_leaf("leaf_started")
-            .and_then(|e| e.payload["supervisor_id"].as_str().map(str::to_string))
-        {
+        let started = mine.iter().rev().find_map(|(_, e)| match e {
+            LeavesEvent::LeafStarted(started) => Some(started.supervisor_id.clone()),
+            _ => None,
+        });
+        let outcome = match started {
             None => AbortOutcome::NotStarted,
             Some(supervisor_id) => {
                 let mut handle = self.supervisor.open(&supervisor_id)?;

@@ -6,6 +6,10 @@ use serde::Serialize;
 use tdd_engine::ledger::Event;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
+use tdd_engine::ledger::TypedEvent;
+use tdd_engine::ledger::decode;
+use tdd_engine::run::RunEvent;
+use tdd_engine::run::events::TestObserved;
 use tdd_prompts::Role;
 
 use crate::events::LeavesEvent;
@@ -117,16 +121,20 @@ fn targets(record: &LeafRecord) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Test ids an event observed: `payload.observation.tests` and
-/// `payload.observations[].tests` (objects keyed by test id).
-fn observed_ids(event: &Event) -> Vec<&str> {
-    let payload = &event.payload;
-    let single = std::iter::once(&payload["observation"]);
-    let many = payload["observations"].as_array().into_iter().flatten();
-    single
-        .chain(many)
-        .filter_map(|observation| observation["tests"].as_object())
-        .flat_map(|tests| tests.keys().map(String::as_str))
+/// The test runs a verifier made itself: the `test_observed` events recorded after the
+/// leaf was prepared whose `leaf_id` is this leaf (`tdd test` sets it only once the leaf's
+/// token checked out), read as the engine's typed events. No other kind carries a
+/// leaf's runs, whatever its payload says, and an event that does not parse as its kind
+/// counts for nothing.
+fn own_runs(events: &[Event], leaf: &LeafRecord) -> Vec<(i64, TestObserved)> {
+    events
+        .iter()
+        .filter(|e| e.id > leaf.event_id)
+        .filter_map(|e| match decode::<RunEvent>(e, RunEvent::KINDS) {
+            Ok(Some(RunEvent::TestObserved(observed))) => Some((e.id, observed)),
+            _ => None,
+        })
+        .filter(|(_, observed)| observed.leaf_id.as_deref() == Some(leaf.leaf_id.as_str()))
         .collect()
 }
 
@@ -135,32 +143,27 @@ fn same_test(observed: &str, target: &str) -> bool {
     observed == target || observed.ends_with(&format!("::{target}"))
 }
 
-/// The verifier's own test runs that cover `targets`: events recorded after the leaf
-/// was prepared, carrying its id (`tdd test` records `test_observed` with `leaf`, set
-/// only once the leaf's token checked out), with observations. Returns the events that
-/// count and the targets no run covered.
+/// The verifier's own test runs that cover `targets` (see [`own_runs`]): returns the
+/// events that count and the targets no run covered.
 pub fn evidence(
     events: &[Event],
     leaf: &LeafRecord,
     targets: &[String],
 ) -> (Vec<i64>, Vec<String>) {
-    let runs: Vec<&Event> = events
-        .iter()
-        .filter(|e| {
-            e.id > leaf.event_id
-                && (e.payload["leaf"] == leaf.leaf_id.as_str()
-                    || e.payload["leaf_id"] == leaf.leaf_id.as_str())
-                && !e.kind.starts_with("leaf_")
-                && !e.kind.starts_with("verdict_")
-        })
-        .collect();
+    let runs = own_runs(events, leaf);
     let mut used = Vec::new();
     let mut missing = Vec::new();
     for target in targets {
         let covering: Vec<i64> = runs
             .iter()
-            .filter(|e| observed_ids(e).iter().any(|id| same_test(id, target)))
-            .map(|e| e.id)
+            .filter(|(_, observed)| {
+                observed
+                    .observations
+                    .iter()
+                    .flat_map(|o| o.tests.keys())
+                    .any(|id| same_test(id, target))
+            })
+            .map(|(id, _)| *id)
             .collect();
         if covering.is_empty() {
             missing.push(target.clone());
@@ -235,31 +238,40 @@ fn check(events: &[Event], leaf: &LeafRecord, decision: Decision) -> Result<Vec<
             role: leaf.role,
         });
     }
-    let of_leaf = |kind: &str| {
-        events
-            .iter()
-            .any(|e| e.kind == kind && e.payload["leaf_id"] == id)
-    };
-    if of_leaf("verdict_recorded") {
+    let ours: Vec<LeavesEvent> = events
+        .iter()
+        .filter_map(|e| decode::<LeavesEvent>(e, RunEvent::KINDS).ok().flatten())
+        .collect();
+    let given = ours
+        .iter()
+        .any(|e| matches!(e, LeavesEvent::VerdictRecorded(v) if v.leaf_id == id));
+    if given {
         return Err(Refusal::AlreadyGiven {
             leaf_id: id.to_string(),
         });
     }
-    if of_leaf("leaf_finished") || of_leaf("leaf_aborted") {
+    let over = ours.iter().any(|e| match e {
+        LeavesEvent::LeafFinished(f) => f.leaf_id == id,
+        LeavesEvent::LeafAborted(a) => a.leaf_id == id,
+        _ => false,
+    });
+    if over {
         return Err(Refusal::LeafOver {
             leaf_id: id.to_string(),
         });
     }
-    let latest = events
-        .iter()
-        .rfind(|e| {
-            e.kind == "leaf_prepared"
-                && e.payload["role"] == "verifier"
-                && e.payload["issue"] == leaf.issue
-                && e.payload["step"] == leaf.step
-                && e.payload["phase"] == leaf.phase.as_str()
-        })
-        .and_then(|e| e.payload["leaf_id"].as_str());
+    // The verifier of this step and phase prepared last: only it may give the verdict.
+    let latest = ours.iter().rev().find_map(|e| match e {
+        LeavesEvent::LeafPrepared(p)
+            if p.role == Role::Verifier
+                && p.issue == leaf.issue
+                && p.step == leaf.step
+                && p.phase == leaf.phase =>
+        {
+            Some(p.leaf_id.as_str())
+        }
+        _ => None,
+    });
     if let Some(current) = latest
         && current != id
     {
@@ -278,9 +290,118 @@ fn check(events: &[Event], leaf: &LeafRecord, decision: Decision) -> Result<Vec<
 /// The verdict a verifier leaf gave, if it gave one. A verifier that ended without
 /// one is `verdict_missing` for the conductor.
 pub fn verdict_of(ledger: &Ledger, leaf_id: &str) -> Result<Option<VerifierVerdict>, LedgerError> {
-    Ok(ledger
-        .events_of_kind(None, "verdict_recorded")?
-        .iter()
-        .find(|e| e.payload["leaf_id"] == leaf_id)
-        .and_then(|e| serde_json::from_value(e.payload.clone()).ok()))
+    let verdicts = ledger.typed::<LeavesEvent>(None, &["verdict_recorded"])?;
+    Ok(verdicts.into_iter().find_map(|(_, e)| match e {
+        LeavesEvent::VerdictRecorded(v) if v.leaf_id == leaf_id => Some(v),
+        _ => None,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use serde_json::json;
+
+    use super::*;
+
+    const LEAF: &str = "verifier-i1-s1-green-a1-abc";
+    const TARGET: &str = "app::calc::sub subtracts";
+
+    fn leaf() -> LeafRecord {
+        serde_json::from_value(json!({
+            "event_id": 10,
+            "leaf_id": LEAF,
+            "role": "verifier",
+            "provider": "scripted",
+            "issue": 1,
+            "step": 1,
+            "phase": "green",
+            "attempt": 1,
+            "prompt": {"template": "t", "text": "", "sha256": "", "bytes": 0,
+                       "fixed_bytes": 0, "variable_bytes": 0},
+            "assignment": {"targets": [TARGET]},
+            "token_sha256": "",
+        }))
+        .expect("a leaf record")
+    }
+
+    /// A payload whose one observation ran `test` for the leaf `leaf`.
+    fn observed(leaf: &str, test: &str) -> Value {
+        let totals = serde_json::to_value(tdd_engine::observe::Totals::default()).expect("totals");
+        json!({
+            "leaf_id": leaf,
+            "observations": [{
+                "project": "app", "adapter": "cargo", "invocations": [], "wall_ms": 1,
+                "tests": { test: {"outcome": "passed"} },
+                "collection_errors": [], "totals": totals,
+            }],
+            "targets": [],
+        })
+    }
+
+    fn event(id: i64, kind: &str, payload: Value) -> Event {
+        Event {
+            id,
+            run_id: None,
+            kind: kind.into(),
+            payload,
+            at: String::new(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    fn missing(events: &[Event]) -> Vec<String> {
+        evidence(events, &leaf(), &[TARGET.to_string()]).1
+    }
+
+    #[test]
+    fn the_leafs_own_run_of_the_target_after_it_was_prepared_is_evidence() {
+        let events = [event(11, "test_observed", observed(LEAF, TARGET))];
+        assert_eq!(
+            evidence(&events, &leaf(), &[TARGET.into()]),
+            (vec![11], vec![])
+        );
+        // A ledger written before the field was named `leaf_id` reads the same.
+        let mut legacy = observed(LEAF, TARGET);
+        let id = legacy
+            .as_object_mut()
+            .and_then(|o| o.remove("leaf_id"))
+            .expect("a leaf id");
+        legacy["leaf"] = id;
+        let legacy = [event(11, "test_observed", legacy)];
+        assert!(missing(&legacy).is_empty());
+        // A target named without its project is covered by the qualified id observed.
+        let (_, missing) = evidence(&events, &leaf(), &["calc::sub subtracts".into()]);
+        assert!(missing.is_empty());
+    }
+
+    #[test]
+    fn nothing_else_is_evidence() {
+        let before = [event(9, "test_observed", observed(LEAF, TARGET))];
+        let other_leaf = [event(11, "test_observed", observed("developer-x", TARGET))];
+        let other_test = [event(
+            11,
+            "test_observed",
+            observed(LEAF, "app::calc::add adds"),
+        )];
+        // Another kind with the same words in its payload is not a test run.
+        let mut forged = observed(LEAF, TARGET);
+        forged["leaf_id"] = json!(LEAF);
+        let other_kind = [event(11, "note", forged)];
+        let unparsed = [event(
+            11,
+            "test_observed",
+            json!({"leaf_id": LEAF, "observations": "x"}),
+        )];
+        for events in [
+            &before[..],
+            &other_leaf,
+            &other_test,
+            &other_kind,
+            &unparsed,
+        ] {
+            assert_eq!(missing(events), vec![TARGET.to_string()], "{events:?}");
+        }
+    }
 }

@@ -314,3 +314,54 @@ fn a_typed_event_reads_back_as_written_and_a_bad_one_says_which() {
         Err(EventError::UnknownKind { id: 4, .. })
     ));
 }
+
+#[test]
+fn a_typed_read_gives_the_kinds_asked_for_and_refuses_a_kind_of_another_domain() {
+    let (_dir, mut ledger) = fresh();
+    let leaf = |pid| Leaf {
+        pid,
+        argv: vec!["aider".into()],
+    };
+    ledger
+        .record(Some("run-1"), &Supervision::Launched(leaf(1)))
+        .expect("record");
+    ledger
+        .record(Some("run-2"), &Supervision::Exited(leaf(2)))
+        .expect("record");
+    ledger
+        .record(Some("run-1"), &Supervision::Exited(leaf(3)))
+        .expect("record");
+    let exited = ledger
+        .typed::<Supervision>(None, &["leaf_exited"])
+        .expect("typed");
+    let pids: Vec<(Option<String>, u32)> = exited
+        .iter()
+        .map(|(event, typed)| match typed {
+            Supervision::Exited(l) => (event.run_id.clone(), l.pid),
+            other => panic!("not asked for: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        pids,
+        vec![(Some("run-2".into()), 2), (Some("run-1".into()), 3)]
+    );
+    let of_run = ledger
+        .typed::<Supervision>(Some("run-1"), Supervision::KINDS)
+        .expect("typed");
+    assert_eq!(of_run.len(), 2);
+    // A kind of another domain, or a misspelt one, is an error, not an empty answer.
+    for kind in ["leaf_started", "leaf_exitted"] {
+        assert!(matches!(
+            ledger.typed::<Supervision>(None, &[kind]),
+            Err(LedgerError::Event(EventError::NotInDomain { .. }))
+        ));
+    }
+    // A payload that does not parse is an error naming the event.
+    ledger
+        .append(Some("run-1"), "leaf_exited", &json!({ "pid": "x" }))
+        .expect("append");
+    assert!(matches!(
+        ledger.typed::<Supervision>(None, &["leaf_exited"]),
+        Err(LedgerError::Event(EventError::Payload { id: 4, .. }))
+    ));
+}

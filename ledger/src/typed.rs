@@ -163,6 +163,14 @@ pub enum EventError {
         #[source]
         source: serde_json::Error,
     },
+    /// A typed read asked for a kind its domain does not have (a bug of the caller).
+    #[error("`{kind}` is not a kind of the {domain:?} events")]
+    NotInDomain {
+        /// The kind asked for.
+        kind: String,
+        /// The domain read.
+        domain: Domain,
+    },
     /// An event could not be encoded (a bug: every payload type serializes).
     #[error("a `{kind}` event could not be encoded")]
     Encode {
@@ -290,6 +298,32 @@ impl Ledger {
     ) -> Result<Event, LedgerError> {
         let payload = encode(event)?;
         self.append(run_id, event.kind(), &payload)
+    }
+
+    /// The events of `kinds` (of `run_id`, or of every run with `None`), oldest first,
+    /// each read as `E` with the event it came from. Every kind asked for must be one of
+    /// `E`'s ([`EventError::NotInDomain`] otherwise, so a misspelt kind is an error and
+    /// never an empty answer), and a payload that does not parse as its kind is an error
+    /// naming the event: a typed read never skips what it cannot read.
+    pub fn typed<E: TypedEvent>(
+        &self,
+        run_id: Option<&str>,
+        kinds: &[&str],
+    ) -> Result<Vec<(Event, E)>, LedgerError> {
+        if let Some(kind) = kinds.iter().find(|k| !E::KINDS.contains(k)) {
+            return Err(EventError::NotInDomain {
+                kind: (*kind).to_string(),
+                domain: E::DOMAIN,
+            }
+            .into());
+        }
+        let mut typed = Vec::new();
+        for event in self.events_of_kinds(run_id, kinds)? {
+            if let Some(read) = decode::<E>(&event, &[])? {
+                typed.push((event, read));
+            }
+        }
+        Ok(typed)
     }
 }
 

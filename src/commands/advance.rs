@@ -65,12 +65,21 @@ pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError
         ));
     }
     let next = if outcome.run_complete {
-        NextAction::terminal(outcome.next, "every cycle is closed")
+        text.push_str("the run is complete: every cycle is closed\n");
+        NextAction::terminal(outcome.next, "every cycle is closed: the run is complete")
+    } else if outcome.to == tdd_engine::run::Phase::Closed {
+        NextAction::new(
+            outcome.next,
+            format!(
+                "cycle {} is closed; the next cycle is open: run `tdd status` for its assignment",
+                outcome.cycle
+            ),
+        )
     } else {
         NextAction::new(
             outcome.next,
             format!(
-                "cycle {} is at {}: run `tdd status`",
+                "cycle {} is at {}: run `tdd status` for the assignment",
                 outcome.cycle, outcome.to
             ),
         )

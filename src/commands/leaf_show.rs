@@ -2,6 +2,7 @@
 
 use serde_json::json;
 use tdd_engine::ledger::Ledger;
+use tdd_leaves::events::LeavesEvent;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
@@ -75,10 +76,15 @@ pub fn cmd_leaves_show(ctx: &Ctx, args: ShowArgs) -> Result<Outcome, CommandErro
 /// The confinement the leaf ran under, from its `leaf_started` event: `None` when it
 /// never started or no confinement was asked for.
 fn sandbox_of(ledger: &Ledger, leaf_id: &str) -> Result<Option<String>, CommandError> {
-    let started = ledger.events_of_kind(None, "leaf_started")?;
+    let started = ledger.typed::<LeavesEvent>(None, &["leaf_started"])?;
     Ok(started
-        .iter()
+        .into_iter()
         .rev()
-        .find(|e| e.payload["leaf_id"] == leaf_id)
-        .and_then(|e| e.payload["sandbox"].as_str().map(str::to_string)))
+        .find_map(|(_, event)| match event {
+            LeavesEvent::LeafStarted(started) if started.leaf_id == leaf_id => {
+                Some(started.sandbox)
+            }
+            _ => None,
+        })
+        .flatten())
 }

@@ -95,6 +95,24 @@ fn projects_one_level_down_and_unclassified_directories_are_reported() {
 }
 
 #[test]
+fn a_cargo_fuzz_crate_is_not_proposed_as_a_test_project() {
+    let env = Env::new();
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"ryu\"\nversion = \"1.0.0\"\nedition = \"2021\"\n",
+    );
+    env.write("src/lib.rs", "");
+    env.write(
+        "fuzz/Cargo.toml",
+        "[package]\nname = \"ryu-fuzz\"\nversion = \"0.0.0\"\npublish = false\n\n[package.metadata]\ncargo-fuzz = true\n\n[dependencies]\nlibfuzzer-sys = \"0.4\"\n\n[workspace]\n\n[[bin]]\nname = \"fuzz_ryu\"\npath = \"fuzz_targets/fuzz_ryu.rs\"\ntest = false\n",
+    );
+    let value = init(&env);
+    assert_eq!(adapters(&value), vec![pair(".", "cargo")], "{value}");
+    let warnings = value["data"]["warnings"].to_string();
+    assert!(warnings.contains("fuzz/ is a cargo-fuzz crate"), "{value}");
+}
+
+#[test]
 fn a_cargo_workspace_is_one_project() {
     let env = Env::new();
     env.write("Cargo.toml", "[workspace]\nmembers = [\"core\"]\n");

@@ -427,7 +427,7 @@ argv = ["tdd", "verdict", "accept", "--json", "--reason", "the target passes and
     assert_eq!(printed[1]["ok"], true, "{}", second.text);
     let observed = events(&env, "test_observed");
     assert_eq!(
-        observed.last().expect("observed")["leaf"],
+        observed.last().expect("observed")["leaf_id"],
         second.leaf_id.as_str()
     );
     let recorded = events(&env, "verdict_recorded");
@@ -449,7 +449,7 @@ argv = ["tdd", "verdict", "accept", "--json", "--reason", "the target passes and
         .expect("runs");
     assert_eq!(crate::support::code(&out), 0);
     assert_eq!(
-        events(&env, "test_observed").last().expect("observed")["leaf"],
+        events(&env, "test_observed").last().expect("observed")["leaf_id"],
         Value::Null
     );
 }

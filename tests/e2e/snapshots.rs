@@ -209,3 +209,42 @@ fn the_demo_reports_each_phase_on_one_line() {
     settings(&env, &[(&dir, "[DEMO]")])
         .bind(|| insta::assert_snapshot!("demo_phase_lines", phases));
 }
+
+#[test]
+fn advances_that_close_a_cycle_and_complete_the_run() {
+    let env = pytest_at_green();
+    let settings = settings(&env, &[]);
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, text) = env.on_terminal(&["advance"]);
+    assert_eq!(exit, 0, "{text}");
+    settings.bind(|| insta::assert_snapshot!("advance_closes_a_cycle", shown(&text)));
+    env.write(
+        "tests/test_neg.py",
+        "from calc import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n",
+    );
+    let done = format!("{CALC}\ndef sub(a, b):\n    return a - b\n");
+    env.write(
+        "calc.py",
+        &format!("{done}\n\ndef neg(a):\n    raise NotImplementedError(\"neg\")\n"),
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(
+        (exit, &value["data"]["to"]),
+        (0, &"AWAITING_IMPL".into()),
+        "{value}"
+    );
+    env.write(
+        "calc.py",
+        &format!("{done}\n\ndef neg(a):\n    return -a\n"),
+    );
+    let (exit, value) = env.json(&["advance"]);
+    assert_eq!(exit, 0, "{value}");
+    let (exit, text) = env.on_terminal(&["advance"]);
+    assert_eq!(exit, 0, "{text}");
+    settings.bind(|| insta::assert_snapshot!("advance_completes_the_run", shown(&text)));
+}

@@ -448,3 +448,64 @@ fn a_report_rewritten_after_pytest_wrote_it_is_not_counted() {
         "{value}"
     );
 }
+
+#[test]
+fn test_code_never_builds_into_the_users_shared_build_directories() {
+    // A CARGO_TARGET_DIR or GOCACHE the user shares between projects is where a test
+    // could plant compiled objects a later run trusts: runs build into a directory of
+    // their work tree's own, and the user's stay untouched.
+    let env = Env::new();
+    let shared = tempfile::tempdir().expect("shared");
+    let target = shared.path().join("cargo-target");
+    let gocache = shared.path().join("go-build");
+    let env = env
+        .with_env("CARGO_TARGET_DIR", target.to_str().expect("utf-8"))
+        .with_env("GOCACHE", gocache.to_str().expect("utf-8"));
+    env.write(
+        "rs/Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    env.write(
+        "rs/src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    );
+    env.write(
+        "rs/tests/add.rs",
+        "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+    );
+    env.write("go/go.mod", "module example.com/calc\n\ngo 1.18\n");
+    env.write(
+        "go/calc.go",
+        "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
+    );
+    env.write(
+        "go/calc_test.go",
+        "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n",
+    );
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write(
+        "tdd.toml",
+        "[project.rs]\nadapter = \"cargo\"\nroot = \"rs\"\n\n[project.go]\nadapter = \"go\"\nroot = \"go\"\n",
+    );
+    env.commit_all("two projects");
+    let (exit, value) = env.json(&["test", "--all"]);
+    assert_eq!(exit, 0, "{value}");
+    let passed: Vec<&str> = value["data"]["observations"]
+        .as_array()
+        .expect("observations")
+        .iter()
+        .flat_map(|o| o["tests"].as_object().into_iter().flatten())
+        .filter(|(_, t)| t["outcome"] == "passed")
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(passed.len(), 2, "{value}");
+    let written: Vec<_> = [&target, &gocache]
+        .iter()
+        .flat_map(|dir| files_under(dir))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(
+        written.is_empty(),
+        "written into the user's build directories: {written:?}"
+    );
+}

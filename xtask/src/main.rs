@@ -21,6 +21,8 @@ mod graph;
 mod real_clis;
 mod results;
 mod setup;
+#[cfg(test)]
+mod tests;
 
 use std::io::BufRead;
 use std::io::BufReader;
@@ -35,19 +37,63 @@ use std::time::Instant;
 
 use results::Totals;
 
-const USAGE: &str = "usage: cargo xtask test [--all] | clis | capture
+const USAGE: &str = "usage: cargo xtask test [--all] [--no-real-clis] | clis | capture
 
-  test     install the missing test runners, then run every test of the workspace
-  --all    also run the compile-fail suite (leaves/tests/blind.rs); on by default under CI
-  clis     install the pinned agent CLIs (claude, codex, aider) and print their directory
-  capture  re-record leaves/tests/fixtures from the real CLIs against the fake model APIs";
+  test            install the missing test runners, then run every test of the workspace
+  --all           also run the compile-fail suite (leaves/tests/blind.rs); on by default under CI
+  --no-real-clis  neither install the agent CLIs (about 1.4 GB) nor run the tests that drive
+                  them; for local runs only, CI always runs them
+  clis            install the pinned agent CLIs (claude, codex, aider) and print their directory
+  capture         re-record leaves/tests/fixtures from the real CLIs against the fake model APIs";
+
+/// What `cargo xtask test` was asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Selection {
+    /// The compile-fail suite too.
+    all: bool,
+    /// The real agent CLIs installed and their tests run.
+    real_clis: bool,
+}
+
+/// The selection of `cargo xtask test FLAGS`, or `None` for an unknown or repeated flag.
+fn selection(flags: &[&str], ci: bool) -> Option<Selection> {
+    let mut chosen = Selection {
+        all: ci,
+        real_clis: true,
+    };
+    let mut seen = Vec::new();
+    for flag in flags {
+        if seen.contains(flag) {
+            return None;
+        }
+        seen.push(*flag);
+        match *flag {
+            "--all" => chosen.all = true,
+            "--no-real-clis" => chosen.real_clis = false,
+            _ => return None,
+        }
+    }
+    Some(chosen)
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
-        ["test"] => test(in_ci()),
-        ["test", "--all"] => test(true),
+        ["test", flags @ ..] => match selection(flags, in_ci()) {
+            Some(chosen) if !chosen.real_clis && in_ci() => {
+                eprintln!(
+                    "error: --no-real-clis is for local runs: CI runs the tests of the real agent CLIs\n\
+                     hint: run `cargo xtask test` (CI is set, so CI=false to run as a developer would)"
+                );
+                ExitCode::from(2)
+            }
+            Some(chosen) => test(chosen),
+            None => {
+                eprintln!("{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         ["clis"] => clis(),
         ["capture"] => capture(),
         _ => {
@@ -108,9 +154,9 @@ fn capture() -> ExitCode {
 }
 
 /// Installs the runners, runs the tests, prints the closing line.
-fn test(all: bool) -> ExitCode {
+fn test(chosen: Selection) -> ExitCode {
     let root = workspace_root();
-    if let Err(missing) = setup::install(&root) {
+    if let Err(missing) = setup::install(&root, chosen.real_clis) {
         eprintln!(
             "\nerror: cannot run the tests: {} missing and could not be installed",
             plural(
@@ -127,13 +173,20 @@ fn test(all: bool) -> ExitCode {
     }
 
     let mut totals = Totals::default();
+    if !chosen.real_clis {
+        eprintln!(
+            "xtask: not run: the tests that drive the real agent CLIs (--no-real-clis); \
+             they say they skipped"
+        );
+    }
     let mut cargo_ok = run_tests(
         &root,
         "workspace tests",
         &["test", "--workspace", "--no-fail-fast"],
+        chosen.real_clis,
         &mut totals,
     );
-    if all {
+    if chosen.all {
         cargo_ok &= run_tests(
             &root,
             "compile-fail suite",
@@ -141,6 +194,7 @@ fn test(all: bool) -> ExitCode {
             // nothing is rebuilt. Built alone, tdd-leaves unifies its dependencies'
             // features differently and cargo rebuilds minutes of them first.
             &["test", "--workspace", "--test", "blind", "--", "--ignored"],
+            chosen.real_clis,
             &mut totals,
         );
     } else {
@@ -166,13 +220,25 @@ fn test(all: bool) -> ExitCode {
 }
 
 /// Runs `cargo ARGS` in `root`, copying its stdout through and adding its `test result:`
-/// lines to `totals`. True when cargo exits successfully.
-fn run_tests(root: &Path, label: &str, args: &[&str], totals: &mut Totals) -> bool {
+/// lines to `totals`; with `real_clis`, the tests find the agent CLIs through
+/// `TDD_REAL_CLIS`, else they skip. True when cargo exits successfully.
+fn run_tests(
+    root: &Path,
+    label: &str,
+    args: &[&str],
+    real_clis: bool,
+    totals: &mut Totals,
+) -> bool {
     eprintln!("\nxtask: {label}: cargo {}", args.join(" "));
     let started = Instant::now();
-    let mut child = match Command::new(cargo())
+    let mut command = Command::new(cargo());
+    if real_clis {
+        command.env(real_clis::ENV, real_clis::dir());
+    } else {
+        command.env_remove(real_clis::ENV);
+    }
+    let mut child = match command
         .args(args)
-        .env(real_clis::ENV, real_clis::dir())
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

@@ -22,6 +22,9 @@ pub const CODEX: &str = "0.171.0";
 /// `aider-chat`, pinned.
 pub const AIDER: &str = "0.86.2";
 
+/// About how much installing the three CLIs downloads and writes.
+pub const DOWNLOAD: &str = "1.4 GB";
+
 /// Variables that keep the CLIs from phoning home while they are installed or probed.
 pub const QUIET: &[(&str, &str)] = &[
     ("DISABLE_TELEMETRY", "1"),
@@ -49,6 +52,18 @@ pub fn dir() -> PathBuf {
 /// Installs what is missing; returns what could not be installed.
 pub fn install() -> Result<(), Vec<Missing>> {
     let dir = dir();
+    let npm = dir.join("npm/node_modules/.bin");
+    let present = has_version(&npm.join("claude"), CLAUDE_CODE).is_some()
+        && has_version(&npm.join("codex"), CODEX).is_some()
+        && has_version(&dir.join("aider-venv/bin/aider"), AIDER).is_some();
+    if !present {
+        step(&format!(
+            "the agent CLIs the e2e tests drive are missing: downloading Claude Code, codex \
+             and aider, about {DOWNLOAD} in all, into {} (once; `cargo xtask test \
+             --no-real-clis` runs everything else without them)",
+            dir.display()
+        ));
+    }
     let mut missing = Vec::new();
     missing.extend(npm_clis(&dir).err());
     missing.extend(aider(&dir).err());

@@ -100,6 +100,13 @@ pub fn detect(root: &Path) -> Detection {
     children.sort();
     for child in children {
         match classify(&root.join(&child)) {
+            Some((AdapterKind::Cargo, _))
+                if !skip_children && is_cargo_fuzz(&root.join(&child)) =>
+            {
+                detection.warnings.push(format!(
+                    "{child}/ is a cargo-fuzz crate (fuzz targets, no tests): not proposed as a project"
+                ));
+            }
             Some((adapter, marker)) if !skip_children => {
                 let mut name = declared::sanitize(&child);
                 if detection.projects.iter().any(|p| p.name == name) {
@@ -165,6 +172,21 @@ fn node_runner(path: &Path) -> Option<AdapterKind> {
         .filter_map(|v| v.as_str())
         .any(|s| s.contains("node --test"))
         .then_some(AdapterKind::NodeTest)
+}
+
+/// Whether the crate at `dir` is a cargo-fuzz crate (`[package.metadata] cargo-fuzz =
+/// true`): it holds fuzz targets run by `cargo fuzz`, and `cargo test` finds no test in it.
+fn is_cargo_fuzz(dir: &Path) -> bool {
+    crate::read::regular_text(&dir.join("Cargo.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| {
+            t.get("package")
+                .and_then(|p| p.get("metadata"))
+                .and_then(|m| m.get("cargo-fuzz"))
+                .and_then(toml::Value::as_bool)
+                == Some(true)
+        })
 }
 
 fn is_cargo_workspace(root: &Path) -> bool {

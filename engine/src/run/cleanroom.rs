@@ -105,6 +105,13 @@ impl CleanRoom {
         self.root.with_file_name("build").join(name)
     }
 
+    /// A directory for the build output of runs in the live work tree this clean room
+    /// belongs to: that work tree's own, apart from the clean room's build directory and
+    /// from every other work tree's.
+    pub fn live_build_dir(&self, name: &str) -> PathBuf {
+        self.root.with_file_name("live-build").join(name)
+    }
+
     /// Resets the checkout to exactly `tree` of the repository at `live`, linking the
     /// dependency directories found at `roots` (relative project roots) of the live tree.
     /// A tree with a symlink that leads outside it is refused before anything is written

@@ -4,9 +4,14 @@
 //!
 //! A runner writes only the place its run is in (the live work tree but its `.git`, or
 //! the clean room's checkout and build directory), its own scratch directory (also its
-//! `TMPDIR`, added by `tdd-observe`), its toolchain's build output (Go's build cache
-//! for a Go project, the `CARGO_TARGET_DIR` a cargo project is told about), and
-//! `[sandbox] write`. It
+//! `TMPDIR`, added by `tdd-observe`), its toolchain's build output, and
+//! `[sandbox] write`. The build output (Go's `GOCACHE`, cargo's `CARGO_TARGET_DIR`) is
+//! never a directory the user shares with other projects: project code could plant
+//! compiled objects there that a later run trusts (Go's cache does not re-hash what it
+//! reads back), and a runner in one work tree could reach one in another. Runs in the
+//! live work tree build into a directory of that work tree's own (a relative
+//! `CARGO_TARGET_DIR` already is); deciding runs into the clean room's build directory.
+//! It
 //! reads no credential file, nothing of the ledger directory (the ledger, other leaves'
 //! files) but its checkout, and nothing `[sandbox] deny_read` names.
 //! `[sandbox] enabled = false` turns it off; where the kernel has no Landlock the
@@ -38,7 +43,7 @@ pub(crate) enum RunsIn<'a> {
 impl Engine {
     /// `project` with its runners confined for a run in `place`, unless `[sandbox]`
     /// turns confinement off.
-    pub(crate) fn confine(&self, project: Project, place: RunsIn<'_>) -> Project {
+    pub(crate) fn confine(&self, mut project: Project, place: RunsIn<'_>) -> Project {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let (mut write, deny_write) = match place {
             RunsIn::Live => (
@@ -49,20 +54,30 @@ impl Engine {
                 (vec![tree.to_path_buf(), build.to_path_buf()], Vec::new())
             }
         };
-        // The toolchain's own build output, for the projects whose toolchain writes it.
-        match project.config.adapter {
-            AdapterKind::Go => write.extend(go_build_cache(home.as_deref())),
-            AdapterKind::Cargo if matches!(place, RunsIn::Live) => write.extend(
-                project
-                    .config
-                    .env
-                    .get("CARGO_TARGET_DIR")
-                    .cloned()
-                    .or_else(|| std::env::var("CARGO_TARGET_DIR").ok())
-                    .map(PathBuf::from)
-                    .filter(|p| p.is_absolute()),
-            ),
-            _ => {}
+        // The toolchain's own build output, for the projects whose toolchain writes it:
+        // a directory of this work tree's own, or of the clean room's.
+        let own = |name: &str| match place {
+            RunsIn::Live => self.clean_room().live_build_dir(name),
+            RunsIn::CleanRoom { build, .. } => build.join(name),
+        };
+        let redirect = match project.config.adapter {
+            AdapterKind::Go => Some(("GOCACHE", own("go-build"))),
+            AdapterKind::Cargo if matches!(place, RunsIn::Live) => {
+                let declared = project.config.env.get("CARGO_TARGET_DIR");
+                let inside = declared.is_some_and(|d| Path::new(d).is_relative());
+                (!inside).then(|| {
+                    let name = format!("{}-cargo-target", project.name);
+                    ("CARGO_TARGET_DIR", own(&name))
+                })
+            }
+            _ => None,
+        };
+        if let Some((var, dir)) = redirect {
+            project
+                .config
+                .env
+                .insert(var.to_string(), dir.display().to_string());
+            write.push(dir);
         }
         // Landlock grants only what exists: the build directories are made first, as
         // their toolchain would make them.
@@ -130,21 +145,6 @@ pub(crate) fn runner_policy(
         // Each run's own TMPDIR is its scratch `tmp`, set per run by the observer.
         private_tmp: None,
     })
-}
-
-/// Go's build cache, which `go test` writes on every run and fails without: `GOCACHE`,
-/// else under `XDG_CACHE_HOME` or `~/.cache` (made by the caller, as go would).
-fn go_build_cache(home: Option<&Path>) -> Option<PathBuf> {
-    std::env::var_os("GOCACHE")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|p| p.join("go-build"))
-        })
-        .or_else(|| home.map(|h| h.join(".cache/go-build")))
 }
 
 #[cfg(test)]

@@ -128,11 +128,14 @@ impl Engine {
                     .get(name)
                     .cloned()
                     .ok_or_else(|| RunError::UnknownProject { name: name.clone() })?;
-                if config.adapter == AdapterKind::Cargo
-                    && !config.env.contains_key("CARGO_TARGET_DIR")
-                {
+                let shared = config
+                    .env
+                    .get("CARGO_TARGET_DIR")
+                    .is_none_or(|dir| std::path::Path::new(dir).is_absolute());
+                if config.adapter == AdapterKind::Cargo && shared {
                     // A build directory of its own beside the clean room: never the live
-                    // tree's, which the agent can write, and kept so builds stay warm.
+                    // tree's, nor one the configuration names outside the checkout, which
+                    // a live run could have written; kept so builds stay warm.
                     let dir = room.build_dir(&format!("{name}-cargo-target"));
                     config
                         .env

@@ -223,9 +223,10 @@ pub struct TestObserved {
     /// Its phase.
     #[serde(default)]
     pub phase: Option<Phase>,
-    /// The leaf that ran the tests, when its token checked out.
-    #[serde(default)]
-    pub leaf: Option<String>,
+    /// The leaf that ran the tests, when its token checked out. Named `leaf_id` like
+    /// every other event's leaf; ledgers written before read as well (`leaf`).
+    #[serde(default, alias = "leaf")]
+    pub leaf_id: Option<String>,
     /// The runs.
     pub observations: Vec<Observation>,
     /// The targets' verdicts.

@@ -301,12 +301,11 @@ impl Engine {
     /// The last run started in this work tree, whatever its status.
     fn latest_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
         let worktree = self.work_tree.display().to_string();
-        let started = ledger.events_of_kind(None, "run_started")?;
-        let Some(last) = started
-            .iter()
-            .rev()
-            .find(|e| e.payload["worktree"] == worktree.as_str())
-        else {
+        let started = ledger.typed::<RunEvent>(None, &["run_started"])?;
+        let Some(last) = started.iter().rev().find_map(|(event, typed)| match typed {
+            RunEvent::RunStarted(run) if run.worktree == worktree => Some(event),
+            _ => None,
+        }) else {
             return Ok(None);
         };
         let events = ledger.events(last.run_id.as_deref())?;

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::Engine;
 use super::RunError;
+use super::RunEvent;
 use super::tx::RunTx;
 use crate::ledger::Ledger;
 use crate::plan::Contract;
@@ -75,9 +76,11 @@ impl Engine {
     ) -> Result<Registration, RunError> {
         let contract = self.validated_contract(plan_path)?;
         let reused = ledger
-            .events_of_kind(None, "plan_registered")?
+            .typed::<RunEvent>(None, &["plan_registered"])?
             .iter()
-            .any(|e| e.payload["blob"] == contract.blob.as_str());
+            .any(|(_, event)| {
+                matches!(event, RunEvent::PlanRegistered(earlier) if earlier.blob == contract.blob)
+            });
         if !reused {
             record_contract(ledger, &contract)?;
         }

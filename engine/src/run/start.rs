@@ -91,17 +91,18 @@ impl Engine {
             return Err(RunError::DirtyTree { files });
         }
         let contract = self.validated_contract(plan_path)?;
-        let registered = ledger.events_of_kind(None, "plan_registered")?;
-        if let Some(last) = registered
-            .iter()
-            .rev()
-            .find(|e| e.payload["path"] == contract.path.as_str())
-        {
-            let blob = last.payload["blob"].as_str().unwrap_or_default();
+        let registered = ledger.typed::<RunEvent>(None, &["plan_registered"])?;
+        let last = registered.iter().rev().find_map(|(_, event)| match event {
+            RunEvent::PlanRegistered(earlier) if earlier.path == contract.path => {
+                Some(earlier.blob.clone())
+            }
+            _ => None,
+        });
+        if let Some(blob) = last {
             if blob != contract.blob {
                 return Err(RunError::PlanChanged {
                     path: contract.path,
-                    registered: blob.to_string(),
+                    registered: blob,
                     now: contract.blob,
                 });
             }

@@ -96,7 +96,7 @@ impl Engine {
         let observed = TestObserved {
             n: None,
             phase: None,
-            leaf: leaf.map(str::to_string),
+            leaf_id: leaf.map(str::to_string),
             observations: observations.clone(),
             targets: targets.clone(),
         };

@@ -169,6 +169,67 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
     assert_traced(&value);
 }
 
+#[test]
+fn the_demo_completes_in_a_real_users_environment() {
+    // Not a cleared environment: a home with dotfiles, a shared cargo target directory
+    // outside every repository (many Rust users set one), caches moved by XDG, and a
+    // colour terminal. No leaf may be stopped by what these tell its tools to write.
+    let env = Env::bare();
+    let home = env.home.path().to_path_buf();
+    let target = home.join("shared-target");
+    let cache = home.join("xdg-cache");
+    std::fs::create_dir_all(home.join(".config/git")).expect("config dir");
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = A User\n\temail = user@example.invalid\n[color]\n\tui = always\n[commit]\n\tverbose = true\n",
+    )
+    .expect("gitconfig");
+    std::fs::write(home.join(".bashrc"), "export PS1='$ '\nalias ll='ls -l'\n").expect("bashrc");
+    std::fs::write(home.join(".config/git/ignore"), "*.swp\n").expect("global ignore");
+    let env = env
+        .with_env("CARGO_TARGET_DIR", target.to_str().expect("utf-8"))
+        .with_env("XDG_CACHE_HOME", cache.to_str().expect("utf-8"))
+        .with_env("TERM", "xterm-256color")
+        .with_env("COLORTERM", "truecolor")
+        .with_env("CLICOLOR_FORCE", "1")
+        .with_env("EDITOR", "vi");
+    let dir = home.join("demo");
+    let (code, value) = env.json(&["demo", "--keep", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["steps_done"], 3, "{value}");
+    assert_eq!(value["data"]["steps"], 3, "{value}");
+    // Every test a verifier ran itself ran for real: none was stopped by a build
+    // directory its confinement does not grant.
+    let out = env
+        .tdd()
+        .current_dir(dir.join("calc"))
+        .args(["ledger", "export", "--json"])
+        .output()
+        .expect("export");
+    let export = crate::support::envelope(&out);
+    let verified: Vec<&Value> = export["data"]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "test_observed")
+        .filter(|e| {
+            e["payload"]["leaf_id"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("verifier-"))
+        })
+        .collect();
+    assert!(!verified.is_empty(), "{export}");
+    for event in verified {
+        for target in event["payload"]["targets"].as_array().expect("targets") {
+            let status = target["status"].as_str().unwrap_or_default();
+            assert!(
+                ["passed", "failed_assertion"].contains(&status),
+                "a verifier's run did not run its target: {event}"
+            );
+        }
+    }
+}
+
 /// The run directory holds the trace as JSON lines, with a span for the conduct, each
 /// step, phase, leaf, gate, verifier and suite run, tied to the ledger by the run id.
 fn assert_traced(value: &Value) {

@@ -1,6 +1,14 @@
 //! The GitHub REST API over octocrab, called synchronously: a runtime owned by the
 //! client, every call retried on what a retry can cure, traced without its headers or
 //! bodies, and every text that leaves redacted of the token.
+//!
+//! Requests go through octocrab's client (`build_request`, `execute`: its TLS, base
+//! URL, authentication and timeouts) rather than its typed endpoint builders
+//! (`issues()`, `pulls()`, `repos().create_status()`), because the retry policy needs
+//! what those builders do not return: the status of a refused call before it becomes
+//! an error, `Retry-After` and `X-RateLimit-Remaining` to tell a rate limit from a
+//! denial, and `X-OAuth-Scopes` for `tdd doctor`'s token check. The bodies sent and
+//! read are the ones those endpoints document (`forge/github/mod.rs`).
 
 use std::sync::Mutex;
 use std::time::Duration;

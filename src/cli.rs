@@ -121,7 +121,11 @@ pub fn main() -> Exit {
     if let Some(exit) = relayed(&cli, &args) {
         return exit;
     }
-    let out = Output::new(cli.json, cli.quiet, cli.verbose);
+    let out = Output::new(crate::output::Asked {
+        json: cli.json,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    });
     let name = cli.command.name();
     let reaps = runs_project_code(&cli.command) && tdd_supervisor::become_subreaper();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| dispatch(cli, out.clone())));
@@ -292,7 +296,10 @@ fn usage_error(err: clap::Error, json_flag: bool) -> Exit {
         };
     }
     let rendered = err.render().to_string();
-    let out = Output::new(json_flag, false, 0);
+    let out = Output::new(crate::output::Asked {
+        json: json_flag,
+        ..Default::default()
+    });
     if out.is_json() {
         crate::output::write_err(&rendered);
         let message = rendered.lines().next().unwrap_or("invalid arguments");
@@ -321,7 +328,11 @@ fn not_utf8(args: &[std::ffi::OsString], json_flag: bool) -> Exit {
         format!("argument {n} ({arg:?}) is not UTF-8 text, which tdd needs its arguments to be"),
     )
     .hint("pass the argument as UTF-8, or rename the file it names");
-    Output::new(json_flag, false, 0).finish("tdd", Err(error))
+    Output::new(crate::output::Asked {
+        json: json_flag,
+        ..Default::default()
+    })
+    .finish("tdd", Err(error))
 }
 
 /// A panic prints a short report on stderr; `main` then exits 70.

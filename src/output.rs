@@ -129,17 +129,28 @@ pub struct Output {
     verbose: u8,
 }
 
+/// What the global flags ask of the output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked {
+    /// `--json`: the envelope, even on a terminal.
+    pub json: bool,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
+    /// `-v` given this many times.
+    pub verbose: u8,
+}
+
 impl Output {
     /// JSON when asked or when stdout is not a terminal; colour only on a terminal without
     /// `NO_COLOR`.
-    pub fn new(json_flag: bool, quiet: bool, verbose: u8) -> Output {
+    pub fn new(asked: Asked) -> Output {
         let terminal = std::io::stdout().is_terminal();
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Output {
-            json: json_flag || !terminal,
+            json: asked.json || !terminal,
             color: terminal && !no_color && std::io::stderr().is_terminal(),
-            quiet,
-            verbose,
+            quiet: asked.quiet,
+            verbose: asked.verbose,
         }
     }
 

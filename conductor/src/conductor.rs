@@ -116,6 +116,24 @@ pub struct Summary {
     pub worktree: Option<PathBuf>,
 }
 
+/// What moves while a conductor works: the engine run it drives (once started or
+/// found), whether it resumed an earlier conduct of the issue, whether that conduct had
+/// already finished the issue (then it is only published again), and the committed
+/// plan's step count once read. The rest of a [`Conductor`] (the work tree, the
+/// configuration, the engine, the leaves and providers, the forge, the journal, the
+/// issue, the options) is fixed when it opens.
+#[derive(Debug, Default)]
+pub(crate) struct Cursor {
+    /// The engine run of this conduct, once started or found.
+    pub(crate) run_id: Option<String>,
+    /// Whether this invocation continues an earlier conduct of the issue.
+    pub(crate) resumed: bool,
+    /// Whether the run this one continues already completed the issue.
+    pub(crate) finished: bool,
+    /// The committed plan's step count, once read (see `steps_planned`).
+    pub(crate) steps_planned: std::cell::Cell<u32>,
+}
+
 /// One conduct run of one issue in one work tree.
 pub struct Conductor<'p> {
     pub(crate) work_tree: PathBuf,
@@ -134,15 +152,10 @@ pub struct Conductor<'p> {
     pub(crate) options: Options,
     pub(crate) progress: &'p dyn Progress,
     pub(crate) lock: WorktreeLock,
-    pub(crate) run_id: Option<String>,
-    pub(crate) resumed: bool,
-    /// The committed plan's step count, once read (see `steps_planned`).
-    pub(crate) steps_planned: std::cell::Cell<u32>,
+    /// What moves while the conductor works; everything else here is fixed at open.
+    pub(crate) cursor: Cursor,
     /// Whether `work_tree` is the conductor's own worktree rather than the user's.
     pub(crate) own_worktree: bool,
-    /// Whether the issue was already completed by the run this one continues: then it
-    /// is only published again, which changes nothing that is up to date.
-    pub(crate) finished: bool,
     /// The engine's door for confined leaves, when `[sandbox]` confines them.
     pub(crate) relay: Option<crate::relay::Relay>,
     /// The CLIs whose untested version was already reported in this process.
@@ -169,9 +182,9 @@ fn binary_sha256(path: &Path) -> Result<String, ConductError> {
 
 impl Conductor<'_> {
     /// A resumed run must continue with the binary it started with (or the last one
-    /// accepted); another one is refused unless `accept_new_binary`, which is recorded.
+    /// accepted); another one is refused unless [`NewBinary::Accept`], which is recorded.
     fn check_binary(&self) -> Result<(), ConductError> {
-        if !self.resumed {
+        if !self.cursor.resumed {
             return Ok(());
         }
         let mut recorded = None;
@@ -434,11 +447,13 @@ impl<'p> Conductor<'p> {
             options,
             progress,
             lock,
-            run_id: None,
-            resumed,
-            steps_planned: std::cell::Cell::new(0),
+            cursor: Cursor {
+                run_id: None,
+                resumed,
+                finished,
+                steps_planned: std::cell::Cell::new(0),
+            },
             own_worktree,
-            finished,
             relay,
             warned_clis: Default::default(),
         })
@@ -453,11 +468,11 @@ impl<'p> Conductor<'p> {
             run_id = tracing::field::Empty,
         );
         let _entered = span.enter();
-        if self.finished {
+        if self.cursor.finished {
             return self.republish();
         }
         let driven = self.drive();
-        if let Some(run_id) = &self.run_id {
+        if let Some(run_id) = &self.cursor.run_id {
             span.record("run_id", run_id.as_str());
         }
         tracing::info!(outcome = driven_outcome(&driven), "conduct ended");
@@ -468,7 +483,7 @@ impl<'p> Conductor<'p> {
                     return Ok(Finish::Paused(summary));
                 }
                 self.journal.record(&ConductorEvent::Completed(Completed {
-                    run_id: self.run_id.clone(),
+                    run_id: self.cursor.run_id.clone(),
                 }))?;
                 Ok(Finish::Completed(summary))
             }
@@ -479,7 +494,7 @@ impl<'p> Conductor<'p> {
             Err(Halt::Stop(mode)) => {
                 self.journal.record(&ConductorEvent::Stopped(Stopped {
                     mode: mode.clone(),
-                    run_id: self.run_id.clone(),
+                    run_id: self.cursor.run_id.clone(),
                 }))?;
                 self.report_stop(&mode)?;
                 Ok(Finish::Stopped(self.summary(), mode))
@@ -492,7 +507,7 @@ impl<'p> Conductor<'p> {
     /// ledger, which writes nothing that is already up to date on the forge.
     fn republish(&mut self) -> Result<Finish, ConductError> {
         self.announce();
-        self.run_id = self.journal.engine_run()?;
+        self.cursor.run_id = self.journal.engine_run()?;
         let republished = (|| -> Result<(), Halt> {
             self.write_run_comment(DONE)?;
             let branch = format!("refs/heads/{}", self.branch);
@@ -523,10 +538,10 @@ impl<'p> Conductor<'p> {
             .unwrap_or_default();
         self.progress.event(
             "conduct_started",
-            json!({ "issue": self.issue.number(), "resumed": self.resumed, "worktree": worktree }),
+            json!({ "issue": self.issue.number(), "resumed": self.cursor.resumed, "worktree": worktree }),
             &format!(
                 "{} issue #{}{place}: {}",
-                if self.resumed {
+                if self.cursor.resumed {
                     "resuming"
                 } else {
                     "conducting"
@@ -592,7 +607,7 @@ impl<'p> Conductor<'p> {
     /// the half-done step is reset first.
     fn prepare_branch(&mut self) -> Result<(), Halt> {
         let git = Git::new(&self.work_tree);
-        if self.resumed {
+        if self.cursor.resumed {
             self.journal.record(&ConductorEvent::Resumed(Resumed {
                 pid: std::process::id(),
             }))?;
@@ -631,7 +646,7 @@ impl<'p> Conductor<'p> {
                 git.output(["checkout", "-q", "-b", &self.branch])?;
             }
         }
-        if !self.resumed {
+        if !self.cursor.resumed {
             let started = ConductStarted {
                 issue: self.issue.number(),
                 worktree: self.work_tree.display().to_string(),

@@ -33,7 +33,7 @@ impl Conductor<'_> {
         let ticks = crate::plan::ticks_at_head(&self.work_tree, &self.plan_path);
         Summary {
             conduct: self.journal.conduct().to_string(),
-            run_id: self.run_id.clone(),
+            run_id: self.cursor.run_id.clone(),
             issue: self.issue.number(),
             branch: self.branch.clone(),
             steps_done: ticks.iter().filter(|(_, t)| *t).count(),
@@ -65,7 +65,7 @@ impl Conductor<'_> {
         }
         self.journal.record(&ConductorEvent::Bailed(Bailed {
             bail: bail.clone(),
-            run_id: self.run_id.clone(),
+            run_id: self.cursor.run_id.clone(),
         }))?;
         let body = crate::report::bail_comment(bail);
         self.best_effort(self.forge.comment("bail", &body).map(drop))?;

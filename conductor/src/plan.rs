@@ -230,7 +230,7 @@ impl Conductor<'_> {
     /// nothing to do.
     pub(crate) fn ensure_run(&mut self) -> Result<(), Halt> {
         if let Some(state) = self.engine.status()? {
-            self.run_id = Some(state.run_id);
+            self.cursor.run_id = Some(state.run_id);
             return Ok(());
         }
         if let Some(done) = self.journal.engine_run()? {
@@ -243,7 +243,7 @@ impl Conductor<'_> {
                 .map_err(tdd_engine::ledger::LedgerError::from)?
                 .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
             if !abandoned {
-                self.run_id = Some(done);
+                self.cursor.run_id = Some(done);
                 return Ok(());
             }
         }
@@ -251,7 +251,7 @@ impl Conductor<'_> {
             .engine
             .begin_baseline()?
             .start(Path::new(&self.plan_path), self.progress)?;
-        self.run_id = Some(started.run_id.clone());
+        self.cursor.run_id = Some(started.run_id.clone());
         self.journal.record(&ConductorEvent::RunStarted(EngineRun {
             run_id: started.run_id.clone(),
         }))?;

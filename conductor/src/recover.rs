@@ -205,7 +205,7 @@ impl Conductor<'_> {
     /// An ACCEPT is recorded; a REJECT within the budget undoes the phase (reopening a
     /// REFACTOR) and leaves its findings for the revise leaf.
     pub(crate) fn settle_unjudged(&mut self) -> Result<(), Halt> {
-        let Some(run_id) = self.run_id.clone() else {
+        let Some(run_id) = self.cursor.run_id.clone() else {
             return Ok(());
         };
         let events =

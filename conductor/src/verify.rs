@@ -24,10 +24,19 @@ use crate::events::PhaseVerdict;
 use crate::leaf::Who;
 use crate::step::Timing;
 
-/// Removes a verifier's scratch worktree, if it is there.
-fn remove_scratch(work_tree: &std::path::Path, scratch: &std::path::Path) {
+/// Removes a verifier's scratch worktree, if it is there, and the build output its test
+/// runs left in the ledger directory `state_dir` (a cargo target, a Go build cache: see
+/// `CleanRoom::live_build_dir`), which would otherwise outlive it.
+fn remove_scratch(
+    work_tree: &std::path::Path,
+    scratch: &std::path::Path,
+    state_dir: &std::path::Path,
+) {
     if !scratch.exists() {
         return;
+    }
+    if let Ok(canonical) = scratch.canonicalize() {
+        tdd_engine::run::CleanRoom::of(state_dir, &canonical).remove_live_build();
     }
     // Best effort: a leftover scratch tree is harmless, and pruned the next time one
     // cannot be removed cleanly.
@@ -110,7 +119,7 @@ impl Conductor<'_> {
             phase,
         );
         let scratch = self.dir.join(format!("verify-s{n}-{name}-r{round}"));
-        remove_scratch(&self.work_tree, &scratch);
+        remove_scratch(&self.work_tree, &scratch, &self.location.dir);
         // The scratch worktree is made (and later removed) while the real tree is
         // scanned: git touches only its own metadata for it, never the real tree.
         let scratch_arg = scratch.display().to_string();
@@ -126,6 +135,7 @@ impl Conductor<'_> {
         request.attempt = round;
         let result = self.run_leaf(Who::Verifier, request, n, name);
         let work_tree = self.work_tree.as_path();
+        let state_dir = self.location.dir.as_path();
         let judged = Snapshot {
             tree: git.text(["rev-parse", "--verify", &format!("{commit}^{{tree}}")])?,
         };
@@ -134,7 +144,7 @@ impl Conductor<'_> {
             // code that rewrote a tracked file while the verifier ran it) was not judged.
             let drift = scope.spawn(|| {
                 let drift = judged.tracked_drift(&scratch);
-                remove_scratch(work_tree, &scratch);
+                remove_scratch(work_tree, &scratch, state_dir);
                 drift
             });
             (Snapshot::scan(work_tree), drift.join())

@@ -156,7 +156,7 @@ fn capture() -> ExitCode {
 /// Installs the runners, runs the tests, prints the closing line.
 fn test(chosen: Selection) -> ExitCode {
     let root = workspace_root();
-    if let Err(missing) = setup::install(&root, chosen.real_clis) {
+    if let Err(missing) = setup::install(&root, chosen) {
         eprintln!(
             "\nerror: cannot run the tests: {} missing and could not be installed",
             plural(

@@ -78,9 +78,9 @@ const SYSTEM_TOOLS: &[SystemTool] = &[
     },
 ];
 
-/// Installs whatever the tests need and is missing (the agent CLIs only with
-/// `real_clis`); returns what could not be.
-pub fn install(root: &Path, real_clis: bool) -> Result<(), Vec<Missing>> {
+/// Installs whatever the tests need and is missing (the agent CLIs only when `chosen`
+/// runs their tests); returns what could not be.
+pub fn install(root: &Path, chosen: crate::Selection) -> Result<(), Vec<Missing>> {
     let apt = apt_available();
     let mut missing = system_tools(apt);
     missing.extend(node_is_recent().err());
@@ -92,7 +92,7 @@ pub fn install(root: &Path, real_clis: bool) -> Result<(), Vec<Missing>> {
     missing.extend(pytest(apt).err());
     missing.extend(nextest().err());
     missing.extend(node_fixture(root).err());
-    if real_clis {
+    if chosen.real_clis {
         missing.extend(crate::real_clis::install().err().into_iter().flatten());
     }
     if missing.is_empty() {

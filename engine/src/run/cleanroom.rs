@@ -112,6 +112,26 @@ impl CleanRoom {
         self.root.with_file_name("live-build").join(name)
     }
 
+    /// Removes the build output of the live work tree's runs, for a work tree that is
+    /// going away (a verifier's scratch worktree). Only a real directory is removed: a
+    /// link in its place is removed itself, never followed.
+    pub fn remove_live_build(&self) {
+        let dir = self.root.with_file_name("live-build");
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&dir);
+            }
+            Err(_) => {}
+        }
+        if let Some(base) = dir.parent() {
+            // The clean room's own directory, when nothing else is in it.
+            let _ = std::fs::remove_dir(base);
+        }
+    }
+
     /// Resets the checkout to exactly `tree` of the repository at `live`, linking the
     /// dependency directories found at `roots` (relative project roots) of the live tree.
     /// A tree with a symlink that leads outside it is refused before anything is written

@@ -228,6 +228,16 @@ fn the_demo_completes_in_a_real_users_environment() {
             );
         }
     }
+    // The verifiers' scratch worktrees are gone, and so is the build output of their
+    // runs: only the work tree the developers worked in keeps its own.
+    let rooms = ledger_dir(&value).join("cleanroom");
+    let kept: Vec<PathBuf> = std::fs::read_dir(&rooms)
+        .expect("the clean rooms")
+        .flatten()
+        .map(|e| e.path().join("live-build"))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
 }
 
 /// The run directory holds the trace as JSON lines, with a span for the conduct, each

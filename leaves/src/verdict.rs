@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde::Serialize;
 use tdd_engine::ledger::Event;
+use tdd_engine::ledger::EventError;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::ledger::TypedEvent;
@@ -184,7 +185,18 @@ pub fn submit(
     findings: &[String],
 ) -> Result<VerifierVerdict, VerdictError> {
     let events = ledger.events(None)?;
-    match check(&events, leaf, decision) {
+    // The leaves' own events, read strictly: one of their kinds that does not parse
+    // is an error, never passed over (a verdict already given must not go unseen); a
+    // kind no domain knows cannot be one of them.
+    let ours = events
+        .iter()
+        .filter_map(|e| match decode::<LeavesEvent>(e, RunEvent::KINDS) {
+            Err(EventError::UnknownKind { .. }) => None,
+            other => other.transpose(),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(LedgerError::from)?;
+    match check(&events, &ours, leaf, decision) {
         Ok(evidence) => {
             let verdict = VerifierVerdict {
                 leaf_id: leaf.leaf_id.clone(),
@@ -230,7 +242,12 @@ pub fn record_refusal(
     Ok(())
 }
 
-fn check(events: &[Event], leaf: &LeafRecord, decision: Decision) -> Result<Vec<i64>, Refusal> {
+fn check(
+    events: &[Event],
+    ours: &[LeavesEvent],
+    leaf: &LeafRecord,
+    decision: Decision,
+) -> Result<Vec<i64>, Refusal> {
     let id = leaf.leaf_id.as_str();
     if leaf.role != Role::Verifier {
         return Err(Refusal::NotVerifier {
@@ -238,10 +255,6 @@ fn check(events: &[Event], leaf: &LeafRecord, decision: Decision) -> Result<Vec<
             role: leaf.role,
         });
     }
-    let ours: Vec<LeavesEvent> = events
-        .iter()
-        .filter_map(|e| decode::<LeavesEvent>(e, RunEvent::KINDS).ok().flatten())
-        .collect();
     let given = ours
         .iter()
         .any(|e| matches!(e, LeavesEvent::VerdictRecorded(v) if v.leaf_id == id));
@@ -374,6 +387,22 @@ mod tests {
         // A target named without its project is covered by the qualified id observed.
         let (_, missing) = evidence(&events, &leaf(), &["calc::sub subtracts".into()]);
         assert!(missing.is_empty());
+    }
+
+    #[test]
+    fn a_recorded_verdict_that_does_not_parse_is_an_error_not_a_second_chance() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut ledger = Ledger::open(&dir.path().join("ledger.sqlite3")).expect("ledger");
+        ledger
+            .append(None, "verdict_recorded", &json!({ "leaf_id": LEAF }))
+            .expect("append");
+        let mut leaf = leaf();
+        leaf.event_id = 0;
+        let submitted = submit(&mut ledger, &leaf, Decision::Reject, "no", &[]);
+        assert!(
+            matches!(submitted, Err(VerdictError::Ledger(_))),
+            "{submitted:?}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod corpus;
 mod doctor;
 mod engine_actions;
 mod engine_cargo;
+mod engine_go;
 mod engine_green_runs;
 mod engine_machine;
 mod engine_pytest;

@@ -468,3 +468,47 @@ fn a_test_id_typed_as_nextest_prints_it_is_found_when_the_package_is_named_like_
         "{value}"
     );
 }
+
+#[test]
+fn a_target_directory_named_outside_the_checkout_is_built_into_by_no_run() {
+    // An absolute CARGO_TARGET_DIR in tdd.toml would be shared by the live runs of the
+    // agent's code and the clean room's deciding runs: each builds into its own instead.
+    let shared = tempfile::tempdir().expect("shared target");
+    let env = Env::new();
+    env.write("Cargo.toml", MANIFEST);
+    env.write("src/lib.rs", LIB);
+    env.write(".gitignore", "target/\nCargo.lock\n");
+    env.write(
+        "tdd.toml",
+        &format!(
+            "[project.app]\nadapter = \"cargo\"\nenv = {{ CARGO_TARGET_DIR = {:?} }}\n\n[locks]\nimpl = [\"src/**\"]\ntest = [\"tests/**\"]\n",
+            shared.path().display().to_string()
+        ),
+    );
+    env.write(".tdd/plan.md", PLAN);
+    env.commit_all("calculator");
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, red) = advance(&env);
+    assert_eq!(
+        (exit, &red["data"]["to"]),
+        (0, &"AWAITING_IMPL".into()),
+        "{red}"
+    );
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    let (exit, green) = advance(&env);
+    assert_eq!(
+        (exit, &green["data"]["to"]),
+        (0, &"AWAITING_REFACTOR".into()),
+        "{green}"
+    );
+    let written: Vec<_> = crate::conduct::files_under(shared.path())
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    assert!(
+        written.is_empty(),
+        "built into the shared directory: {written:?}"
+    );
+}

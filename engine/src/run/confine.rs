@@ -62,7 +62,7 @@ impl Engine {
         };
         let redirect = match project.config.adapter {
             AdapterKind::Go => Some(("GOCACHE", own("go-build"))),
-            AdapterKind::Cargo if matches!(place, RunsIn::Live) => {
+            AdapterKind::Cargo => {
                 let declared = project.config.env.get("CARGO_TARGET_DIR");
                 let inside = declared.is_some_and(|d| Path::new(d).is_relative());
                 (!inside).then(|| {

@@ -122,25 +122,14 @@ impl Engine {
         names
             .iter()
             .map(|name| {
-                let mut config = self
+                // Its build output goes to the clean room's build directory, kept so
+                // builds stay warm (`confine`).
+                let config = self
                     .config
                     .project
                     .get(name)
                     .cloned()
                     .ok_or_else(|| RunError::UnknownProject { name: name.clone() })?;
-                let shared = config
-                    .env
-                    .get("CARGO_TARGET_DIR")
-                    .is_none_or(|dir| std::path::Path::new(dir).is_absolute());
-                if config.adapter == AdapterKind::Cargo && shared {
-                    // A build directory of its own beside the clean room: never the live
-                    // tree's, nor one the configuration names outside the checkout, which
-                    // a live run could have written; kept so builds stay warm.
-                    let dir = room.build_dir(&format!("{name}-cargo-target"));
-                    config
-                        .env
-                        .insert("CARGO_TARGET_DIR".into(), dir.display().to_string());
-                }
                 let build = room.build_dir("");
                 let place = super::confine::RunsIn::CleanRoom {
                     tree: room.path(),

@@ -6,6 +6,7 @@ mod context;
 mod diagnostics;
 mod error;
 mod exit;
+mod logtext;
 mod output;
 mod supervision;
 

@@ -249,8 +249,8 @@ impl Output {
         write_err(&text);
     }
 
-    /// A progress event on stderr: an NDJSON line in JSON mode, a line of text otherwise
-    /// (unless `-q`).
+    /// A progress event on stderr: an NDJSON line in JSON mode (with the line of text as
+    /// `text`), a line of text otherwise (unless `-q`).
     pub fn progress(&self, event: &str, fields: Value, text: &str) {
         clear_heartbeat();
         if self.json {
@@ -263,6 +263,11 @@ impl Output {
             if let Value::Object(map) = fields {
                 object.extend(map);
             }
+            // The line a terminal would have shown, so a captured log (a detached
+            // conductor's) reads as text again (`tdd logs`).
+            object
+                .entry("text")
+                .or_insert_with(|| Value::String(text.to_string()));
             write_err(&format!("{}\n", Value::Object(object)));
         } else if !self.quiet {
             write_err(&format!("{text}\n"));

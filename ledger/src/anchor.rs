@@ -117,14 +117,18 @@ impl Ledger {
             .map_err(sql_err(&self.path))
     }
 
-    /// Every commit an event names as made by the engine (see [`COMMIT_EVENT_KINDS`]).
-    pub fn recorded_commits(&self) -> Result<BTreeSet<String>, LedgerError> {
+    /// Every commit an event after position `after` names as made by the engine (see
+    /// [`COMMIT_EVENT_KINDS`]: its `commit`, and for a phase change also the `head` it
+    /// left); `after = 0` reads the whole ledger. The events are found through the
+    /// primary key, so a short tail costs what it holds, not what the ledger holds.
+    pub fn recorded_commits_after(&self, after: u64) -> Result<BTreeSet<String>, LedgerError> {
         let sql = "SELECT json_extract(payload, '$.commit'), \
                    CASE kind WHEN 'phase_changed' THEN json_extract(payload, '$.head') END \
-                   FROM events WHERE kind IN ('phase_changed', 'artifact_regenerated')";
+                   FROM events WHERE id > ?1 AND kind IN ('phase_changed', 'artifact_regenerated')";
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
         let mut stmt = self.conn.prepare(sql).map_err(sql_err(&self.path))?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map([after], |r| {
                 Ok((
                     r.get::<_, Option<String>>(0)?,
                     r.get::<_, Option<String>>(1)?,
@@ -139,15 +143,12 @@ impl Ledger {
         Ok(commits)
     }
 
-    /// The runs this ledger knows: every run id that has a `run_started` event.
-    pub fn started_runs(&self) -> Result<BTreeSet<String>, LedgerError> {
-        let sql =
-            "SELECT DISTINCT run_id FROM events WHERE kind = 'run_started' AND run_id IS NOT NULL";
-        let mut stmt = self.conn.prepare(sql).map_err(sql_err(&self.path))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(sql_err(&self.path))?;
-        rows.collect::<Result<_, _>>().map_err(sql_err(&self.path))
+    /// Whether run `run_id` has a `run_started` event (through the run index).
+    pub fn has_started_run(&self, run_id: &str) -> Result<bool, LedgerError> {
+        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND kind = 'run_started')";
+        self.conn
+            .query_row(sql, [run_id], |r| r.get(0))
+            .map_err(sql_err(&self.path))
     }
 
     /// Whether run `run_id` recorded a commit (an event of [`COMMIT_EVENT_KINDS`]) after
@@ -272,19 +273,18 @@ mod tests {
                 &serde_json::json!({ "head": "c3" }),
             )
             .expect("append");
-        let recorded: Vec<String> = ledger
-            .recorded_commits()
-            .expect("commits")
-            .into_iter()
-            .collect();
-        assert_eq!(recorded, vec!["c0", "c1", "c2"]);
-        assert_eq!(
+        let after = |n| -> Vec<String> {
             ledger
-                .started_runs()
-                .expect("runs")
+                .recorded_commits_after(n)
+                .expect("commits")
                 .into_iter()
-                .collect::<Vec<_>>(),
-            vec!["r"]
-        );
+                .collect()
+        };
+        assert_eq!(after(0), vec!["c0", "c1", "c2"]);
+        assert_eq!(after(2), vec!["c0", "c2"]);
+        assert_eq!(after(3), vec!["c2"]);
+        assert!(after(4).is_empty());
+        assert!(ledger.has_started_run("r").expect("query"));
+        assert!(!ledger.has_started_run("other").expect("query"));
     }
 }

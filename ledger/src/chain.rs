@@ -69,6 +69,7 @@ pub(crate) fn append_in(
     })
 }
 
+/// An event's columns: id, run id, kind, payload, time, previous hash, hash.
 type Row = (i64, Option<String>, String, String, String, String, String);
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -179,23 +180,32 @@ fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerE
     let mut rows = stmt.query([]).map_err(sql_err(path))?;
     let mut expected_prev = GENESIS_HASH.to_string();
     let mut walked: u64 = 0;
-    while let Some(r) = rows.next().map_err(sql_err(path))? {
-        let (id, run_id, kind, payload, at, prev_hash, hash) = row(r).map_err(sql_err(path))?;
-        if prev_hash != expected_prev {
-            let reason = format!(
-                "its prev_hash does not match the event before it (an event was removed or reordered before event {id})"
-            );
-            return broken(walked, Some(id), reason);
+    // Every event's hash is recomputed from its own fields, so the events of a batch are
+    // hashed on every core at once; the links between them are checked in order.
+    let mut batch: Vec<Row> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let mut done = false;
+    while !done {
+        match rows.next().map_err(sql_err(path))? {
+            Some(r) => {
+                let row = row(r).map_err(sql_err(path))?;
+                batch_bytes += row.3.len();
+                batch.push(row);
+                if batch_bytes < BATCH_BYTES && batch.len() < BATCH_EVENTS {
+                    continue;
+                }
+            }
+            None => done = true,
         }
-        if event_hash(&prev_hash, run_id.as_deref(), &kind, &payload, &at) != hash {
-            return broken(
-                walked,
-                Some(id),
-                "its contents do not match its hash (the event was edited)".into(),
-            );
+        if let Some((index, reason)) = first_break(&batch, &expected_prev) {
+            return broken(walked + index as u64, Some(batch[index].0), reason);
         }
-        expected_prev = hash;
-        walked += 1;
+        walked += batch.len() as u64;
+        if let Some(last) = batch.last() {
+            expected_prev = last.6.clone();
+        }
+        batch.clear();
+        batch_bytes = 0;
     }
     let (count, head): (i64, String) = conn
         .query_row("SELECT count, hash FROM chain_head WHERE id = 1", [], |r| {
@@ -232,6 +242,134 @@ fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerE
     })
 }
 
+/// How many payload bytes are read, at most, before a batch is hashed.
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// How many events are read, at most, before a batch is hashed.
+pub(crate) const BATCH_EVENTS: usize = 4096;
+
+/// The first event of `batch` that breaks the chain, by its index, and why: a
+/// `prev_hash` that is not the hash before it (checked first, as a walk in order
+/// would), or contents that do not match its hash.
+fn first_break(batch: &[Row], prev: &str) -> Option<(usize, String)> {
+    let link = batch.iter().enumerate().position(|(i, r)| {
+        let before = if i == 0 {
+            prev
+        } else {
+            batch[i - 1].6.as_str()
+        };
+        r.5 != before
+    });
+    let edited = first_edited(&batch[..link.unwrap_or(batch.len())]);
+    match (edited, link) {
+        (Some(i), _) => Some((
+            i,
+            "its contents do not match its hash (the event was edited)".to_string(),
+        )),
+        (None, Some(i)) => Some((
+            i,
+            format!(
+                "its prev_hash does not match the event before it (an event was removed or reordered before event {})",
+                batch[i].0
+            ),
+        )),
+        (None, None) => None,
+    }
+}
+
+/// The index of the first event of `rows` whose fields do not hash to its `hash`,
+/// hashing on as many threads as the machine has cores.
+fn first_edited(rows: &[Row]) -> Option<usize> {
+    let matches = |r: &Row| event_hash(&r.5, r.1.as_deref(), &r.2, &r.3, &r.4) == r.6;
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if threads < 2 || rows.len() < 64 {
+        return rows.iter().position(|r| !matches(r));
+    }
+    let size = rows.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let chunks: Vec<_> = rows
+            .chunks(size)
+            .enumerate()
+            .map(|(n, chunk)| {
+                scope.spawn(move || chunk.iter().position(|r| !matches(r)).map(|i| n * size + i))
+            })
+            .collect();
+        // A thread that panicked found nothing it could vouch for: count the event it
+        // began with as broken rather than pass the chain.
+        chunks
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, handle)| handle.join().unwrap_or(Some(n * size)))
+            .min()
+    })
+}
+
 fn short(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` rows linked as the ledger links them.
+    fn chain(n: usize) -> Vec<Row> {
+        let mut prev = GENESIS_HASH.to_string();
+        (0..n)
+            .map(|i| {
+                let payload = format!("{{\"i\":{i}}}");
+                let at = "2026-01-01T00:00:00Z".to_string();
+                let hash = event_hash(&prev, Some("r"), "note", &payload, &at);
+                let row = (
+                    i as i64 + 1,
+                    Some("r".to_string()),
+                    "note".to_string(),
+                    payload,
+                    at,
+                    prev.clone(),
+                    hash.clone(),
+                );
+                prev = hash;
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_break_is_found_in_whichever_thread_hashes_it() {
+        let rows = chain(300);
+        assert_eq!(first_break(&rows, GENESIS_HASH), None);
+        for at in [0, 1, 63, 64, 149, 150, 151, 298, 299] {
+            let mut edited = rows.clone();
+            edited[at].3 = "{\"i\":-1}".to_string();
+            let (index, reason) = first_break(&edited, GENESIS_HASH).expect("found");
+            assert_eq!(index, at);
+            assert!(reason.contains("edited"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn an_earlier_break_wins_whatever_its_kind() {
+        let rows = chain(300);
+        // An edit late, a broken link early: the link is reported.
+        let mut broken = rows.clone();
+        broken[280].3 = "{}".to_string();
+        broken[40].5 = GENESIS_HASH.to_string();
+        let (index, reason) = first_break(&broken, GENESIS_HASH).expect("found");
+        assert_eq!(index, 40);
+        assert!(reason.contains("prev_hash"), "{reason}");
+        // An edit early, a broken link late: the edit is reported.
+        let mut broken = rows.clone();
+        broken[20].3 = "{}".to_string();
+        broken[200].5 = GENESIS_HASH.to_string();
+        assert_eq!(first_break(&broken, GENESIS_HASH).map(|b| b.0), Some(20));
+        // Both at one event: the link is checked first, as a walk in order would.
+        let mut broken = rows.clone();
+        broken[90].3 = "{}".to_string();
+        broken[90].5 = GENESIS_HASH.to_string();
+        let (index, reason) = first_break(&broken, GENESIS_HASH).expect("found");
+        assert_eq!(index, 90);
+        assert!(reason.contains("prev_hash"), "{reason}");
+        // A batch that does not follow the one before it breaks at its first event.
+        assert_eq!(first_break(&rows[1..], GENESIS_HASH).map(|b| b.0), Some(0));
+    }
 }

@@ -88,6 +88,22 @@ fn an_update_that_rehashes_is_caught_at_the_next_event() {
 }
 
 #[test]
+fn an_edit_past_the_first_batch_is_caught_at_the_edited_event() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, chain::BATCH_EVENTS + 100);
+    let target = chain::BATCH_EVENTS + 50;
+    tamper(
+        &ledger,
+        &format!(
+            "DROP TRIGGER events_no_update; UPDATE events SET payload = '{{}}' WHERE id = {target};"
+        ),
+    );
+    let report = ledger.verify().expect("verify");
+    assert_eq!(report.broken.expect("caught").event_id, Some(target as i64));
+    assert_eq!(report.events, target as u64 - 1);
+}
+
+#[test]
 fn a_delete_in_the_middle_is_caught() {
     let (_dir, mut ledger) = fresh();
     fill(&mut ledger, 5);

@@ -195,7 +195,7 @@ fn finished(ctx: &Ctx, leaf: &LeafHandle, exit: ExitRecord) -> Outcome {
     };
     let line = format!(
         "tdd exec: {}{took}{leaked} (leaf {})",
-        exit.class,
+        exit.class.words(),
         leaf.id()
     );
     ctx.out.progress(
@@ -220,7 +220,7 @@ fn finished(ctx: &Ctx, leaf: &LeafHandle, exit: ExitRecord) -> Outcome {
     Outcome::new(data, "")
         .next(NextAction::terminal(
             Verb::Complete,
-            format!("the command ended: {}", exit.class),
+            format!("the command {}", exit.class.words()),
         ))
         .exit(Exit::Leaf(code))
 }

@@ -29,7 +29,7 @@ pub fn cmd_kill(ctx: &Ctx, args: KillArgs) -> Result<Outcome, CommandError> {
         let data = json!({ "id": leaf.id(), "requested": false, "class": exit.class });
         return Ok(Outcome::new(
             data,
-            format!("{} already ended: {}\n", leaf.id(), exit.class),
+            format!("{} already ended: {}\n", leaf.id(), exit.class.words()),
         )
         .next(NextAction::terminal(
             Verb::Complete,

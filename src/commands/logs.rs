@@ -7,6 +7,7 @@ use tdd_supervisor::WaitOutcome;
 
 use crate::context::Ctx;
 use crate::error::CommandError;
+use crate::logtext::Lines;
 use crate::output::Outcome;
 use crate::supervision;
 
@@ -14,8 +15,10 @@ use crate::supervision;
 const JSON_BYTES: u64 = 64 * 1024;
 
 /// Print a leaf's output: its stdout log to stdout and its stderr log to stderr. With
-/// --follow, keep printing as it is written until the leaf ends. In JSON mode the
-/// envelope carries the paths and the last 64 KiB of each log.
+/// --follow, keep printing as it is written until the leaf ends. On a terminal, the
+/// progress lines and the result of a `tdd` leaf (a detached conductor) read as text.
+/// In JSON mode the envelope carries the paths and the last 64 KiB of each log, as
+/// written.
 #[derive(Debug, clap::Args)]
 pub struct LogsArgs {
     /// The leaf: its name (`TDD_LEAF_ID`, as a bail or `tdd leaves show` names it) or
@@ -42,16 +45,25 @@ pub fn cmd_logs(ctx: &Ctx, args: LogsArgs) -> Result<Outcome, CommandError> {
         }
         matches!(leaf.status()?, LeafStatus::Finished(_))
     } else if args.follow {
-        let mut stdout = std::io::stdout();
-        let mut stderr = std::io::stderr();
-        matches!(
-            leaf.follow(&mut stdout, &mut stderr, None)?,
-            WaitOutcome::Finished(_)
-        )
+        // A detached conductor writes NDJSON progress and an envelope (its stdout is a
+        // file); a person reads them as the text a terminal would have shown.
+        let mut stdout = Lines::new(std::io::stdout());
+        let mut stderr = Lines::new(std::io::stderr());
+        let outcome = leaf.follow(&mut stdout, &mut stderr, None)?;
+        finish(&mut stdout, leaf.stdout_path())?;
+        finish(
+            &mut stderr,
+            leaf.stderr_path().unwrap_or(leaf.stdout_path()),
+        )?;
+        matches!(outcome, WaitOutcome::Finished(_))
     } else {
-        copy(leaf.stdout_path(), &mut std::io::stdout())?;
+        let mut stdout = Lines::new(std::io::stdout());
+        copy(leaf.stdout_path(), &mut stdout)?;
+        finish(&mut stdout, leaf.stdout_path())?;
         if let Some(path) = leaf.stderr_path() {
-            copy(path, &mut std::io::stderr())?;
+            let mut stderr = Lines::new(std::io::stderr());
+            copy(path, &mut stderr)?;
+            finish(&mut stderr, path)?;
         }
         matches!(leaf.status()?, LeafStatus::Finished(_))
     };
@@ -94,6 +106,14 @@ fn copy(path: &std::path::Path, sink: &mut dyn std::io::Write) -> Result<(), Com
         .pump(sink)
         .map(drop)
         .map_err(|e| unreadable(path, &e))
+}
+
+/// Writes out what `lines` still holds.
+fn finish<W: std::io::Write>(
+    lines: &mut Lines<W>,
+    path: &std::path::Path,
+) -> Result<(), CommandError> {
+    lines.finish().map_err(|e| unreadable(path, &e))
 }
 
 fn unreadable(path: &std::path::Path, error: &std::io::Error) -> CommandError {

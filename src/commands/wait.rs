@@ -9,10 +9,14 @@ use tdd_supervisor::WaitOutcome;
 use crate::context::Ctx;
 use crate::error::CommandError;
 use crate::exit::Exit;
+use crate::logtext;
 use crate::output::NextAction;
 use crate::output::Outcome;
 use crate::output::Verb;
 use crate::supervision;
+
+/// How much of a finished leaf's stdout is read for the envelope that ends it.
+const RESULT_BYTES: u64 = 256 * 1024;
 
 /// Wait for a leaf to finish. Exit 0 when it exited 0, 1 when it exited non-zero, 2
 /// when it was killed (kill_stuck, killed_external, stopped), its supervisor was lost
@@ -45,15 +49,25 @@ pub fn cmd_wait(ctx: &Ctx, args: WaitArgs) -> Result<Outcome, CommandError> {
     match leaf.wait(args.max)? {
         WaitOutcome::Finished(exit) => {
             let code = wait_code(&exit.class);
-            let data = json!({ "id": leaf.id(), "finished": true, "class": exit.class, "code": code, "exit": exit });
-            Ok(
-                Outcome::new(data, format!("{}: {}\n", leaf.id(), exit.class))
-                    .next(NextAction::terminal(
-                        Verb::Complete,
-                        format!("the leaf ended: {}", exit.class),
-                    ))
-                    .exit(Exit::Leaf(code)),
-            )
+            // A `tdd` leaf (a detached conductor) ends its stdout with its envelope:
+            // that says why it ended, which its exit code alone does not.
+            let result = tdd_supervisor::tail_bytes(leaf.stdout_path(), RESULT_BYTES)
+                .ok()
+                .and_then(|bytes| logtext::last_envelope(&bytes));
+            let data = json!({
+                "id": leaf.id(), "finished": true, "class": exit.class, "code": code,
+                "exit": exit, "result": result,
+            });
+            let mut text = format!("{}: {}\n", leaf.id(), exit.class.words());
+            if let Some(why) = result.as_ref().and_then(logtext::envelope_text) {
+                text.push_str(&why);
+            }
+            Ok(Outcome::new(data, text)
+                .next(NextAction::terminal(
+                    Verb::Complete,
+                    format!("the leaf {}", exit.class.words()),
+                ))
+                .exit(Exit::Leaf(code)))
         }
         WaitOutcome::StillRunning => {
             let data = json!({ "id": leaf.id(), "finished": false, "class": null, "code": 3 });

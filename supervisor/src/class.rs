@@ -63,6 +63,23 @@ impl ExitClass {
         }
     }
 
+    /// How the leaf ended, in words for a person ("exited with code 4", "killed by tdd:
+    /// it ran past its wall timeout").
+    pub fn words(&self) -> String {
+        match self {
+            ExitClass::Exited { code } => format!("exited with code {code}"),
+            ExitClass::KillStuck { reason } => format!("killed by tdd: {}", reason.words()),
+            ExitClass::KilledExternal { signal } => {
+                format!("killed by signal {signal}, which tdd did not send")
+            }
+            ExitClass::SupervisorLost => {
+                "its supervisor vanished, and the leaf was ended with it".to_string()
+            }
+            ExitClass::Stopped => "stopped on request".to_string(),
+            ExitClass::SpawnFailed { error } => format!("never started: {error}"),
+        }
+    }
+
     /// True only for `Exited { code: 0 }`.
     pub fn is_success(&self) -> bool {
         matches!(self, ExitClass::Exited { code: 0 })
@@ -92,6 +109,17 @@ pub enum KillReason {
     IdleTimeout,
     /// One of its output streams reached the maximum output bytes.
     OutputLimit,
+}
+
+impl KillReason {
+    /// The limit in words ("it ran past its wall timeout").
+    pub fn words(self) -> &'static str {
+        match self {
+            KillReason::WallTimeout => "it ran past its wall timeout",
+            KillReason::IdleTimeout => "it printed nothing for its idle timeout",
+            KillReason::OutputLimit => "its output reached the limit",
+        }
+    }
 }
 
 impl fmt::Display for KillReason {

@@ -93,7 +93,7 @@ fn exec_streams_the_output_and_reports_the_class_on_a_terminal() {
     let (exit, text) = env.on_terminal(&["exec", "--", "sh", "-c", "echo streamed; exit 4"]);
     assert_eq!(exit, 4, "{text}");
     assert!(text.contains("streamed\n"), "{text}");
-    assert!(text.contains("tdd exec: exited(4)"), "{text}");
+    assert!(text.contains("tdd exec: exited with code 4"), "{text}");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 
 mod walk;
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -144,9 +145,21 @@ pub fn ensure_intact(database: &Path, work_tree: &Path) -> Result<Integrity, Int
 
 /// The problems of `commits` against an existing ledger whose chain verified.
 fn judge(ledger: &Ledger, commits: &[RunCommit]) -> Result<Vec<Problem>, LedgerError> {
-    let recorded = ledger.recorded_commits()?;
-    let runs = ledger.started_runs()?;
     let head = ledger.anchor()?;
+    // The records of the commits walked come after the oldest anchor among them: the
+    // ledger is searched from there first (and whole only when that finds nothing), so
+    // the check costs the same on a ledger of ten events or of a million.
+    let after = commits
+        .iter()
+        .filter_map(|c| Anchor::parse(c.anchor.as_deref()?).ok())
+        .map(|a| a.count)
+        .min()
+        .unwrap_or(0);
+    let mut records = Records {
+        recent: ledger.recorded_commits_after(after)?,
+        all: None,
+        runs: BTreeMap::new(),
+    };
     let mut problems = Vec::new();
     for commit in commits {
         let anchor = match commit.anchor.as_deref().map(Anchor::parse) {
@@ -169,8 +182,7 @@ fn judge(ledger: &Ledger, commits: &[RunCommit]) -> Result<Vec<Problem>, LedgerE
         };
         if let Some(reason) = unrecorded(
             ledger,
-            &recorded,
-            &runs,
+            &mut records,
             commit,
             anchor.as_ref().filter(|_| anchored),
         )? {
@@ -212,15 +224,14 @@ fn anchor_mismatch(
 /// lacks that event.)
 fn unrecorded(
     ledger: &Ledger,
-    recorded: &BTreeSet<String>,
-    runs: &BTreeSet<String>,
+    records: &mut Records,
     commit: &RunCommit,
     matching_anchor: Option<&Anchor>,
 ) -> Result<Option<String>, LedgerError> {
-    if recorded.contains(&commit.sha) {
+    if records.names(ledger, &commit.sha)? {
         return Ok(None);
     }
-    if !runs.contains(&commit.run_id) {
+    if !records.started(ledger, &commit.run_id)? {
         return Ok(Some(format!(
             "its run {} is not in the ledger (the ledger was replaced, emptied or its events removed)",
             commit.run_id
@@ -238,6 +249,38 @@ fn unrecorded(
         "no event of the ledger records this commit (its phase_changed event was removed)"
             .to_string(),
     ))
+}
+
+/// What the ledger records of the commits walked, read as it is needed: the commits
+/// recorded after the oldest anchor walked, the whole ledger's only when a commit is not
+/// among those, and each run's start once.
+struct Records {
+    recent: BTreeSet<String>,
+    all: Option<BTreeSet<String>>,
+    runs: BTreeMap<String, bool>,
+}
+
+impl Records {
+    /// Whether an event records `sha` as a commit the engine made.
+    fn names(&mut self, ledger: &Ledger, sha: &str) -> Result<bool, LedgerError> {
+        if self.recent.contains(sha) {
+            return Ok(true);
+        }
+        if self.all.is_none() {
+            self.all = Some(ledger.recorded_commits_after(0)?);
+        }
+        Ok(self.all.as_ref().is_some_and(|all| all.contains(sha)))
+    }
+
+    /// Whether run `run_id` has a `run_started` event.
+    fn started(&mut self, ledger: &Ledger, run_id: &str) -> Result<bool, LedgerError> {
+        if let Some(known) = self.runs.get(run_id) {
+            return Ok(*known);
+        }
+        let started = ledger.has_started_run(run_id)?;
+        self.runs.insert(run_id.to_string(), started);
+        Ok(started)
+    }
 }
 
 fn problem(commit: &RunCommit, reason: String) -> Problem {

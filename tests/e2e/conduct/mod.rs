@@ -563,6 +563,41 @@ fn a_detached_conductor_runs_on_under_its_supervisor_to_the_end() {
 }
 
 #[test]
+fn a_detached_conductor_that_bails_says_why_in_words_to_wait_and_logs() {
+    let env = Env::new();
+    let planner = "[[leaf]]\nrole = \"planner\"\n[[leaf.do]]\naction = \"write\"\npath = \".tdd/issue-1.md\"\ncontent = \"---\\ncycles:\\n  - n: 1\\n    title: no project\\n---\\n\"\n";
+    let issue = project(&env, &fixture(planner, GOOD_VERIFIER));
+    let (code, value) = env.json(&["conduct", &issue, "--detach"]);
+    assert_eq!(code, 0, "{value}");
+    let id = value["data"]["id"].as_str().expect("leaf id").to_string();
+    // A machine gets the conductor's own envelope with the exit.
+    let (code, waited) = env.json(&["wait", &id]);
+    assert_eq!(code, 1, "{waited}");
+    assert_eq!(waited["data"]["result"]["error"]["reason"], "plan_invalid");
+    // A person gets how it ended and why, in words.
+    let (code, text) = env.on_terminal(&["wait", &id]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(": exited with code 4\n"), "{text}");
+    assert!(
+        text.contains("`tdd conduct` failed: bailed (the agents could not do the work"),
+        "{text}"
+    );
+    assert!(text.contains("hint: "), "{text}");
+    // Its log reads as the conductor's lines of text, not NDJSON.
+    let (code, text) = env.on_terminal(&["logs", &id]);
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("{\"event\""), "{text}");
+    assert!(!text.contains("envelope_version"), "{text}");
+    assert!(text.contains("conducting issue #1"), "{text}");
+    assert!(text.contains("plan: invalid (attempt 1)"), "{text}");
+    assert!(text.contains("`tdd conduct` failed: bailed"), "{text}");
+    // The log itself keeps what the machine interface wrote.
+    let stdout =
+        std::fs::read_to_string(value["data"]["stdout"].as_str().expect("log")).expect("log");
+    assert!(stdout.contains("envelope_version"), "{stdout}");
+}
+
+#[test]
 fn a_detached_conductor_gets_every_option_it_was_given_global_ones_too() {
     let env = Env::new();
     let issue = project(&env, &fixture(&good_planner(""), GOOD_VERIFIER));

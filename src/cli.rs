@@ -70,6 +70,7 @@ enum Command {
     Verdict(commands::verdict::VerdictArgs),
     Conduct(commands::conduct::ConductArgs),
     Demo(commands::demo::DemoArgs),
+    Hook(commands::hook::HookArgs),
 }
 
 impl Command {
@@ -102,6 +103,7 @@ impl Command {
             Command::Verdict(_) => "verdict",
             Command::Conduct(_) => "conduct",
             Command::Demo(_) => "demo",
+            Command::Hook(_) => "hook",
         }
     }
 }
@@ -257,6 +259,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Verdict(args) => commands::verdict::cmd_verdict(&ctx, args),
         Command::Conduct(args) => commands::conduct::cmd_conduct(&ctx, args),
         Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
+        Command::Hook(args) => commands::hook::cmd_hook(&ctx, args),
     };
     out.finish(name, result)
 }

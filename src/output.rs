@@ -77,6 +77,18 @@ pub struct Outcome {
     pub next_action: Option<NextAction>,
     /// The exit status (`Exit::Ok` unless a command derives it from a leaf).
     pub exit: Exit,
+    /// Printed exactly as given in every mode, in place of the envelope or the text: an
+    /// agent CLI's hook protocol, which reads its own JSON and no envelope.
+    pub raw: Option<Raw>,
+}
+
+/// What a command speaking another program's protocol prints.
+#[derive(Debug, Default)]
+pub struct Raw {
+    /// Written to stdout as is.
+    pub stdout: String,
+    /// Written to stderr as is.
+    pub stderr: String,
 }
 
 impl Outcome {
@@ -87,6 +99,18 @@ impl Outcome {
             text: text.into(),
             next_action: None,
             exit: Exit::Ok,
+            raw: None,
+        }
+    }
+
+    /// An outcome printed exactly as `raw` says, in every mode, with `exit`.
+    pub fn raw(raw: Raw, exit: Exit) -> Outcome {
+        Outcome {
+            data: Value::Null,
+            text: String::new(),
+            next_action: None,
+            exit,
+            raw: Some(raw),
         }
     }
 
@@ -169,6 +193,15 @@ impl Output {
     /// Prints a command's result and returns its exit status.
     pub fn finish(&self, command: &str, result: Result<Outcome, CommandError>) -> Exit {
         match result {
+            Ok(Outcome {
+                raw: Some(raw),
+                exit,
+                ..
+            }) => {
+                write_out(&raw.stdout);
+                write_err(&raw.stderr);
+                exit
+            }
             Ok(outcome) => {
                 if self.json {
                     self.envelope(

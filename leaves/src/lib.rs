@@ -14,6 +14,7 @@ pub mod env;
 pub mod envelope;
 pub mod events;
 pub mod home;
+pub mod hook;
 pub mod identity;
 pub mod provider;
 pub mod providers;

@@ -13,6 +13,7 @@ mod engine_green_runs;
 mod engine_machine;
 mod engine_pytest;
 mod exec;
+mod hook;
 mod init;
 mod integrity_corruption;
 mod integrity_gates;

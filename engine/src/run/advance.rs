@@ -17,7 +17,7 @@ use super::candidate::Candidate;
 use super::commit::anchor_trailers;
 use super::gates::RedDecision;
 use super::gates::Refused;
-use super::locks::LockRules;
+use super::locks::PhaseLocks;
 use super::phase::Phase;
 use super::phase::Verb;
 use super::snapshot::Snapshot;
@@ -72,7 +72,7 @@ pub(super) struct Ctx<'a> {
     pub(super) planned: &'a PlannedCycle,
     /// The targets: the plan's, or the one adopted or named in their place.
     pub(super) targets: Vec<String>,
-    pub(super) rules: Vec<LockRules>,
+    pub(super) locks: PhaseLocks,
     pub(super) base: Snapshot,
     pub(super) now: Snapshot,
     pub(super) phase: Phase,
@@ -90,23 +90,20 @@ pub(super) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub(super) fn is_test(&self, path: &str) -> bool {
-        self.rules.iter().any(|r| r.test.matches(path))
-            || self.planned.stub_expected.iter().any(|s| s == path)
-                && self.phase == Phase::AwaitingTest
+        self.locks.is_test(path)
     }
 
     /// A harness file this cycle does not declare: locked in every phase.
     pub(super) fn is_harness(&self, path: &str) -> bool {
-        self.rules.iter().any(|r| r.harness.matches(path))
-            && !self.planned.harness.iter().any(|h| h == path)
+        self.locks.is_harness(path)
     }
 
     pub(super) fn is_impl(&self, path: &str) -> bool {
-        self.rules.iter().any(|r| r.implementation.matches(path))
+        self.locks.is_impl(path)
     }
 
     pub(super) fn in_roots(&self, path: &str) -> bool {
-        self.rules.iter().any(|r| r.root.matches(path)) || path == self.state.contract.path
+        self.locks.in_roots(path) || path == self.state.contract.path
     }
 
     /// The target id qualified with its project, as observations name it.
@@ -169,11 +166,7 @@ impl Engine {
             phase = ?cycle.phase,
         )
         .entered();
-        let rules = planned
-            .projects
-            .iter()
-            .map(|p| LockRules::for_project(&self.config, p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let locks = PhaseLocks::for_cycle(&self.config, planned, cycle.phase)?;
         let (now, flagged) = Snapshot::scan_flagged(&self.work_tree)?;
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
@@ -191,7 +184,7 @@ impl Engine {
             state: &state,
             planned,
             targets,
-            rules,
+            locks,
             base,
             now,
             phase: cycle.phase,

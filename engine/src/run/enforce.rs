@@ -13,17 +13,17 @@ use super::phase::Phase;
 use crate::ledger::Ledger;
 
 impl Engine {
-    /// Reverts locked changes since the phase began and records them, harness files
+    /// Reverts the changes since the phase began that its locks forbid
+    /// ([`super::locks::PhaseLocks::lock_of`]) and records them, harness files
     /// (`harness_changed`) apart from the phase's own locks.
     pub(super) fn enforce_locks(
         &self,
         ledger: &mut Ledger,
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
-        locked: impl Fn(&str) -> bool,
     ) -> Result<(), RunError> {
         let report = ctx.base.revert_locked(&self.work_tree, &ctx.now, |p| {
-            ctx.is_harness(p) || locked(p)
+            ctx.locks.lock_of(p).is_some()
         })?;
         if !report.reverted_any() {
             return Ok(());

@@ -45,7 +45,7 @@ impl Engine {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
-        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_test(p))?;
+        self.enforce_locks(ledger, ctx, outcome)?;
         let refactor = ctx.phase == Phase::AwaitingRefactor;
         let (now, sweep, head) = if refactor {
             match self.before_close(ledger, ctx, progress)? {

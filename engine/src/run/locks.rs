@@ -257,6 +257,110 @@ impl LockRules {
     }
 }
 
+/// Which lock keeps a path from changing in a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lock {
+    /// A file that decides how tests run, which the cycle does not declare: locked in
+    /// every phase.
+    Harness,
+    /// A test file: locked once RED is committed (GREEN, REFACTOR, a sensitivity check).
+    Test,
+    /// An implementation file: locked in RED (and while a pin test is written).
+    Implementation,
+}
+
+impl Lock {
+    /// The lock in words, for a reason a person or an agent reads.
+    pub fn words(self) -> &'static str {
+        match self {
+            Lock::Harness => {
+                "a file that decides how tests run, locked in every phase unless the cycle declares it"
+            }
+            Lock::Test => "a test file, locked once the failing test is committed",
+            Lock::Implementation => {
+                "an implementation file, locked until the failing test is committed"
+            }
+        }
+    }
+}
+
+/// The locks of one cycle in one phase: the one answer to "may this path change now?",
+/// which the gates revert by and which a hook asks before a tool writes.
+#[derive(Debug, Clone)]
+pub struct PhaseLocks {
+    rules: Vec<LockRules>,
+    phase: super::Phase,
+    stubs: Vec<String>,
+    declared_harness: Vec<String>,
+}
+
+impl PhaseLocks {
+    /// The locks of `planned` at `phase`, from each of its projects' rules.
+    pub fn for_cycle(
+        config: &Config,
+        planned: &crate::plan::PlannedCycle,
+        phase: super::Phase,
+    ) -> Result<PhaseLocks, GlobError> {
+        let rules = planned
+            .projects
+            .iter()
+            .map(|p| LockRules::for_project(config, p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PhaseLocks {
+            rules,
+            phase,
+            stubs: planned.stub_expected.clone(),
+            declared_harness: planned.harness.clone(),
+        })
+    }
+
+    /// The phase these locks are for.
+    pub fn phase(&self) -> super::Phase {
+        self.phase
+    }
+
+    /// Whether `path` is a test file (a declared stub counts as one while RED is open).
+    pub fn is_test(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.test.matches(path))
+            || self.phase == super::Phase::AwaitingTest && self.stubs.iter().any(|s| s == path)
+    }
+
+    /// Whether `path` is a harness file this cycle does not declare.
+    pub fn is_harness(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.harness.matches(path))
+            && !self.declared_harness.iter().any(|h| h == path)
+    }
+
+    /// Whether `path` is an implementation file.
+    pub fn is_impl(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.implementation.matches(path))
+    }
+
+    /// Whether `path` is inside one of the cycle's projects.
+    pub fn in_roots(&self, path: &str) -> bool {
+        self.rules.iter().any(|r| r.root.matches(path))
+    }
+
+    /// The lock that keeps `path` (relative to the work tree) from changing in this
+    /// phase, or `None` when the phase may change it.
+    pub fn lock_of(&self, path: &str) -> Option<Lock> {
+        use super::Phase;
+        if self.is_harness(path) {
+            return Some(Lock::Harness);
+        }
+        match self.phase {
+            Phase::AwaitingTest | Phase::AwaitingPin => {
+                (self.is_impl(path) && !self.is_test(path)).then_some(Lock::Implementation)
+            }
+            Phase::AwaitingImpl | Phase::AwaitingRefactor | Phase::SensitivityRequired => {
+                self.is_test(path).then_some(Lock::Test)
+            }
+            Phase::Closed | Phase::Skipped => None,
+        }
+    }
+}
+
 /// The plan's targets that name a file outside their project's test files, each as a
 /// sentence saying which cycle, which file and how to fix it. Only adapters whose ids
 /// start with the file (pytest, vitest, jest, mocha, node-test) are checked.

@@ -34,7 +34,7 @@ impl Engine {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
-        self.enforce_locks(ledger, ctx, outcome, |p| ctx.is_impl(p) && !ctx.is_test(p))?;
+        self.enforce_locks(ledger, ctx, outcome)?;
         let git = crate::git::Git::new(&self.work_tree);
         let head = &ctx.head;
         let head_tree = &ctx.head_tree;

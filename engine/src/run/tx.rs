@@ -101,6 +101,23 @@ impl RunView<'_> {
             None => Ok(None),
         }
     }
+
+    /// The active run with the locks of its open cycle at the cycle's phase: the same
+    /// locks its next advance reverts by. `None` with no run active or no cycle open.
+    pub fn locks(&self) -> Result<Option<(RunState, super::PhaseLocks)>, RunError> {
+        let Some(state) = self.status()? else {
+            return Ok(None);
+        };
+        let Some(index) = state.current() else {
+            return Ok(None);
+        };
+        let (Some(cycle), Some(planned)) = (state.cycles.get(index), state.plan.cycles.get(index))
+        else {
+            return Ok(None);
+        };
+        let locks = super::PhaseLocks::for_cycle(&self.engine.config, planned, cycle.phase)?;
+        Ok(Some((state, locks)))
+    }
 }
 
 #[cfg(test)]

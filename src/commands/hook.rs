@@ -1,0 +1,189 @@
+//! `tdd hook`: an agent CLI's hook, answered from the run's locks.
+
+use std::io::Read;
+use std::path::Path;
+use std::path::PathBuf;
+
+use tdd_leaves::hook::ToolCall;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::exit::Exit;
+use crate::output::Outcome;
+use crate::output::Raw;
+
+/// The most of a hook event read from stdin; a larger one is refused (and so blocked).
+const MAX_EVENT: u64 = 4 * 1024 * 1024;
+
+/// Answer an agent CLI's hook before a tool runs (`pre-tool-use`): a write to a path
+/// the current phase locks (tests in GREEN and REFACTOR, implementation in RED, the
+/// files that decide how tests run always), to git's internals or to the agent CLI's
+/// own settings is denied, with the lock, the phase and what to do instead. Reads the
+/// event as JSON on stdin and answers in the harness's own format. Fails closed: when
+/// tdd cannot tell, it exits 2, which the harness takes as a block. Guidance only: the
+/// gate reverts a locked change whatever a hook said.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    /// The agent CLI whose protocol to speak.
+    harness: HarnessArg,
+    /// The hook event.
+    event: EventArg,
+}
+
+/// The agent CLIs `tdd hook` speaks to.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum HarnessArg {
+    /// Claude Code.
+    Claude,
+    /// Codex CLI.
+    Codex,
+}
+
+/// The hook events `tdd hook` answers.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum EventArg {
+    /// Before a tool runs.
+    PreToolUse,
+}
+
+/// Runs `tdd hook`.
+pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
+    let EventArg::PreToolUse = args.event;
+    let _ = args.harness; // Claude Code and Codex share the PreToolUse protocol.
+    Ok(match pre_tool_use(ctx) {
+        Ok(None) => Outcome::raw(Raw::default(), Exit::Ok),
+        Ok(Some(reason)) => Outcome::raw(
+            Raw {
+                stdout: tdd_leaves::hook::deny(&reason),
+                stderr: String::new(),
+            },
+            Exit::Ok,
+        ),
+        // Fail closed: exit 2 is the harness's block, with stderr as the reason.
+        Err(err) => Outcome::raw(
+            Raw {
+                stdout: String::new(),
+                stderr: format!(
+                    "tdd hook: {}; the tool call is blocked until tdd can tell whether it may run{}\n",
+                    err.message,
+                    err.hint
+                        .as_deref()
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                ),
+            },
+            Exit::BadInput,
+        ),
+    })
+}
+
+/// Why the tool call on stdin must not run, or `None` when it may.
+fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_EVENT + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| CommandError::bad_input("hook_input", format!("cannot read stdin: {e}")))?;
+    if text.len() as u64 > MAX_EVENT {
+        return Err(CommandError::bad_input(
+            "hook_input",
+            format!("the event is larger than {MAX_EVENT} bytes"),
+        ));
+    }
+    let call =
+        ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
+    let writes = call.writes();
+    if writes.is_empty() {
+        return Ok(None);
+    }
+    let engine = ctx.engine()?;
+    let work_tree = engine.work_tree().to_path_buf();
+    let cwd = real(call.cwd.as_deref().unwrap_or(&ctx.cwd));
+    let ledger_dir = ctx
+        .ledger_location()
+        .ok()
+        .and_then(|l| l.database.parent().map(real));
+    // Checked as a change would be: a ledger that fails verification blocks.
+    let view = engine.view()?;
+    let locks = view.locks()?;
+    for path in &writes {
+        let absolute = real_parent(&cwd.join(path));
+        if ledger_dir.as_ref().is_some_and(|d| absolute.starts_with(d)) {
+            return Ok(Some(format!(
+                "`{path}` is tdd's own state (the ledger); no agent writes it"
+            )));
+        }
+        let Some(relative) = tdd_leaves::hook::relative_to(&work_tree, &cwd, path).or_else(|| {
+            tdd_leaves::hook::relative_to(&work_tree, Path::new("/"), &absolute.to_string_lossy())
+        }) else {
+            continue;
+        };
+        if let Some(reason) = protected(&relative) {
+            return Ok(Some(format!(
+                "`{relative}` is {reason}; no agent writes it"
+            )));
+        }
+        let Some((state, locks)) = &locks else {
+            continue;
+        };
+        if let Some(lock) = locks.lock_of(&relative) {
+            let cycle = state
+                .current()
+                .and_then(|i| state.cycles.get(i))
+                .map_or(0, |c| c.n);
+            let verb = locks.phase().verb();
+            return Ok(Some(format!(
+                "`{relative}` is {} (cycle {cycle}, {}); the next `tdd advance` would revert it. Instead: {}",
+                lock.words(),
+                phase_name(locks.phase()),
+                verb.words()
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// What `relative` is when no agent may write it whatever the phase.
+fn protected(relative: &str) -> Option<&'static str> {
+    let first = relative.split('/').next().unwrap_or(relative);
+    if first == ".git" {
+        return Some("git's own state");
+    }
+    let settings = [
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".codex/hooks.json",
+        ".codex/config.toml",
+    ];
+    if settings.contains(&relative) || relative.starts_with(".claude/hooks/") {
+        return Some("the agent CLI's own settings and hooks");
+    }
+    None
+}
+
+fn phase_name(phase: tdd_engine::run::Phase) -> &'static str {
+    use tdd_engine::run::Phase;
+    match phase {
+        Phase::AwaitingTest => "RED",
+        Phase::AwaitingPin => "a pin test",
+        Phase::AwaitingImpl => "GREEN",
+        Phase::AwaitingRefactor => "REFACTOR",
+        Phase::SensitivityRequired => "a sensitivity check",
+        Phase::Closed => "closed",
+        Phase::Skipped => "skipped",
+    }
+}
+
+/// `path` with its links resolved where it exists; as given where it does not.
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `path` with its directory's links resolved (the file itself may not exist yet, or
+/// be a link the tool would write through, which the gate judges on disk).
+fn real_parent(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => real(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}

@@ -1,0 +1,256 @@
+//! `tdd hook`: an agent CLI's PreToolUse hook answered from the run's locks, driven as
+//! Claude Code and Codex drive it (the event on stdin, the decision on stdout, exit 2
+//! a block).
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::Env;
+
+const CALC: &str = "def add(a, b):\n    return a + b\n";
+const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n---\n";
+const TEST: &str = "from calc import sub\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
+
+/// A pytest project whose run is in GREEN (the failing test committed).
+fn in_green() -> Env {
+    let env = Env::new();
+    env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    raise NotImplementedError\n"),
+    );
+    env.commit_all("calc");
+    assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env.write("tests/test_sub.py", TEST);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    env
+}
+
+/// Runs `tdd hook HARNESS pre-tool-use` with `event` on stdin: the exit code, stdout
+/// and stderr.
+fn hook(env: &Env, harness: &str, event: &Value) -> (i32, String, String) {
+    let out = env
+        .tdd()
+        .args(["hook", harness, "pre-tool-use"])
+        .write_stdin(event.to_string())
+        .output()
+        .expect("tdd runs");
+    (
+        crate::support::code(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tool(env: &Env, name: &str, input: Value) -> Value {
+    json!({
+        "session_id": "s", "hook_event_name": "PreToolUse", "tool_name": name,
+        "tool_input": input, "cwd": env.root(),
+    })
+}
+
+/// The reason of a denial, or `None` when the answer lets the call run.
+fn denied(answer: &(i32, String, String)) -> Option<String> {
+    assert_eq!(answer.0, 0, "a decision exits 0: {answer:?}");
+    if answer.1.trim().is_empty() {
+        return None;
+    }
+    let value: Value = serde_json::from_str(&answer.1).expect("the answer is JSON");
+    assert_eq!(value["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(value["hookSpecificOutput"]["permissionDecision"], "deny");
+    value["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn in_green_a_write_to_the_locked_test_is_denied_with_the_lock_and_what_to_do() {
+    let env = in_green();
+    let test = env.root().join("tests/test_sub.py");
+    let reason = denied(&hook(
+        &env,
+        "claude",
+        &tool(&env, "Write", json!({ "file_path": test, "content": "x" })),
+    ))
+    .expect("denied");
+    assert!(reason.contains("tests/test_sub.py"), "{reason}");
+    assert!(reason.contains("a test file"), "{reason}");
+    assert!(reason.contains("GREEN"), "{reason}");
+    assert!(reason.contains("make the target pass"), "{reason}");
+    // The implementation is GREEN's to write.
+    let lib = env.root().join("calc.py");
+    assert_eq!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(
+                &env,
+                "Edit",
+                json!({ "file_path": lib, "old_string": "a", "new_string": "b" })
+            )
+        )),
+        None
+    );
+    // A relative path, taken from the event's cwd.
+    assert!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(
+                &env,
+                "Write",
+                json!({ "file_path": "tests/../tests/test_sub.py", "content": "x" })
+            )
+        ))
+        .is_some()
+    );
+    // A harness file is locked in every phase.
+    assert!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(
+                &env,
+                "Write",
+                json!({ "file_path": "pytest.ini", "content": "" })
+            )
+        ))
+        .is_some()
+    );
+    // Reads write nothing.
+    assert_eq!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(&env, "Read", json!({ "file_path": test }))
+        )),
+        None
+    );
+    // Nothing was written by any of this.
+    assert_eq!(std::fs::read_to_string(&test).expect("test"), TEST);
+}
+
+#[test]
+fn shell_writes_and_patches_to_a_locked_test_are_denied() {
+    let env = in_green();
+    for line in [
+        "sed -i 's/3/2/' tests/test_sub.py",
+        "echo 'def test_sub(): pass' > tests/test_sub.py",
+        "bash -c 'cat /dev/null | tee tests/test_sub.py'",
+        "python3 -c \"open('tests/test_sub.py','w').write('')\"",
+        "node -e \"require('fs').writeFileSync('tests/test_sub.py','')\"",
+        "dd if=/dev/null of=tests/test_sub.py",
+        "cp /dev/null tests/test_sub.py",
+        "(sleep 1; rm tests/test_sub.py) &",
+    ] {
+        let answer = hook(
+            &env,
+            "claude",
+            &tool(&env, "Bash", json!({ "command": line })),
+        );
+        assert!(denied(&answer).is_some(), "{line}: {answer:?}");
+    }
+    let answer = hook(
+        &env,
+        "claude",
+        &tool(&env, "Bash", json!({ "command": "python3 -m pytest -q" })),
+    );
+    assert_eq!(denied(&answer), None);
+    // Codex: every file of a patch is checked, one locked file is enough.
+    let patch = "*** Begin Patch\n*** Update File: calc.py\n@@\n-a\n+b\n*** Update File: tests/test_sub.py\n@@\n-3\n+2\n*** End Patch\n";
+    let answer = hook(
+        &env,
+        "codex",
+        &tool(&env, "apply_patch", json!({ "command": patch })),
+    );
+    assert!(
+        denied(&answer)
+            .expect("denied")
+            .contains("tests/test_sub.py")
+    );
+}
+
+#[test]
+fn git_internals_and_the_agents_settings_are_never_written() {
+    let env = in_green();
+    for path in [".git/hooks/pre-commit", ".claude/settings.json"] {
+        let answer = hook(
+            &env,
+            "claude",
+            &tool(&env, "Write", json!({ "file_path": path, "content": "" })),
+        );
+        assert!(denied(&answer).is_some(), "{path}: {answer:?}");
+    }
+}
+
+#[test]
+fn the_hook_fails_closed_when_it_cannot_tell() {
+    let env = in_green();
+    // Not an event: blocked (exit 2), with the reason on stderr.
+    let out = env
+        .tdd()
+        .args(["hook", "claude", "pre-tool-use"])
+        .write_stdin("not json")
+        .output()
+        .expect("tdd runs");
+    assert_eq!(crate::support::code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("blocked"), "{stderr}");
+    // A ledger that fails verification: blocked, not let through.
+    let (code, value) = env.json(&["ledger", "path"]);
+    assert_eq!(code, 0, "{value}");
+    let database = value["data"]["database"]
+        .as_str()
+        .expect("path")
+        .to_string();
+    let conn = rusqlite::Connection::open(&database).expect("open");
+    conn.execute_batch(
+        "DROP TRIGGER events_no_update; UPDATE events SET payload = '{}' WHERE id = 2;",
+    )
+    .expect("tamper");
+    let lib = env.root().join("calc.py");
+    let answer = hook(
+        &env,
+        "claude",
+        &tool(&env, "Write", json!({ "file_path": lib, "content": "x" })),
+    );
+    assert_eq!(answer.0, 2, "{answer:?}");
+    assert!(answer.2.contains("ledger"), "{answer:?}");
+    // A harness it does not know is a usage error, which blocks too.
+    let answer = hook(
+        &env,
+        "clude",
+        &tool(&env, "Write", json!({ "file_path": lib })),
+    );
+    assert_eq!(answer.0, 2, "{answer:?}");
+}
+
+#[test]
+fn with_no_run_nothing_is_locked_but_git_internals() {
+    let env = Env::new();
+    env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
+    env.commit_all("calc");
+    let test = env.root().join("tests/test_sub.py");
+    assert_eq!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(&env, "Write", json!({ "file_path": test, "content": "x" }))
+        )),
+        None
+    );
+    assert!(
+        denied(&hook(
+            &env,
+            "claude",
+            &tool(
+                &env,
+                "Write",
+                json!({ "file_path": ".git/config", "content": "" })
+            )
+        ))
+        .is_some()
+    );
+}

@@ -65,16 +65,17 @@ fn denied(answer: &(i32, String, String)) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Claude Code's answer to a `Write` of `path`: the denial's reason, or `None`.
+fn write(env: &Env, path: impl serde::Serialize) -> Option<String> {
+    let input = json!({ "file_path": path, "content": "x" });
+    denied(&hook(env, "claude", &tool(env, "Write", input)))
+}
+
 #[test]
 fn in_green_a_write_to_the_locked_test_is_denied_with_the_lock_and_what_to_do() {
     let env = in_green();
     let test = env.root().join("tests/test_sub.py");
-    let reason = denied(&hook(
-        &env,
-        "claude",
-        &tool(&env, "Write", json!({ "file_path": test, "content": "x" })),
-    ))
-    .expect("denied");
+    let reason = write(&env, &test).expect("denied");
     assert!(reason.contains("tests/test_sub.py"), "{reason}");
     assert!(reason.contains("a test file"), "{reason}");
     assert!(reason.contains("GREEN"), "{reason}");
@@ -94,31 +95,9 @@ fn in_green_a_write_to_the_locked_test_is_denied_with_the_lock_and_what_to_do() 
         None
     );
     // A relative path, taken from the event's cwd.
-    assert!(
-        denied(&hook(
-            &env,
-            "claude",
-            &tool(
-                &env,
-                "Write",
-                json!({ "file_path": "tests/../tests/test_sub.py", "content": "x" })
-            )
-        ))
-        .is_some()
-    );
+    assert!(write(&env, "tests/../tests/test_sub.py").is_some());
     // A harness file is locked in every phase.
-    assert!(
-        denied(&hook(
-            &env,
-            "claude",
-            &tool(
-                &env,
-                "Write",
-                json!({ "file_path": "pytest.ini", "content": "" })
-            )
-        ))
-        .is_some()
-    );
+    assert!(write(&env, "pytest.ini").is_some());
     // Reads write nothing.
     assert_eq!(
         denied(&hook(
@@ -176,12 +155,7 @@ fn shell_writes_and_patches_to_a_locked_test_are_denied() {
 fn git_internals_and_the_agents_settings_are_never_written() {
     let env = in_green();
     for path in [".git/hooks/pre-commit", ".claude/settings.json"] {
-        let answer = hook(
-            &env,
-            "claude",
-            &tool(&env, "Write", json!({ "file_path": path, "content": "" })),
-        );
-        assert!(denied(&answer).is_some(), "{path}: {answer:?}");
+        assert!(write(&env, path).is_some(), "{path}");
     }
 }
 
@@ -232,25 +206,6 @@ fn with_no_run_nothing_is_locked_but_git_internals() {
     let env = Env::new();
     env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
     env.commit_all("calc");
-    let test = env.root().join("tests/test_sub.py");
-    assert_eq!(
-        denied(&hook(
-            &env,
-            "claude",
-            &tool(&env, "Write", json!({ "file_path": test, "content": "x" }))
-        )),
-        None
-    );
-    assert!(
-        denied(&hook(
-            &env,
-            "claude",
-            &tool(
-                &env,
-                "Write",
-                json!({ "file_path": ".git/config", "content": "" })
-            )
-        ))
-        .is_some()
-    );
+    assert_eq!(write(&env, env.root().join("tests/test_sub.py")), None);
+    assert!(write(&env, ".git/config").is_some());
 }

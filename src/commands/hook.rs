@@ -113,9 +113,13 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
                 "`{path}` is tdd's own state (the ledger); no agent writes it"
             )));
         }
-        let Some(relative) = tdd_leaves::hook::relative_to(&work_tree, &cwd, path).or_else(|| {
-            tdd_leaves::hook::relative_to(&work_tree, Path::new("/"), &absolute.to_string_lossy())
-        }) else {
+        // The path through its directory's links first (a link to `tests/` names a
+        // test all the same), then by its name as written.
+        let through_links =
+            tdd_leaves::hook::relative_to(&work_tree, Path::new("/"), &absolute.to_string_lossy());
+        let Some(relative) =
+            through_links.or_else(|| tdd_leaves::hook::relative_to(&work_tree, &cwd, path))
+        else {
             continue;
         };
         if let Some(reason) = protected(&relative) {

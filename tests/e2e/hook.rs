@@ -12,7 +12,7 @@ const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtract
 const TEST: &str = "from calc import sub\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
 
 /// A pytest project whose run is in GREEN (the failing test committed).
-fn in_green() -> Env {
+pub(crate) fn in_green() -> Env {
     let env = Env::new();
     env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
     env.write(
@@ -96,6 +96,9 @@ fn in_green_a_write_to_the_locked_test_is_denied_with_the_lock_and_what_to_do() 
     );
     // A relative path, taken from the event's cwd.
     assert!(write(&env, "tests/../tests/test_sub.py").is_some());
+    // Through a link to the tests' directory, it is still the test.
+    std::os::unix::fs::symlink(env.root().join("tests"), env.root().join("tlink")).expect("link");
+    assert!(write(&env, "tlink/test_sub.py").is_some());
     // A harness file is locked in every phase.
     assert!(write(&env, "pytest.ini").is_some());
     // Reads write nothing.

@@ -47,6 +47,7 @@ use crate::model_api::Step;
 use crate::support::Env;
 
 mod conduct;
+mod hooks;
 
 const TARGET: &str = "tests/test_duration.py::test_compound_duration";
 

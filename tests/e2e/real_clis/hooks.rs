@@ -1,0 +1,93 @@
+//! Claude Code itself, with `tdd hook` as its PreToolUse hook in headless mode (`-p`,
+//! as `tdd conduct` runs it), against the loopback Messages API: a write to the test
+//! GREEN locks, by its Write tool and through the shell, is denied before it happens,
+//! and the model is told why in its next request.
+
+use std::process::Command;
+use std::process::Stdio;
+
+use serde_json::json;
+
+use super::bash;
+use super::bin_dir;
+use super::claude_env;
+use super::clis_dir;
+use super::tool_outputs;
+use super::write;
+use crate::model_api::Api;
+use crate::model_api::FakeApi;
+use crate::model_api::Step;
+
+#[test]
+fn claude_code_is_denied_a_locked_write_before_it_happens_and_told_why() {
+    let name = "claude_code_is_denied_a_locked_write_before_it_happens_and_told_why";
+    let Some(clis) = clis_dir(name) else {
+        return;
+    };
+    let bin = bin_dir(&clis, "claude");
+    let env = crate::hook::in_green();
+    let test = env.root().join("tests/test_sub.py");
+    let before = std::fs::read(&test).expect("the test");
+    let tdd = assert_cmd::cargo::cargo_bin("tdd");
+    let settings = env.home.path().join("hook-settings.json");
+    let hooks = json!({ "hooks": { "PreToolUse": [{
+        "matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+        "hooks": [{ "type": "command", "command": format!("'{}' hook claude pre-tool-use", tdd.display()) }],
+    }]}});
+    std::fs::write(&settings, hooks.to_string()).expect("settings");
+    let api = FakeApi::start(
+        Api::Anthropic,
+        vec![
+            // Claude Code writes only a file it has read.
+            Step::Tool("Read", json!({ "file_path": test.display().to_string() })),
+            write(&test, "def test_sub():\n    pass\n"),
+            bash("sed -i 's/== 3/== 0/' tests/test_sub.py", "weaken the test"),
+            Step::text("Done."),
+        ],
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(bin.join("claude"))
+        .args([
+            "-p",
+            "Make the target pass.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(["--permission-mode", "acceptEdits", "--strict-mcp-config"])
+        .arg("--settings")
+        .arg(&settings)
+        .args(["--allowedTools", "Write", "Edit", "Bash(sed:*)"])
+        .current_dir(env.root())
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", env.home.path())
+        .env("LANG", "C.UTF-8")
+        .env("TDD_LEDGER_HOME", env.ledger_home.path())
+        .envs(claude_env(&api))
+        .stdin(Stdio::null())
+        .output()
+        .expect("claude runs");
+    let stream = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stream}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(api.served().scripted, 4, "{stream}");
+    // Neither write happened: the bytes are the committed test's.
+    assert_eq!(std::fs::read(&test).expect("the test"), before, "{stream}");
+    // The model was told, for each, which lock and what to do instead.
+    let told = tool_outputs(&api);
+    assert_eq!(
+        told.matches("a test file, locked once the failing test is committed")
+            .count(),
+        2,
+        "{told}"
+    );
+    assert!(told.contains("make the target pass"), "{told}");
+}

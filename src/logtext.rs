@@ -66,6 +66,10 @@ pub fn last_envelope(bytes: &[u8]) -> Option<Value> {
     value.get("envelope_version").is_some().then_some(value)
 }
 
+/// The longest line held back to be rendered; tdd's progress lines and envelopes are
+/// far shorter.
+const LONGEST_LINE: usize = 1024 * 1024;
+
 /// A writer that passes whole lines through [`render_line`] on their way to `inner`,
 /// holding a partial line until its end arrives (or [`Lines::finish`]).
 pub struct Lines<W: Write> {
@@ -105,6 +109,12 @@ impl<W: Write> Write for Lines<W> {
         while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=end).collect();
             self.emit(&line)?;
+        }
+        // A line longer than any of tdd's own is nobody's progress line: passed on as
+        // it comes, so a log without newlines is never held whole in memory.
+        if self.pending.len() > LONGEST_LINE {
+            let held = std::mem::take(&mut self.pending);
+            self.inner.write_all(&held)?;
         }
         Ok(buf.len())
     }
@@ -148,6 +158,15 @@ mod tests {
         `tdd conduct` failed: bailed (the process's failure): no verdict
         hint: tdd logs verifier-1
         "#);
+    }
+
+    #[test]
+    fn a_line_without_end_is_passed_on_not_held() {
+        let mut lines = Lines::new(Vec::new());
+        let long = vec![b'x'; LONGEST_LINE + 10];
+        lines.write_all(&long).expect("writes");
+        assert_eq!(lines.inner.len(), long.len());
+        assert!(lines.pending.is_empty());
     }
 
     #[test]

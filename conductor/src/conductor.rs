@@ -531,6 +531,11 @@ impl<'p> Conductor<'p> {
 
     /// Reports the start (or resume) of the run, and where it works.
     fn announce(&self) {
+        // An earlier conduct that bailed before its plan was committed left nothing to
+        // resume: this one starts the issue anew, and says so.
+        let branch = format!("refs/heads/{}", self.branch);
+        let resuming = self.cursor.resumed
+            && !crate::plan::ticks_at(&self.work_tree, &branch, &self.plan_path).is_empty();
         let worktree = self.own_worktree.then(|| self.work_tree.clone());
         let place = worktree
             .as_ref()
@@ -538,14 +543,10 @@ impl<'p> Conductor<'p> {
             .unwrap_or_default();
         self.progress.event(
             "conduct_started",
-            json!({ "issue": self.issue.number(), "resumed": self.cursor.resumed, "worktree": worktree }),
+            json!({ "issue": self.issue.number(), "resumed": resuming, "worktree": worktree }),
             &format!(
                 "{} issue #{}{place}: {}",
-                if self.cursor.resumed {
-                    "resuming"
-                } else {
-                    "conducting"
-                },
+                if resuming { "resuming" } else { "conducting" },
                 self.issue.number(),
                 self.issue.title()
             ),

@@ -126,7 +126,7 @@ impl Conductor<'_> {
         Err(Bail::new(
             BailCause::PlanInvalid,
             format!("the planner wrote an invalid plan twice: {}", errors.join("; ")),
-            format!("write {} yourself (see docs/engine.md for the format), commit it, and run `tdd conduct` again", self.plan_path),
+            format!("write {} yourself (its format: docs/cli.md, `tdd plan register`), commit it, and run `tdd conduct` again", self.plan_path),
         )
         .at(0, "plan")
         .into())

@@ -426,6 +426,28 @@ fn a_planner_that_writes_an_invalid_plan_twice_bails_plan_invalid() {
         prompts[0]
     );
     assert!(!prompts[0].contains("(none: this is the first attempt)"));
+    // Nothing of ours is left in the tree: a second conduct starts the issue anew (not
+    // `dirty_tree`) and does not say it resumes what was never committed.
+    let out = env
+        .tdd()
+        .args(["conduct", &issue, "--json"])
+        .output()
+        .expect("runs");
+    let again: Value = serde_json::from_slice(&out.stdout).expect("envelope");
+    assert_eq!(bail_of(&again), ("plan_invalid", "process"), "{again}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let started = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "conduct_started")
+        .expect("a conduct_started event");
+    assert_eq!(started["resumed"], false, "{started}");
+    assert!(
+        started["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("conducting issue #1")),
+        "{started}"
+    );
 }
 
 #[test]

@@ -228,7 +228,7 @@ impl Adapter for NodeTest {
     }
 
     fn collect(&self, project: &Project) -> Result<Collection, ObserveError> {
-        let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
+        let files = test_files(project);
         let mut builder = Builder::new(project, self.kind());
         self.observe(project, &files, Some(MATCH_NOTHING), &mut builder)?;
         let observation = builder.finish(&Selection::All);
@@ -246,7 +246,7 @@ impl Adapter for NodeTest {
         let mut builder = Builder::new(project, self.kind());
         match selection {
             Selection::All | Selection::AllExcept(_) => {
-                let files = discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
+                let files = test_files(project);
                 self.observe(project, &files, None, &mut builder)?;
             }
             Selection::Tests(ids) => {
@@ -290,6 +290,82 @@ impl Adapter for NodeTest {
     }
 }
 
+/// The project's test files: node's own patterns without `test_paths`; each glob or
+/// file of `test_paths` as written; and for each directory, the files `node --test DIR`
+/// runs from it, plus those that import `node:test` themselves.
+///
+/// node 20 searches a directory for files named like tests and for every JavaScript
+/// file under a directory named `test`; later versions take no directory at all.
+/// Neither runs the other JavaScript files a test directory holds: fixture programs
+/// the tests spawn, helpers. Run alone, each of those would count as one test named
+/// after the file (commander 14's `tests/fixtures/*.js`), or as a collection error
+/// when it exits non-zero.
+fn test_files(project: &Project) -> Vec<String> {
+    if project.config.test_paths.is_empty() {
+        return discover(&project.root, &test_globs(project, DEFAULT_GLOBS));
+    }
+    let mut globs = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in &project.config.test_paths {
+        let dir = entry.trim_end_matches('/');
+        let is_glob = entry.contains(['*', '?', '[', '{']);
+        if !is_glob && (entry.ends_with('/') || project.root.join(dir).is_dir()) {
+            let dir = dir.trim_start_matches("./");
+            dirs.push(if dir == "." { "" } else { dir });
+        } else {
+            globs.push(entry.clone());
+        }
+    }
+    let mut files = if globs.is_empty() {
+        Vec::new()
+    } else {
+        discover(&project.root, &globs)
+    };
+    for dir in dirs {
+        let under = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let javascript = discover(&project.root, &[format!("{under}**/*.{{js,mjs,cjs}}")]);
+        files.extend(javascript.into_iter().filter(|file| {
+            let within = file.strip_prefix(&under).unwrap_or(file);
+            node_runs_from(dir, within) || imports_node_test(&project.root.join(file))
+        }));
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// Whether `node --test DIR` (node 20) runs the JavaScript file at `within`, relative
+/// to `dir`: its name is `test`, `test-*`, `*.test`, `*-test` or `*_test`, or it lies
+/// under a directory named `test` (`dir` itself included).
+fn node_runs_from(dir: &str, within: &str) -> bool {
+    let mut parts: Vec<&str> = within.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    let under_test = dir.rsplit('/').next() == Some("test") || parts.contains(&"test");
+    let stem = [".js", ".mjs", ".cjs"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+        .unwrap_or(name);
+    let named = stem == "test"
+        || stem
+            .strip_prefix("test-")
+            .is_some_and(|rest| !rest.is_empty())
+        || [".test", "-test", "_test"].iter().any(|suffix| {
+            stem.strip_suffix(suffix)
+                .is_some_and(|head| !head.is_empty())
+        });
+    under_test || named
+}
+
+/// Whether the file at `path` names the `node:test` module, as a file of node:test
+/// tests that is not named like one (`spec/math.js`) does.
+fn imports_node_test(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(9).any(|w| w == b"node:test"))
+}
+
 /// Node 20 matches a pattern against a test's own name, so the pattern
 /// names the last title; siblings of the same name in the file also run.
 fn name_pattern(ids: &[String]) -> String {
@@ -298,4 +374,91 @@ fn name_pattern(ids: &[String]) -> String {
         .map(|id| name_alternatives(titles_of(id).last().copied().unwrap_or("")))
         .collect();
     format!("^(?:{})$", names.join("|"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ProjectConfig;
+
+    fn project_with(files: &[(&str, &str)], test_paths: &str) -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        let toml = format!("adapter = \"node-test\"\ntest_paths = {test_paths}");
+        let config: ProjectConfig = toml::from_str(&toml).expect("config");
+        let project = Project::new(dir.path(), "app", config).expect("project");
+        (dir, project)
+    }
+
+    const NODE_TEST: &str = "const test = require('node:test');\ntest('t', () => {});\n";
+    const SCRIPT: &str = "#!/usr/bin/env node\nconsole.log(process.argv.slice(2));\n";
+
+    /// commander 14's `tests/` holds, besides its `*.test.js` files, fixture programs its
+    /// tests spawn (`tests/fixtures/pm-echo.js`). `node --test tests/` does not run them;
+    /// run alone, each would be one passing "test" named after the file.
+    #[test]
+    fn a_test_directory_holds_what_node_runs_from_it_not_its_fixtures() {
+        let (_dir, project) = project_with(
+            &[
+                ("tests/args.literal.test.js", "test('a', () => {});\n"),
+                ("tests/esm-imports-test.mjs", "import '../index.js';\n"),
+                ("tests/test-lower.cjs", "test('b', () => {});\n"),
+                ("tests/test.js", "test('c', () => {});\n"),
+                ("tests/unit/sub_test.js", "test('d', () => {});\n"),
+                ("tests/test/anything.js", "test('e', () => {});\n"),
+                ("tests/spec/dup.js", NODE_TEST),
+                ("tests/esm-spec.mjs", "import { test } from 'node:test';\n"),
+                ("tests/fixtures/pm-echo.js", SCRIPT),
+                ("tests/fixtures-extensions/pm-try-cjs.cjs", SCRIPT),
+                ("tests/fixtures/test-helpers/index.js", SCRIPT),
+                ("tests/latest.js", SCRIPT),
+                ("tests/fixtures/notes.txt", "not javascript"),
+                ("lib/command.test.js", "test('outside', () => {});\n"),
+            ],
+            r#"["tests/"]"#,
+        );
+        assert_eq!(
+            test_files(&project),
+            vec![
+                "tests/args.literal.test.js",
+                "tests/esm-imports-test.mjs",
+                "tests/esm-spec.mjs",
+                "tests/spec/dup.js",
+                "tests/test-lower.cjs",
+                "tests/test.js",
+                "tests/test/anything.js",
+                "tests/unit/sub_test.js",
+            ]
+        );
+    }
+
+    /// Every JavaScript file under a directory named `test` is a test file to node,
+    /// the named directory itself included; globs and files are taken as written.
+    #[test]
+    fn a_directory_named_test_holds_all_its_javascript_and_globs_are_kept() {
+        let (_dir, project) = project_with(
+            &[
+                ("test/calc.js", SCRIPT),
+                ("test/deep/more.mjs", SCRIPT),
+                ("test/readme.md", "# no"),
+                ("spec/helper.js", SCRIPT),
+                ("spec/one.js", SCRIPT),
+                ("other/two.js", SCRIPT),
+            ],
+            r#"["./test", "spec/h*.js", "other/two.js"]"#,
+        );
+        assert_eq!(
+            test_files(&project),
+            vec![
+                "other/two.js",
+                "spec/helper.js",
+                "test/calc.js",
+                "test/deep/more.mjs",
+            ]
+        );
+    }
 }

@@ -55,6 +55,9 @@ pub enum BailCause {
     VerifierModifiedTree,
     /// The ledger and git disagree about which steps are done.
     LedgerGitMismatch,
+    /// The sandbox refused a write a leaf's tools needed, outside what any leaf may
+    /// write (a toolchain's cache or download directory named by the environment).
+    SandboxDenied,
 }
 
 impl BailCause {
@@ -68,9 +71,8 @@ impl BailCause {
             | VerdictMissing
             | GateRefusedRepeatedly => BailClass::Process,
             KillStuck | KilledExternal | SupervisorLost | BaselineRed | DirtyTree
-            | ForgeUnreachable | ForgeDenied | VerifierModifiedTree | LedgerGitMismatch => {
-                BailClass::System
-            }
+            | ForgeUnreachable | ForgeDenied | VerifierModifiedTree | LedgerGitMismatch
+            | SandboxDenied => BailClass::System,
         }
     }
 
@@ -92,6 +94,7 @@ impl BailCause {
             ForgeDenied => "forge_denied",
             VerifierModifiedTree => "verifier_modified_tree",
             LedgerGitMismatch => "ledger_git_mismatch",
+            SandboxDenied => "sandbox_denied",
         }
     }
 }
@@ -139,14 +142,18 @@ impl Bail {
 
     /// The last leaf's output tail.
     pub fn tail(mut self, text: &str) -> Bail {
-        let max = 2000;
-        let mut start = text.len().saturating_sub(max);
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        self.output_tail = text[start..].to_string();
+        self.output_tail = tail_of(text, 2000).to_string();
         self
     }
+}
+
+/// The last `max` bytes of `text` at most, starting on a character.
+pub(crate) fn tail_of(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 #[cfg(test)]

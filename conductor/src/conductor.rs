@@ -132,6 +132,9 @@ pub(crate) struct Cursor {
     pub(crate) finished: bool,
     /// The committed plan's step count, once read (see `steps_planned`).
     pub(crate) steps_planned: std::cell::Cell<u32>,
+    /// The first write the sandbox refused the last leaf, if it refused one: what a
+    /// bail that blames the agents is said as instead (see `crate::denied`).
+    pub(crate) denied: std::cell::RefCell<Option<crate::denied::Denied>>,
 }
 
 /// One conduct run of one issue in one work tree.
@@ -452,6 +455,7 @@ impl<'p> Conductor<'p> {
                 resumed,
                 finished,
                 steps_planned: std::cell::Cell::new(0),
+                denied: Default::default(),
             },
             own_worktree,
             relay,
@@ -488,6 +492,10 @@ impl<'p> Conductor<'p> {
                 Ok(Finish::Completed(summary))
             }
             Err(Halt::Bail(bail)) => {
+                let bail = match self.cursor.denied.borrow_mut().take() {
+                    Some(denied) => crate::denied::explain(bail, &denied),
+                    None => bail,
+                };
                 self.bail(&bail)?;
                 Ok(Finish::Bailed(self.summary(), bail))
             }

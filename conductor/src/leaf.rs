@@ -89,8 +89,9 @@ impl Conductor<'_> {
                 leaf_started_s: Some(tdd_engine::ledger::clock::unix_seconds()),
                 pid: std::process::id(),
             });
+            let policy = run.policy().cloned();
             // Admitted to the relay until this iteration ends, however it ends.
-            let _admission = match (&self.relay, run.policy()) {
+            let admission = match (&self.relay, run.policy()) {
                 (Some(relay), Some(policy)) => Some(relay.admit(
                     run.id(),
                     &request.workdir,
@@ -100,7 +101,7 @@ impl Conductor<'_> {
                 _ => None,
             };
             self.leaves.start(&mut run).doing(doing)?;
-            if let (Some(admission), Some(root)) = (&_admission, run.supervisor_process()) {
+            if let (Some(admission), Some(root)) = (&admission, run.supervisor_process()) {
                 admission.launched(root);
             }
             span.record("leaf", run.id());
@@ -126,6 +127,11 @@ impl Conductor<'_> {
                 })?;
             let elapsed = began.elapsed();
             tracing::info!(exit = ?response.exit, wall_ms = crate::step::ms(elapsed), "leaf ended");
+            let heard = admission.as_ref().map(|a| a.heard()).unwrap_or_default();
+            *self.cursor.denied.borrow_mut() = policy.as_ref().and_then(|policy| {
+                let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+                crate::denied::find(&run, role.as_str(), policy, &heard, &env)
+            });
             match &response.exit {
                 ExitClass::Exited { .. } => return Ok((response, elapsed)),
                 ExitClass::Stopped => return Err(Halt::Stop("now".into())),
@@ -222,13 +228,9 @@ impl Conductor<'_> {
                 ),
             ),
         };
-        let ended = match class {
-            ExitClass::SpawnFailed { error } => format!("spawn_failed: {error}"),
-            _ => class.tag().to_string(),
-        };
         Bail::new(
             cause,
-            format!("leaf {} ended as {ended}", response.leaf_id),
+            format!("leaf {} {}", response.leaf_id, class.words()),
             action,
         )
         .at(step, phase)

@@ -5,6 +5,7 @@
 pub mod bail;
 pub mod conductor;
 mod decide;
+mod denied;
 pub mod error;
 pub mod events;
 mod finish;

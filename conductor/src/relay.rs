@@ -50,6 +50,9 @@ pub const RUNNER_SANDBOX_VAR: &str = tdd_engine::observe::RUNNER_SANDBOX_VAR;
 /// which a leaf could bring about anyway by doing nothing.
 pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop"];
 
+/// How much of each relayed command's output is kept for [`Admission::heard`].
+const HEARD_BYTES: usize = 64 * 1024;
+
 /// The leaf identity variables a relayed command keeps.
 const IDENTITY: &[&str] = tdd_leaves::env::IDENTITY_ENV;
 
@@ -134,6 +137,10 @@ struct Shared {
     changed: Condvar,
     /// The relayed commands running now, by admission serial.
     running: Mutex<Vec<(u64, ProcessId)>>,
+    /// What relayed commands printed, by admission serial, each cut to its last
+    /// [`HEARD_BYTES`]: where a refused write of a suite shows when the leaf's own CLI
+    /// keeps its tools' output to itself.
+    heard: Mutex<Vec<(u64, String)>>,
     /// Connections being served.
     live: AtomicUsize,
     serials: AtomicU64,
@@ -262,10 +269,31 @@ impl Admission<'_> {
         }
         self.relay.shared.changed.notify_all();
     }
+
+    /// What the commands relayed for this leaf printed so far (the end of each), in
+    /// the order they ended.
+    pub fn heard(&self) -> String {
+        self.relay
+            .shared
+            .heard
+            .lock()
+            .map(|heard| {
+                heard
+                    .iter()
+                    .filter(|(serial, _)| *serial == self.serial)
+                    .map(|(_, text)| text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
+        if let Ok(mut heard) = self.relay.shared.heard.lock() {
+            heard.retain(|(serial, _)| *serial != self.serial);
+        }
         if let Ok(mut admitted) = self.relay.shared.admitted.lock()
             && admitted.as_ref().is_some_and(|a| a.serial == self.serial)
         {
@@ -433,11 +461,19 @@ impl Server {
                     let text = String::from_utf8_lossy(bytes);
                     tdd_engine::ledger::redact::redact_text(&text, secrets).into_owned()
                 };
-                RelayReply {
+                let reply = RelayReply {
                     code: out.status.code().unwrap_or(1),
                     stdout: text(&out.stdout),
                     stderr: text(&out.stderr),
+                };
+                if let Ok(mut heard) = self.shared.heard.lock() {
+                    let both = format!("{}\n{}", reply.stdout, reply.stderr);
+                    heard.push((
+                        admitted.serial,
+                        crate::bail::tail_of(&both, HEARD_BYTES).to_string(),
+                    ));
                 }
+                reply
             }
             Err(e) => refused(&format!("failed to run {}: {e}", self.tdd.display())),
         }

@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde::Serialize;
 
 mod cover;
+mod denial;
 mod limits;
 mod mounts;
 

@@ -1,7 +1,6 @@
 //! `tdd leaves`: the leaves of this repository, with state and ages.
 
 use serde_json::json;
-use tdd_supervisor::ExitClass;
 use tdd_supervisor::LeafState;
 use tdd_supervisor::LeafSummary;
 
@@ -64,9 +63,7 @@ fn render(leaves: &[LeafSummary]) -> String {
     );
     for leaf in leaves {
         let state = match (&leaf.class, leaf.state) {
-            // The error text of a spawn failure is too long for a column.
-            (Some(class @ ExitClass::SpawnFailed { .. }), _) => class.tag().to_string(),
-            (Some(class), _) => class.to_string(),
+            (Some(class), _) => class.brief(),
             (None, LeafState::Starting) => String::from("starting"),
             (None, LeafState::Running) => String::from("running"),
             (None, LeafState::Finished) => String::from("finished"),

@@ -80,6 +80,21 @@ impl ExitClass {
         }
     }
 
+    /// How the leaf ended in a few words, for a table's column ("exited with code 4",
+    /// "killed: wall timeout", "never started"); [`ExitClass::words`] says it whole.
+    pub fn brief(&self) -> String {
+        match self {
+            ExitClass::Exited { code } => format!("exited with code {code}"),
+            ExitClass::KillStuck { reason } => {
+                format!("killed: {}", reason.to_string().replace('_', " "))
+            }
+            ExitClass::KilledExternal { signal } => format!("killed by {signal}"),
+            ExitClass::SupervisorLost => "supervisor lost".to_string(),
+            ExitClass::Stopped => "stopped on request".to_string(),
+            ExitClass::SpawnFailed { .. } => "never started".to_string(),
+        }
+    }
+
     /// True only for `Exited { code: 0 }`.
     pub fn is_success(&self) -> bool {
         matches!(self, ExitClass::Exited { code: 0 })

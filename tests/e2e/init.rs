@@ -113,6 +113,37 @@ fn a_cargo_fuzz_crate_is_not_proposed_as_a_test_project() {
 }
 
 #[test]
+fn a_second_crate_with_no_test_is_not_proposed_and_one_with_tests_is() {
+    let env = Env::new();
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    env.write("src/lib.rs", "pub fn f() {}\n");
+    env.write(
+        "bench-tool/Cargo.toml",
+        "[package]\nname = \"bench-tool\"\n",
+    );
+    env.write("bench-tool/src/main.rs", "fn main() {}\n");
+    env.write("helper/Cargo.toml", "[package]\nname = \"helper\"\n");
+    env.write(
+        "helper/src/lib.rs",
+        "pub fn g() {}\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn g() {}\n}\n",
+    );
+    let value = init(&env);
+    assert_eq!(
+        adapters(&value),
+        vec![pair(".", "cargo"), pair("helper", "cargo")],
+        "{value}"
+    );
+    let warnings = value["data"]["warnings"].to_string();
+    assert!(
+        warnings.contains("bench-tool/ is a crate with no test in it"),
+        "{value}"
+    );
+}
+
+#[test]
 fn a_cargo_workspace_is_one_project() {
     let env = Env::new();
     env.write("Cargo.toml", "[workspace]\nmembers = [\"core\"]\n");

@@ -63,6 +63,14 @@ fn leaves_lists_state_pid_and_ages() {
     assert_eq!(leaves[1]["state"], "running");
     assert!(leaves[1]["pid"].is_i64() && leaves[1]["age_ms"].is_u64());
     assert_eq!(value["data"]["running"], 1);
+    // On a terminal the table says how a leaf ended in words.
+    let (exit, text) = env.on_terminal(&["leaves"]);
+    assert_eq!(exit, 0, "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(done.as_str()))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("exited with code 0"), "{text}");
     json(&env, &["kill", "--force", &running]);
     let (exit, _) = json(&env, &["wait", &running]);
     assert_eq!(exit, 2);

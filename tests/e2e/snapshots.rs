@@ -31,7 +31,7 @@ fn literal(text: &str) -> String {
 /// The environment's own directories are replaced first and by name, so a snapshot says
 /// which one a path is in; the later, general filters catch whatever is left. Order
 /// matters: a run id holds a time stamp and hex digits that later filters would split.
-fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::Settings {
+pub(crate) fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path("snapshots");
     settings.set_prepend_module_to_snapshot(false);
@@ -61,6 +61,7 @@ fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::Settings {
     for (pattern, replacement) in [
         (r"/tmp/[^\s:'`)]*", "[TMP]"),
         (r"run-\d{8}T\d{6}-[0-9a-f]{6}", "[RUN_ID]"),
+        (r"conduct-i(\d+)-\d+-[0-9a-f]{4}", "conduct-i${1}-[ID]"),
         (
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
             "[TIME]",
@@ -89,7 +90,7 @@ fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::Settings {
 }
 
 /// The output with trailing blanks trimmed per line: a terminal does not show them.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     format!("{}\n", lines.join("\n").trim_end())
 }
@@ -161,6 +162,51 @@ fn doctor_on_a_healthy_cargo_project() {
     let (exit, text) = env.on_terminal(&["doctor"]);
     assert_eq!(exit, 0, "{text}");
     settings(&env, &[]).bind(|| insta::assert_snapshot!("doctor_healthy_cargo", shown(&text)));
+}
+
+#[test]
+fn doctor_with_a_scripted_provider_and_tdd_toml_not_committed() {
+    let env = Env::new()
+        .with_env("PATH", &path_without_agents())
+        .with_env("TDD_SANDBOX_NO_LANDLOCK", "1");
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"cargo\"\n\n[conductor]\nprovider = \"scripted\"\n\n[provider.scripted]\nargs = [\"fixture.toml\"]\n",
+    );
+    let (exit, text) = env.on_terminal(&["doctor"]);
+    assert_eq!(exit, 0, "{text}");
+    settings(&env, &[])
+        .bind(|| insta::assert_snapshot!("doctor_scripted_uncommitted", shown(&text)));
+}
+
+#[test]
+fn test_of_a_target_whose_file_cannot_be_imported() {
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write("tests/test_sub.py", TEST);
+    env.write("tdd.toml", LOCKS);
+    env.commit_all("calc");
+    // Observed, so exit 0; the target's status says it did not load.
+    let (exit, text) = env.on_terminal(&["test", "py::tests/test_sub.py::test_sub"]);
+    assert_eq!(exit, 0, "{text}");
+    // The interpreter's own frames differ between Python versions.
+    let text: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            !l.contains("importlib")
+                && !l.contains("_bootstrap")
+                && !l.trim().chars().all(|c| c == '^')
+        })
+        .collect();
+    let text = text.join("\n");
+    assert_eq!(
+        text.matches("ImportError: cannot import").count(),
+        1,
+        "{text}"
+    );
+    settings(&env, &[]).bind(|| insta::assert_snapshot!("test_import_error", shown(&text)));
 }
 
 #[test]

@@ -107,6 +107,15 @@ pub fn detect(root: &Path) -> Detection {
                     "{child}/ is a cargo-fuzz crate (fuzz targets, no tests): not proposed as a project"
                 ));
             }
+            Some((AdapterKind::Cargo, _))
+                if !skip_children
+                    && !detection.projects.is_empty()
+                    && !has_rust_tests(&root.join(&child)) =>
+            {
+                detection.warnings.push(format!(
+                    "{child}/ is a crate with no test in it: not proposed as a project (add a [project.NAME] table with root = \"{child}\" once it has tests)"
+                ));
+            }
             Some((adapter, marker)) if !skip_children => {
                 let mut name = declared::sanitize(&child);
                 if detection.projects.iter().any(|p| p.name == name) {
@@ -187,6 +196,44 @@ fn is_cargo_fuzz(dir: &Path) -> bool {
                 .and_then(toml::Value::as_bool)
                 == Some(true)
         })
+}
+
+/// Whether any Rust file of the crate at `dir` (outside its build output) holds a test:
+/// a `#[test]`-like attribute (`#[tokio::test]`, `#[rstest]`) or a `#[cfg(test)]`
+/// module. Looks at 5,000 files at most, and counts a crate it could not finish
+/// reading as having tests.
+fn has_rust_tests(dir: &Path) -> bool {
+    const MAX_FILES: usize = 5000;
+    const MARKS: &[&str] = &[
+        "#[test",
+        "::test]",
+        "#[cfg(test)",
+        "#[rstest",
+        "#[test_case",
+    ];
+    let walk = ignore::WalkBuilder::new(dir)
+        .hidden(true)
+        .filter_entry(|e| e.file_name() != "target")
+        .build();
+    let mut seen = 0;
+    for entry in walk.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file())
+            || entry.path().extension().is_none_or(|e| e != "rs")
+        {
+            continue;
+        }
+        seen += 1;
+        if seen > MAX_FILES {
+            return true;
+        }
+        let Ok(text) = crate::read::regular_text(entry.path()) else {
+            continue;
+        };
+        if MARKS.iter().any(|mark| text.contains(mark)) {
+            return true;
+        }
+    }
+    false
 }
 
 fn is_cargo_workspace(root: &Path) -> bool {

@@ -18,6 +18,7 @@ mod bails;
 mod github;
 mod resume;
 mod sandbox;
+mod texts;
 mod worktree;
 
 const MARKER: &str = "DEVELOPER-LEAF-MARKER-3f9c";

@@ -468,3 +468,45 @@ fn a_leafs_tmpdir_is_a_memory_file_system_of_its_own_that_holds_its_quota() {
         .unwrap_or_else(|| panic!("no leaf said its TMPDIR was its own memory"));
     assert!(said.contains("No space left"), "{}: {said}", path.display());
 }
+
+/// A verifier whose tool writes where the user's environment points it (Go's module
+/// cache under `GOPATH`, as `go mod download` does), which no leaf may write: it ends
+/// without a verdict, and the bail says that the sandbox, not the agent, stopped it,
+/// naming the path, the variable and the setting that grants it.
+#[test]
+fn a_tool_the_sandbox_stops_bails_as_the_systems_failure_naming_path_and_variable() {
+    let env = Env::new();
+    let gopath = env.home.path().join("go");
+    std::fs::create_dir_all(&gopath).expect("GOPATH");
+    let env = env.with_env("GOPATH", gopath.to_str().expect("utf-8"));
+    let verifier = run_hostile("mkdir -p \"$GOPATH/pkg/mod/cache/download\"");
+    let issue = project(
+        &env,
+        &fixture(
+            &good_planner(""),
+            &format!("[[leaf]]\nrole = \"verifier\"\n{verifier}"),
+        ),
+    );
+    let config = std::fs::read_to_string(env.root().join("tdd.toml")).expect("config");
+    env.write(
+        "tdd.toml",
+        &format!("{config}\n[sandbox]\nenabled = true\n"),
+    );
+    env.commit_all("confine leaves");
+    let value = expect_bail(&env, &issue, "sandbox_denied", "system");
+    let bail = &value["data"]["bail"];
+    let detail = bail["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!("{}/pkg", gopath.display()))
+            && detail.contains("`GOPATH`")
+            && detail.contains("ended without a verdict"),
+        "{value}"
+    );
+    let action = bail["action"].as_str().unwrap_or_default();
+    assert!(
+        action.contains(&format!("write = [\"{}\"]", gopath.display())),
+        "{value}"
+    );
+    // The sandbox held: nothing was written there.
+    assert!(!gopath.join("pkg").exists());
+}

@@ -71,6 +71,7 @@ enum Command {
     Conduct(commands::conduct::ConductArgs),
     Demo(commands::demo::DemoArgs),
     Hook(commands::hook::HookArgs),
+    Report(commands::report::ReportArgs),
 }
 
 impl Command {
@@ -104,6 +105,7 @@ impl Command {
             Command::Conduct(_) => "conduct",
             Command::Demo(_) => "demo",
             Command::Hook(_) => "hook",
+            Command::Report(_) => "report",
         }
     }
 }
@@ -260,6 +262,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Conduct(args) => commands::conduct::cmd_conduct(&ctx, args),
         Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
         Command::Hook(args) => commands::hook::cmd_hook(&ctx, args),
+        Command::Report(args) => commands::report::cmd_report(&ctx, args),
     };
     out.finish(name, result)
 }

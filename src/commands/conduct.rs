@@ -195,10 +195,26 @@ pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
     }
     let stop = crate::supervision::supervisor(ctx)?;
     let _interrupts = interrupts(stop);
-    match conductor.run()? {
+    let finish = conductor.run()?;
+    let summary = match &finish {
+        Finish::Completed(s) | Finish::Paused(s) | Finish::Bailed(s, _) | Finish::Stopped(s, _) => {
+            s
+        }
+    };
+    let report = write_report(ctx, &work_tree, summary);
+    let report_line = report
+        .as_ref()
+        .map(|p| format!("report: {}\n", p.display()))
+        .unwrap_or_default();
+    let data = |s: &tdd_conductor::Summary| {
+        let mut data = json!(s);
+        data["report"] = json!(report);
+        data
+    };
+    match finish {
         Finish::Completed(s) => {
             let text = format!(
-                "issue #{} done: {}/{} steps\ndraft PR: {}\nrun directory: {}\n{}",
+                "issue #{} done: {}/{} steps\ndraft PR: {}\nrun directory: {}\n{}{report_line}",
                 s.issue,
                 s.steps_done,
                 s.steps,
@@ -206,18 +222,18 @@ pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
                 s.dir.display(),
                 worktree_line(&s)
             );
-            Ok(Outcome::new(json!(s), text)
+            Ok(Outcome::new(data(&s), text)
                 .next(NextAction::terminal(Verb::Complete, "review the draft PR")))
         }
         Finish::Paused(s) => {
             let text = format!(
-                "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n{}",
+                "paused after --max-steps: {}/{} steps done\ndraft PR: {}\n{}{report_line}",
                 s.steps_done,
                 s.steps,
                 s.pr,
                 worktree_line(&s)
             );
-            Ok(Outcome::new(json!(s), text).next(NextAction::new(
+            Ok(Outcome::new(data(&s), text).next(NextAction::new(
                 Verb::ResumeConduct,
                 "run `tdd conduct` again to continue",
             )))
@@ -227,13 +243,41 @@ pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
             format!("bailed ({}): {}", bail.class.words(), bail.detail),
         )
         .hint(bail.action.clone())
-        .data(json!({ "bail": bail, "run": s }))),
+        .data(json!({ "bail": bail, "run": data(&s) }))),
         Finish::Stopped(s, mode) => Err(CommandError::stopped(format!(
             "stopped ({mode}) with {}/{} steps done",
             s.steps_done, s.steps
         ))
         .hint("run `tdd conduct` again to resume")
-        .data(json!({ "mode": mode, "run": s }))),
+        .data(json!({ "mode": mode, "run": data(&s) }))),
+    }
+}
+
+/// Writes the run report beside the draft PR and returns its path; a report that
+/// cannot be made is said on stderr and never fails the conduct, whose work is done.
+fn write_report(
+    ctx: &Ctx,
+    work_tree: &std::path::Path,
+    s: &tdd_conductor::Summary,
+) -> Option<std::path::PathBuf> {
+    let location = ctx.ledger_location().ok()?;
+    let which = tdd_report::Which::Id(s.conduct.clone());
+    let path = s.dir.join("report.html");
+    let written = tdd_report::build(&location.database, work_tree, &which)
+        .map_err(|e| e.to_string())
+        .and_then(|report| {
+            crate::commands::report::write_page(&path, &report).map_err(|e| e.message.clone())
+        });
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            ctx.out.progress(
+                "report_failed",
+                json!({ "error": e }),
+                &format!("warning: no run report: {e}"),
+            );
+            None
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod ledger;
 pub mod logs;
 pub mod note;
 pub mod plan;
+pub mod report;
 pub mod resume;
 pub mod rollback;
 pub mod run;

@@ -28,6 +28,7 @@ mod ledger;
 mod model_api;
 mod plan;
 mod real_clis;
+mod report;
 mod snapshots;
 mod stop;
 mod support;

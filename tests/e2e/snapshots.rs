@@ -61,7 +61,7 @@ pub(crate) fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::
     for (pattern, replacement) in [
         (r"/tmp/[^\s:'`)]*", "[TMP]"),
         (r"run-\d{8}T\d{6}-[0-9a-f]{6}", "[RUN_ID]"),
-        (r"conduct-i(\d+)-\d+-[0-9a-f]{4}", "conduct-i${1}-[ID]"),
+        (r"conduct-i(\d+)-\d+-[0-9a-f]+\b", "conduct-i${1}-[ID]"),
         (
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
             "[TIME]",

@@ -76,6 +76,12 @@ const SYSTEM_TOOLS: &[SystemTool] = &[
         packages: &["npm"],
         manual: "apt-get install npm (it comes with Node.js from nodejs.org)",
     },
+    SystemTool {
+        name: "chromium",
+        probe: &["chromium", "--version"],
+        packages: &["chromium"],
+        manual: "apt-get install chromium (the run report is opened in headless Chromium)",
+    },
 ];
 
 /// Installs whatever the tests need and is missing (the agent CLIs only when `chosen`

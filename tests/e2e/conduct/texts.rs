@@ -22,6 +22,17 @@ fn a_bail_then_status_then_the_resume_that_finishes_and_a_second_conduct() {
     let (exit, text) = env.on_terminal(&["status"]);
     assert_eq!(exit, 0, "{text}");
     snap("status_after_a_bail", &text);
+    // The run report says how it ended and why.
+    let (exit, value) = env.json(&["report"]);
+    assert_eq!(exit, 0, "{value}");
+    let header = &value["data"]["report"]["header"];
+    assert_eq!(header["outcome"], "bailed", "{value}");
+    assert!(
+        header["outcome_detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("ended without a verdict")),
+        "{value}"
+    );
     // The verifier is fixed; the same command resumes and finishes.
     let fixture_path = env.home.path().join("fixture.toml");
     std::fs::write(&fixture_path, fixture(&good_planner(""), GOOD_VERIFIER)).expect("fixture");

@@ -1,0 +1,238 @@
+//! The report computed from the ledger: which events are the run's, and what they add
+//! up to. Nothing here runs a process or trusts what a leaf said of itself.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use tdd_conductor::events::ConductorEvent;
+use tdd_engine::ledger::Event;
+use tdd_engine::ledger::Ledger;
+use tdd_engine::ledger::TypedEvent;
+use tdd_engine::run::events::RunEvent;
+use tdd_leaves::events::LeavesEvent;
+
+use crate::ReportError;
+use crate::Which;
+use crate::model::*;
+
+/// The events of one run, decoded, each with its time.
+#[derive(Default)]
+pub(crate) struct RunEvents {
+    pub conduct: Option<String>,
+    pub run_id: Option<String>,
+    pub conductor: Vec<(Event, ConductorEvent)>,
+    pub engine: Vec<(Event, RunEvent)>,
+    pub leaves: Vec<(Event, LeavesEvent)>,
+    /// The `test_observed` events of this run's verifiers, which have no run.
+    pub verifier_runs: Vec<(Event, RunEvent)>,
+}
+
+/// Reads the ledger at `database` and computes the report of the run `which` names
+/// (the last one conducted, or started, in `work_tree` by default).
+pub fn build(database: &Path, work_tree: &Path, which: &Which) -> Result<RunReport, ReportError> {
+    let ledger = Ledger::open_read_only(database)?.ok_or_else(|| ReportError::NoLedger {
+        database: database.to_path_buf(),
+    })?;
+    let all = ledger.events(None)?;
+    let events = select(&all, work_tree, which)?;
+    let verification = ledger.verify()?;
+    let seal = Seal {
+        events: ledger.count()?,
+        chain_head: all.last().map(|e| e.hash.clone()),
+        verified: verification.broken.is_none(),
+        problem: verification.broken.map(|b| match b.event_id {
+            Some(id) => format!("event {id}: {}", b.reason),
+            None => b.reason,
+        }),
+    };
+    let repository = work_tree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(crate::compute::report(&events, repository, seal))
+}
+
+/// The events of the run `which` names.
+fn select(all: &[Event], work_tree: &Path, which: &Which) -> Result<RunEvents, ReportError> {
+    let here = work_tree.display().to_string();
+    let conduct_runs = |conduct: &str| -> Vec<String> {
+        all.iter()
+            .filter(|e| e.run_id.as_deref() == Some(conduct))
+            .filter_map(|e| decode::<ConductorEvent>(e).ok().flatten())
+            .filter_map(|c| match c {
+                ConductorEvent::RunStarted(run) => Some(run.run_id),
+                _ => None,
+            })
+            .collect()
+    };
+    let (conduct, run_id) = match which {
+        Which::Id(id) => {
+            if !all.iter().any(|e| e.run_id.as_deref() == Some(id)) {
+                return Err(ReportError::NotFound { id: id.clone() });
+            }
+            if id.starts_with("conduct-") {
+                (Some(id.clone()), conduct_runs(id).pop())
+            } else {
+                let conduct = all
+                    .iter()
+                    .filter(|e| e.kind == "conduct_run_started")
+                    .filter_map(|e| {
+                        let run = decode::<ConductorEvent>(e).ok().flatten()?;
+                        match run {
+                            ConductorEvent::RunStarted(r) if &r.run_id == id => e.run_id.clone(),
+                            _ => None,
+                        }
+                    })
+                    .next_back();
+                (conduct, Some(id.clone()))
+            }
+        }
+        Which::Latest => {
+            let conduct = all.iter().rev().find_map(|e| {
+                match decode::<ConductorEvent>(e).ok().flatten()? {
+                    ConductorEvent::ConductStarted(s) if s.worktree == here => e.run_id.clone(),
+                    _ => None,
+                }
+            });
+            match conduct {
+                Some(conduct) => {
+                    let run = conduct_runs(&conduct).pop();
+                    (Some(conduct), run)
+                }
+                None => {
+                    let run = all.iter().rev().find_map(|e| {
+                        match decode::<RunEvent>(e).ok().flatten()? {
+                            RunEvent::RunStarted(s) if s.worktree == here => e.run_id.clone(),
+                            _ => None,
+                        }
+                    });
+                    match run {
+                        Some(run) => (None, Some(run)),
+                        None => return Err(ReportError::NoRun),
+                    }
+                }
+            }
+        }
+    };
+    let mut events = RunEvents {
+        conduct: conduct.clone(),
+        run_id: run_id.clone(),
+        ..RunEvents::default()
+    };
+    let issue_marker = events_issue(all, conduct.as_deref()).map(|n| format!("-i{n}-"));
+    let first_conduct_event = conduct
+        .as_deref()
+        .and_then(|c| all.iter().find(|e| e.run_id.as_deref() == Some(c)))
+        .map_or(0, |e| e.id);
+    for event in all {
+        let mine = match (&event.run_id, &conduct, &run_id) {
+            (Some(r), Some(c), _) if r == c => {
+                if let Some(c) = decode::<ConductorEvent>(event)? {
+                    events.conductor.push((event.clone(), c));
+                }
+                continue;
+            }
+            (Some(r), _, Some(run)) => r == run,
+            (None, _, _) => false,
+            _ => continue,
+        };
+        if mine {
+            if let Some(e) = decode::<RunEvent>(event)? {
+                events.engine.push((event.clone(), e));
+            } else if let Some(e) = decode::<LeavesEvent>(event)? {
+                events.leaves.push((event.clone(), e));
+            }
+            continue;
+        }
+        // Events with no run: a planner's (before the engine run began), and the runs
+        // a verifier made in its own worktree.
+        if event.id < first_conduct_event {
+            continue;
+        }
+        if let Some(e) = decode::<LeavesEvent>(event)? {
+            let of_issue = issue_marker.as_deref().is_some_and(|m| {
+                leaf_of(&e).is_some_and(|id| id.starts_with("planner-") && id.contains(m))
+            });
+            if of_issue {
+                events.leaves.push((event.clone(), e));
+            }
+        }
+    }
+    // A verifier's own runs, once its leaves are known.
+    let verifiers: BTreeSet<String> = events
+        .leaves
+        .iter()
+        .filter_map(|(_, e)| leaf_of(e))
+        .filter(|id| id.starts_with("verifier-"))
+        .map(str::to_string)
+        .collect();
+    for event in all
+        .iter()
+        .filter(|e| e.run_id.is_none() && e.kind == "test_observed")
+    {
+        if let Some(RunEvent::TestObserved(t)) = decode::<RunEvent>(event)?
+            && t.leaf_id.as_ref().is_some_and(|l| verifiers.contains(l))
+        {
+            events
+                .verifier_runs
+                .push((event.clone(), RunEvent::TestObserved(t)));
+        }
+    }
+    Ok(events)
+}
+
+/// The issue a conduct works on.
+fn events_issue(all: &[Event], conduct: Option<&str>) -> Option<u64> {
+    let conduct = conduct?;
+    all.iter()
+        .filter(|e| e.run_id.as_deref() == Some(conduct))
+        .find_map(|e| match decode::<ConductorEvent>(e).ok().flatten()? {
+            ConductorEvent::ConductStarted(s) => Some(s.issue),
+            _ => None,
+        })
+}
+
+/// The leaf a leaves event is about.
+pub(crate) fn leaf_of(event: &LeavesEvent) -> Option<&str> {
+    match event {
+        LeavesEvent::LeafPrepared(r) => Some(&r.leaf_id),
+        LeavesEvent::LeafStarted(s) => Some(&s.leaf_id),
+        LeavesEvent::LeafAborted(a) => Some(&a.leaf_id),
+        LeavesEvent::LeafFinished(f) => Some(&f.leaf_id),
+        LeavesEvent::VerdictRecorded(v) => Some(&v.leaf_id),
+        LeavesEvent::VerdictRefused(v) => Some(&v.leaf_id),
+        _ => None,
+    }
+}
+
+/// `event` as `E`, `None` for another domain's.
+fn decode<E: TypedEvent>(event: &Event) -> Result<Option<E>, ReportError> {
+    Ok(tdd_engine::ledger::decode::<E>(event, RunEvent::KINDS)?)
+}
+
+/// Per test id, the first outcome `observations` give it: a phase's target runs come
+/// before its suite runs and its sensitivity runs, so this is the tree's own result.
+pub(crate) fn first_outcomes(
+    observations: &[tdd_engine::observe::Observation],
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for observation in observations {
+        for (id, result) in &observation.tests {
+            out.entry(id.clone())
+                .or_insert_with(|| outcome_word(&result.outcome).to_string());
+        }
+    }
+    out
+}
+
+/// An outcome as the report writes it.
+pub(crate) fn outcome_word(outcome: &tdd_engine::observe::Outcome) -> &'static str {
+    use tdd_engine::observe::Outcome;
+    match outcome {
+        Outcome::Passed => "passed",
+        Outcome::Failed => "failed",
+        Outcome::Skipped => "skipped",
+        Outcome::Error => "error",
+    }
+}

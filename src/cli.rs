@@ -72,6 +72,9 @@ enum Command {
     Demo(commands::demo::DemoArgs),
     Hook(commands::hook::HookArgs),
     Report(commands::report::ReportArgs),
+    #[command(subcommand)]
+    Log(commands::log::LogCommand),
+    Metrics(commands::metrics::MetricsArgs),
 }
 
 impl Command {
@@ -106,6 +109,8 @@ impl Command {
             Command::Demo(_) => "demo",
             Command::Hook(_) => "hook",
             Command::Report(_) => "report",
+            Command::Log(c) => c.name(),
+            Command::Metrics(_) => "metrics",
         }
     }
 }
@@ -263,6 +268,8 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
         Command::Hook(args) => commands::hook::cmd_hook(&ctx, args),
         Command::Report(args) => commands::report::cmd_report(&ctx, args),
+        Command::Log(cmd) => commands::log::cmd_log(&ctx, cmd),
+        Command::Metrics(args) => commands::metrics::cmd_metrics(&ctx, args),
     };
     out.finish(name, result)
 }

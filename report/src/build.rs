@@ -236,3 +236,31 @@ pub(crate) fn outcome_word(outcome: &tdd_engine::observe::Outcome) -> &'static s
         Outcome::Error => "error",
     }
 }
+
+/// The report of every engine run the ledger at `database` holds, oldest first.
+pub fn all_runs(database: &Path, work_tree: &Path) -> Result<Vec<RunReport>, ReportError> {
+    let ledger = Ledger::open_read_only(database)?.ok_or_else(|| ReportError::NoLedger {
+        database: database.to_path_buf(),
+    })?;
+    let all = ledger.events(None)?;
+    let seal = Seal::default();
+    let runs: Vec<String> = all
+        .iter()
+        .filter(|e| e.kind == "run_started")
+        .filter_map(|e| e.run_id.clone())
+        .collect();
+    let repository = work_tree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    runs.into_iter()
+        .map(|run| {
+            let events = select(&all, work_tree, &Which::Id(run))?;
+            Ok(crate::compute::report(
+                &events,
+                repository.clone(),
+                seal.clone(),
+            ))
+        })
+        .collect()
+}

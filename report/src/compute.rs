@@ -19,9 +19,18 @@ pub(crate) fn report(events: &RunEvents, repository: String, seal: Seal) -> RunR
     let leaves = leaves(events);
     let mut header = header(events, &leaves, repository);
     header.ledger = seal;
+    let mut steps = steps(events);
+    // A step's cost is what its leaves (developers and verifiers) reported.
+    for step in &mut steps {
+        step.cost_usd = leaves
+            .iter()
+            .filter(|l| l.step == step.n)
+            .filter_map(|l| l.cost_usd)
+            .reduce(|a, b| a + b);
+    }
     RunReport {
         version: 1,
-        steps: steps(events),
+        steps,
         runs: runs(events),
         marks: marks(events),
         tests: deltas(events),
@@ -55,9 +64,11 @@ fn header(events: &RunEvents, leaves: &[Leaf], repository: String) -> Header {
             ConductorEvent::Completed(_) => {
                 header.outcome = "completed".into();
                 header.outcome_detail = None;
+                header.bail_cause = None;
             }
             ConductorEvent::Bailed(b) => {
                 header.outcome = "bailed".into();
+                header.bail_cause = Some(b.bail.cause.as_str().to_string());
                 header.outcome_detail = Some(format!(
                     "{} ({}): {} — {}",
                     b.bail.cause.as_str(),
@@ -79,7 +90,10 @@ fn header(events: &RunEvents, leaves: &[Leaf], repository: String) -> Header {
     }
     for (_, event) in &events.engine {
         match event {
-            RunEvent::RunStarted(s) => header.base = Some(s.start_sha.clone()),
+            RunEvent::RunStarted(s) => {
+                header.base = Some(s.start_sha.clone());
+                header.contract = Some(s.contract.blob.clone());
+            }
             RunEvent::PhaseChanged(p) => {
                 if let Some(commit) = &p.commit {
                     header.head = Some(commit.clone());
@@ -169,6 +183,7 @@ fn steps(events: &RunEvents) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     let mut state: BTreeMap<u32, String> = BTreeMap::new();
     let mut targets: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    let mut more: BTreeMap<u32, Step> = BTreeMap::new();
     for (_, event) in &events.engine {
         match event {
             RunEvent::RunStarted(s) => {
@@ -181,6 +196,7 @@ fn steps(events: &RunEvents) -> Vec<Step> {
                         title: c.title.clone(),
                         targets: c.tests.clone(),
                         state: "not started".into(),
+                        ..Step::default()
                     })
                     .collect();
             }
@@ -189,15 +205,52 @@ fn steps(events: &RunEvents) -> Vec<Step> {
             }
             RunEvent::PhaseChanged(p) => {
                 state.insert(p.n, p.to.trailer().to_string());
+                if let Some(commit) = &p.commit {
+                    let short = &commit[..commit.len().min(10)];
+                    more.entry(p.n)
+                        .or_default()
+                        .commits
+                        .push(format!("{} {short}", p.from.trailer()));
+                }
             }
             RunEvent::CycleClosed(c) => {
                 state.insert(c.n, "closed".into());
             }
             RunEvent::CycleSkipped(c) => {
                 state.insert(c.n, "skipped".into());
+                more.entry(c.n).or_default().skipped_because = Some(c.reason.clone());
             }
             RunEvent::TargetAdopted(t) => targets.entry(t.n).or_default().push(t.test.clone()),
             RunEvent::TargetNamed(t) => targets.entry(t.n).or_default().push(t.test.clone()),
+            RunEvent::Note(note) => {
+                more.entry(note.n.unwrap_or(0))
+                    .or_default()
+                    .notes
+                    .push(note.text.clone());
+            }
+            RunEvent::Annotation(a) => {
+                more.entry(a.n.unwrap_or(0))
+                    .or_default()
+                    .notes
+                    .push(format!("{}: {}", a.key, a.value));
+            }
+            _ => {}
+        }
+    }
+    for (_, event) in &events.conductor {
+        match event {
+            ConductorEvent::PhaseAccepted(p) => {
+                let step = more.entry(p.step).or_default();
+                step.revisions += p.revisions;
+            }
+            ConductorEvent::StepDone(d) => {
+                more.entry(d.step).or_default().time = Some(StepTime {
+                    total_ms: d.total_ms,
+                    leaf_ms: d.leaf_ms,
+                    engine_ms: d.engine_ms,
+                    overhead_ms: d.overhead_ms,
+                });
+            }
             _ => {}
         }
     }
@@ -207,6 +260,13 @@ fn steps(events: &RunEvents) -> Vec<Step> {
         }
         if let Some(t) = targets.get(&step.n) {
             step.targets = t.clone();
+        }
+        if let Some(m) = more.remove(&step.n) {
+            step.skipped_because = m.skipped_because;
+            step.commits = m.commits;
+            step.revisions = m.revisions;
+            step.time = m.time;
+            step.notes = m.notes;
         }
     }
     steps
@@ -251,6 +311,7 @@ fn leaves(events: &RunEvents) -> Vec<Leaf> {
                     .duration_ms
                     .or_else(|| Some(between_ms(&leaf.started_at, &event.at)));
                 leaf.ended = Some(f.exit.words());
+                leaf.exit_class = Some(f.exit.tag().to_string());
                 leaf.ok = f.exit.is_success();
                 leaf.tokens = f.usage.as_ref().map(|u| Tokens {
                     input: u.input_tokens,
@@ -312,14 +373,28 @@ fn model_of(argv: &[String]) -> Option<String> {
     None
 }
 
+/// The purpose of a run a verifier made itself.
+pub(crate) const VERIFIER_RUN: &str = "verifier's own run";
+
 fn runs(events: &RunEvents) -> Vec<SuiteRun> {
     let mut out = Vec::new();
     let mut add = |event: &Event, step: u32, purpose: &str, observations: &[Observation]| {
         // Laid back to back, the last ending when the event was written.
         let mut end = event.at.clone();
         let mut these = Vec::new();
-        for o in observations.iter().rev() {
+        for (i, o) in observations.iter().enumerate().rev() {
             let start = minus_ms(&end, o.wall_ms);
+            // A GREEN's lone run of a target it already ran is the sensitivity run,
+            // made with the implementation reverted.
+            let again = o.tests.len() == 1
+                && o.tests
+                    .keys()
+                    .all(|id| observations[..i].iter().any(|e| e.tests.contains_key(id)));
+            let purpose = if purpose == "green" && again {
+                "sensitivity"
+            } else {
+                purpose
+            };
             these.push(SuiteRun {
                 step,
                 purpose: purpose.to_string(),
@@ -355,7 +430,7 @@ fn runs(events: &RunEvents) -> Vec<SuiteRun> {
     for (event, e) in &events.verifier_runs {
         if let RunEvent::TestObserved(t) = e {
             let step = t.leaf_id.as_deref().and_then(step_of_leaf).unwrap_or(0);
-            add(event, step, "verifier's own run", &t.observations);
+            add(event, step, VERIFIER_RUN, &t.observations);
         }
     }
     out

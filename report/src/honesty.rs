@@ -75,7 +75,7 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
             RunEvent::RedFirstViolation(v) => push(
                 v.n,
                 "red",
-                "warning",
+                "red first",
                 false,
                 format!("passed before any implementation: {}", v.tests.join(", ")),
             ),

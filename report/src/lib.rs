@@ -7,13 +7,16 @@
 
 mod build;
 mod compute;
+pub mod friction;
 mod honesty;
 pub mod html;
+pub mod metrics;
 pub mod model;
 mod timeline;
 
 use std::path::PathBuf;
 
+pub use build::all_runs;
 pub use build::build;
 pub use model::RunReport;
 

@@ -49,6 +49,10 @@ pub struct Header {
     pub outcome: String,
     /// Why it bailed or stopped, in words, and what to do.
     pub outcome_detail: Option<String>,
+    /// The bail's cause (`verdict_missing`, ...), when it bailed.
+    pub bail_cause: Option<String>,
+    /// The plan contract (the plan's blob id) the run was started with.
+    pub contract: Option<String>,
     /// The first event's time (RFC 3339).
     pub started_at: Option<String>,
     /// The last event's time (RFC 3339).
@@ -105,7 +109,7 @@ pub struct Seal {
 }
 
 /// One step of the plan.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Step {
     /// Its number (a plan cycle).
     pub n: u32,
@@ -115,6 +119,31 @@ pub struct Step {
     pub targets: Vec<String>,
     /// `closed`, `skipped`, or the phase it is in.
     pub state: String,
+    /// Why it was skipped, when it was.
+    pub skipped_because: Option<String>,
+    /// Its phase commits, as `phase sha` (a rejected one that was undone included).
+    pub commits: Vec<String>,
+    /// Revise rounds its phases took.
+    pub revisions: u32,
+    /// Where its time went, once it was done.
+    pub time: Option<StepTime>,
+    /// What its developer leaves reported costing.
+    pub cost_usd: Option<f64>,
+    /// Notes and annotations recorded on it.
+    pub notes: Vec<String>,
+}
+
+/// Where a done step's time went (the last conduct's share of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StepTime {
+    /// From the step's first leaf to its close.
+    pub total_ms: u64,
+    /// In leaves.
+    pub leaf_ms: u64,
+    /// In the engine's gates.
+    pub engine_ms: u64,
+    /// Everything else (forge, git, bookkeeping).
+    pub overhead_ms: u64,
 }
 
 /// One leaf.
@@ -140,6 +169,8 @@ pub struct Leaf {
     pub duration_ms: Option<u64>,
     /// How it ended, in words.
     pub ended: Option<String>,
+    /// How it ended, as its class (`exited`, `kill_stuck`, ...).
+    pub exit_class: Option<String>,
     /// Whether it ended with exit code 0.
     pub ok: bool,
     /// Its confinement (`landlock-v7`, `none`, `disabled`).

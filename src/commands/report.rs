@@ -72,7 +72,8 @@ pub fn default_path(ledger_dir: &Path, report: &tdd_report::RunReport) -> PathBu
     }
 }
 
-fn report_error(err: ReportError) -> CommandError {
+/// A report error as the command's error, with a hint that leads somewhere.
+pub fn report_error(err: ReportError) -> CommandError {
     match err {
         ReportError::NoLedger { .. } | ReportError::NoRun => {
             CommandError::refused("no_run", err.to_string())

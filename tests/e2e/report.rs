@@ -172,6 +172,30 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
         rendered.matches(r#"class="bar leaf "#).count(),
         leaves.len()
     );
+    // The friction log and the metrics of the same run (it has a REJECT revised and a
+    // locked test reverted), as a person reads them.
+    let mut settings = crate::snapshots::settings(&env, &[(&dir, "[DEMO]")]);
+    for (pattern, replacement) in [
+        (r"thread '(\w+)' \(\d+\)", "thread '$1' ([TID])"),
+        (r"tokens \d+ in / \d+ out", "tokens [IN] in / [OUT] out"),
+        (r"\(\d+% engine\)", "([SHARE] engine)"),
+        (
+            r"\d+ input, \d+ cache read, \d+ cache write, \d+ output",
+            "[TOKENS]",
+        ),
+    ] {
+        settings.add_filter(pattern, replacement);
+    }
+    let repo = repo.to_str().expect("utf-8");
+    let (code, log) = env.on_terminal(&["-C", repo, "log", "render"]);
+    assert_eq!(code, 0, "{log}");
+    settings.bind(|| {
+        insta::assert_snapshot!("friction_log_of_the_demo", crate::snapshots::shown(&log))
+    });
+    let (code, metrics) = env.on_terminal(&["-C", repo, "metrics", "--by", "provider"]);
+    assert_eq!(code, 0, "{metrics}");
+    settings
+        .bind(|| insta::assert_snapshot!("metrics_of_the_demo", crate::snapshots::shown(&metrics)));
 }
 
 /// The console check above can fail: a page that loads something under the same

@@ -33,6 +33,12 @@ fn a_bail_then_status_then_the_resume_that_finishes_and_a_second_conduct() {
             .is_some_and(|d| d.contains("ended without a verdict")),
         "{value}"
     );
+    let (exit, value) = env.json(&["metrics"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(
+        value["data"]["metrics"][0]["bails"]["verdict_missing"], 1,
+        "{value}"
+    );
     // The verifier is fixed; the same command resumes and finishes.
     let fixture_path = env.home.path().join("fixture.toml");
     std::fs::write(&fixture_path, fixture(&good_planner(""), GOOD_VERIFIER)).expect("fixture");

@@ -75,6 +75,7 @@ enum Command {
     #[command(subcommand)]
     Log(commands::log::LogCommand),
     Metrics(commands::metrics::MetricsArgs),
+    Fleet(commands::fleet::FleetArgs),
 }
 
 impl Command {
@@ -111,6 +112,7 @@ impl Command {
             Command::Report(_) => "report",
             Command::Log(c) => c.name(),
             Command::Metrics(_) => "metrics",
+            Command::Fleet(_) => "fleet",
         }
     }
 }
@@ -270,6 +272,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Report(args) => commands::report::cmd_report(&ctx, args),
         Command::Log(cmd) => commands::log::cmd_log(&ctx, cmd),
         Command::Metrics(args) => commands::metrics::cmd_metrics(&ctx, args),
+        Command::Fleet(args) => commands::fleet::cmd_fleet(&ctx, args),
     };
     out.finish(name, result)
 }

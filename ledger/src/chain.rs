@@ -70,9 +70,9 @@ pub(crate) fn append_in(
 }
 
 /// An event's columns: id, run id, kind, payload, time, previous hash, hash.
-type Row = (i64, Option<String>, String, String, String, String, String);
+pub(crate) type Row = (i64, Option<String>, String, String, String, String, String);
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+pub(crate) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -145,19 +145,24 @@ fn query(
     let rows = stmt.query_map(params, row).map_err(sql_err(path))?;
     let mut events = Vec::new();
     for r in rows {
-        let (id, run_id, kind, payload, at, prev_hash, hash) = r.map_err(sql_err(path))?;
-        let payload = serde_json::from_str(&payload).map_err(|_| LedgerError::BadPayload { id })?;
-        events.push(Event {
-            id,
-            run_id,
-            kind,
-            payload,
-            at,
-            prev_hash,
-            hash,
-        });
+        events.push(event_of(r.map_err(sql_err(path))?)?);
     }
     Ok(events)
+}
+
+/// A row as an event; a payload that is not JSON is [`LedgerError::BadPayload`].
+pub(crate) fn event_of(row: Row) -> Result<Event, LedgerError> {
+    let (id, run_id, kind, payload, at, prev_hash, hash) = row;
+    let payload = serde_json::from_str(&payload).map_err(|_| LedgerError::BadPayload { id })?;
+    Ok(Event {
+        id,
+        run_id,
+        kind,
+        payload,
+        at,
+        prev_hash,
+        hash,
+    })
 }
 
 /// Walks the chain in one read transaction; stops at the first mismatch.

@@ -16,6 +16,7 @@
 mod anchor;
 mod chain;
 pub mod clock;
+mod heads;
 mod location;
 pub mod redact;
 mod schema;
@@ -37,6 +38,7 @@ pub use anchor::COMMIT_STARTED;
 pub use anchor::LEDGER_TRAILER;
 pub use chain::GENESIS_HASH;
 pub use chain::event_hash;
+pub use heads::RunHead;
 pub use location::DATABASE_FILE;
 pub use location::LedgerLocation;
 pub use location::RepositoryProbe;

@@ -52,6 +52,12 @@ impl LedgerLocation {
         LedgerLocation::resolve_with(dir, probe, |key| std::env::var_os(key))
     }
 
+    /// The ledger home from the process environment alone (no repository needed):
+    /// `TDD_LEDGER_HOME`, `XDG_DATA_HOME/tdd` or `HOME/.local/share/tdd`, absolute.
+    pub fn home_from_env() -> Result<PathBuf, LedgerError> {
+        Ok(ledger_home(&|key: &str| std::env::var_os(key))?.0)
+    }
+
     /// Resolves the ledger with `env` standing in for the process environment.
     ///
     /// Problems are reported in a fixed order: the home first, then the repository, then a

@@ -381,3 +381,41 @@ fn a_typed_read_gives_the_kinds_asked_for_and_refuses_a_kind_of_another_domain()
         Err(LedgerError::Event(EventError::Payload { id: 4, .. }))
     ));
 }
+
+#[test]
+fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
+    let (_dir, mut ledger) = fresh();
+    let append = |ledger: &mut Ledger, run: Option<&str>, kind: &str, n: u32| {
+        ledger
+            .append(run, kind, &serde_json::json!({ "n": n }))
+            .expect("append");
+    };
+    append(&mut ledger, Some("run-a"), "run_started", 0);
+    append(&mut ledger, Some("conduct-x"), "conduct_started", 0);
+    append(&mut ledger, Some("run-a"), "cycle_opened", 1);
+    append(&mut ledger, Some("run-b"), "run_started", 0);
+    append(&mut ledger, None, "note", 9);
+    append(&mut ledger, Some("run-a"), "phase_changed", 1);
+    append(&mut ledger, Some("run-a"), "note", 2);
+    let heads = ledger
+        .run_heads("run_started", &["cycle_opened", "phase_changed"])
+        .expect("heads");
+    let view: Vec<(&str, &str, &str, Option<&str>)> = heads
+        .iter()
+        .map(|h| {
+            (
+                h.run_id.as_str(),
+                h.first.kind.as_str(),
+                h.last.kind.as_str(),
+                h.last_of.as_ref().map(|e| e.kind.as_str()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        view,
+        vec![
+            ("run-a", "run_started", "note", Some("phase_changed")),
+            ("run-b", "run_started", "run_started", None),
+        ]
+    );
+}

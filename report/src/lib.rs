@@ -7,6 +7,7 @@
 
 mod build;
 mod compute;
+pub mod fleet;
 pub mod friction;
 mod honesty;
 pub mod html;

@@ -9,6 +9,7 @@ pub mod cycle;
 pub mod demo;
 pub mod doctor;
 pub mod exec;
+pub mod fleet;
 pub mod hook;
 pub mod init;
 pub mod kill;

@@ -37,7 +37,7 @@ fn hostile(root: &Path, other: &Path, ledger_home: &Path, sleep: u32) -> String 
     .join("; ")
 }
 
-fn run_hostile(script: &str) -> String {
+pub(super) fn run_hostile(script: &str) -> String {
     let script = script.replace('\\', "\\\\").replace('"', "\\\"");
     format!("[[leaf.do]]\naction = \"run\"\nargv = [\"sh\", \"-c\", \"{script}\"]\n")
 }

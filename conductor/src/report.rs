@@ -242,6 +242,11 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
         out.push_str(&format!("\n{line}\n"));
     }
     out.push_str(&format!(
+        "\n**Run report:** the timeline, the tests by checkpoint and the evidence of every gate are in `report.html` in the run directory (`{}`) once the run ends; `tdd report --run {}` writes it again wherever this repository's ledger is.\n",
+        c.dir.display(),
+        c.journal.conduct()
+    ));
+    out.push_str(&format!(
         "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
         c.cursor.run_id.as_deref().unwrap_or("-")

@@ -64,6 +64,19 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
         .expect("report path")
         .to_string();
     assert!(Path::new(&written).is_file(), "{demo}");
+    // The draft PR points a reviewer at it.
+    let pr = std::fs::read_to_string(demo["data"]["pr"].as_str().expect("pr")).expect("pr");
+    let dir_of_report = Path::new(&written)
+        .parent()
+        .expect("dir")
+        .display()
+        .to_string();
+    assert!(
+        pr.contains("**Run report:**")
+            && pr.contains(&dir_of_report)
+            && pr.contains("tdd report --run conduct-"),
+        "{pr}"
+    );
     let repo = dir.join("calc");
     let out = env
         .tdd()

@@ -15,6 +15,7 @@ pub mod envelope;
 pub mod events;
 pub mod home;
 pub mod hook;
+pub mod hook_config;
 pub mod identity;
 pub mod provider;
 pub mod providers;

@@ -75,6 +75,28 @@ impl Check {
     }
 }
 
+/// One check per agent CLI whose project settings run `tdd hook` before its tools
+/// (`tdd init --hooks`); none where no CLI is wired, which is a choice, not a fault.
+fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
+    use tdd_leaves::hook::Harness;
+    [Harness::Claude, Harness::Codex]
+        .into_iter()
+        .filter_map(|harness| {
+            let file = harness.settings_file();
+            let text = std::fs::read_to_string(root.join(file)).ok()?;
+            tdd_leaves::hook_config::wired(harness, &text).then(|| {
+                Check::pass(
+                    format!("hooks.{}", harness.as_str()),
+                    format!(
+                        "`{}` runs before its tools ({file})",
+                        harness.hook_command()
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Runs `tdd doctor`.
 pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError> {
     let mut checks = Vec::new();
@@ -99,6 +121,9 @@ pub fn cmd_doctor(ctx: &Ctx, _args: DoctorArgs) -> Result<Outcome, CommandError>
     // A tdd.toml that did not load has its own failed check; its providers are unknown.
     if work_tree.is_none() || config.is_some() {
         checks.extend(providers::checks(config.as_ref()));
+    }
+    if let Some(root) = &work_tree {
+        checks.extend(hooks_checks(root));
     }
     checks.push(sandbox_check());
     checks.push(runner_namespaces_check());

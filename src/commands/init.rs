@@ -19,18 +19,53 @@ use crate::output::Verb;
 /// its package; its tests are where it declares them (pytest's testpaths,
 /// package.json's test script, Cargo's [[test]] targets), else where test files are
 /// found; every test file is locked as a test and every other source file as
-/// implementation. Imports .tdd/rules.json when present.
+/// implementation. Imports .tdd/rules.json when present. With --hooks, also wires
+/// `tdd hook` into the agent CLI's project settings (an existing tdd.toml is then left
+/// as it is).
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
     /// Overwrite an existing tdd.toml.
     #[arg(long)]
     force: bool,
+    /// Wire `tdd hook <HARNESS> pre-tool-use` into that agent CLI's project settings
+    /// (`claude`: .claude/settings.json, `codex`: .codex/hooks.json), beside the
+    /// entries already there; repeat or separate with commas for several.
+    #[arg(long, value_name = "HARNESS", value_delimiter = ',')]
+    hooks: Vec<String>,
 }
 
 /// Runs `tdd init`.
 pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Outcome, CommandError> {
     let root = ctx.work_tree()?;
     let path = root.join(CONFIG_FILE);
+    if !args.hooks.is_empty() {
+        let harnesses = args
+            .hooks
+            .iter()
+            .map(|name| {
+                tdd_leaves::hook::Harness::parse(name).ok_or_else(|| {
+                    CommandError::bad_input(
+                        "harness_unknown",
+                        format!("--hooks {name}: tdd has hooks for claude and codex"),
+                    )
+                    .hint("run `tdd init --hooks claude` or `tdd init --hooks codex`")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        crate::commands::init_hooks::check_all(&root, &harnesses)?;
+        if path.exists() && !args.force {
+            return crate::commands::init_hooks::wire_all(&root, &harnesses, None);
+        }
+        let written = write_config(&root, &path, &args)?;
+        return crate::commands::init_hooks::wire_all(&root, &harnesses, Some(written));
+    }
+    write_config(&root, &path, &args)
+}
+
+/// Writes tdd.toml from what is detected; refused when one exists, unless `--force`.
+fn write_config(root: &Path, path: &Path, args: &InitArgs) -> Result<Outcome, CommandError> {
+    let root = root.to_path_buf();
+    let path = path.to_path_buf();
     if path.exists() && !args.force {
         return Err(CommandError::refused(
             "config_exists",

@@ -12,6 +12,7 @@ pub mod exec;
 pub mod fleet;
 pub mod hook;
 pub mod init;
+pub mod init_hooks;
 pub mod kill;
 pub mod leaf_modes;
 pub mod leaf_show;

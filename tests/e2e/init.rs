@@ -367,3 +367,80 @@ fn a_project_without_any_test_gets_the_convention_and_a_warning() {
     let shown = std::fs::read_to_string(env.root().join("tdd.toml")).expect("written");
     assert!(shown.contains("test_paths = [\"tests/\"]"), "{shown}");
 }
+
+#[test]
+fn init_hooks_wires_tdd_hook_beside_the_users_own_entries_once() {
+    let env = Env::new();
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    env.write("src/lib.rs", "pub fn f() {}\n");
+    let mine = r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}"#;
+    env.write(".claude/settings.json", mine);
+    let (code, value) = env.json(&["init", "--hooks", "claude,codex"]);
+    assert_eq!(code, 0, "{value}");
+    assert!(env.root().join("tdd.toml").is_file());
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.root().join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    assert_eq!(settings["model"], "opus");
+    let pre = settings["hooks"]["PreToolUse"].as_array().expect("entries");
+    assert_eq!(pre[0]["hooks"][0]["command"], "./lint.sh");
+    let command = pre[1]["hooks"][0]["command"].as_str().expect("ours");
+    assert_eq!(command, "tdd hook claude pre-tool-use");
+    let codex = std::fs::read_to_string(env.root().join(".codex/hooks.json")).expect("codex");
+    assert!(codex.contains("tdd hook codex pre-tool-use"), "{codex}");
+    // The command wired is one `tdd hook` takes: with no run, a write is let through.
+    let bin = assert_cmd::cargo::cargo_bin("tdd");
+    let argv: Vec<&str> = command.split(' ').skip(1).collect();
+    let out = env
+        .tdd_at(&bin)
+        .args(&argv)
+        .write_stdin(
+            r#"{"tool_name":"Write","tool_input":{"file_path":"src/lib.rs","content":"x"}}"#,
+        )
+        .output()
+        .expect("hook");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Again: tdd.toml and both settings are left as they are.
+    let before = std::fs::read_to_string(env.root().join(".claude/settings.json")).expect("s");
+    let (code, value) = env.json(&["init", "--hooks", "claude,codex"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["config"], "kept", "{value}");
+    assert!(
+        value["data"]["hooks"]
+            .as_array()
+            .expect("hooks")
+            .iter()
+            .all(|h| h["changed"] == false),
+        "{value}"
+    );
+    let after = std::fs::read_to_string(env.root().join(".claude/settings.json")).expect("s");
+    assert_eq!(before, after);
+    // And doctor says which CLIs are wired.
+    let (_, doctor) = env.json(&["doctor"]);
+    let checks = doctor["data"]["checks"].to_string();
+    assert!(
+        checks.contains("hooks.claude") && checks.contains("hooks.codex"),
+        "{doctor}"
+    );
+}
+
+#[test]
+fn init_hooks_refuses_settings_that_are_not_json_naming_the_line() {
+    let env = Env::new();
+    env.write("Cargo.toml", "[package]\nname = \"app\"\n");
+    env.write(".claude/settings.json", "{\n  \"hooks\": [1,\n");
+    let (code, value) = env.json(&["init", "--hooks", "claude"]);
+    assert_eq!(code, 2, "{value}");
+    assert_eq!(value["error"]["reason"], "hooks_config_invalid");
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(".claude/settings.json:3"), "{value}");
+    // Refused before anything was written.
+    assert!(!env.root().join("tdd.toml").exists());
+    let (code, value) = env.json(&["init", "--hooks", "gemini"]);
+    assert_eq!(code, 2, "{value}");
+    assert_eq!(value["error"]["reason"], "harness_unknown");
+}

@@ -360,6 +360,18 @@ pub fn deny(reason: &str) -> String {
     format!("{answer}\n")
 }
 
+/// The answer that adds `context` to the agent's session at its start, in the
+/// `SessionStart` format Claude Code and Codex share.
+pub fn session_context(context: &str) -> String {
+    let answer = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": context,
+        }
+    });
+    format!("{answer}\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

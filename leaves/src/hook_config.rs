@@ -32,9 +32,14 @@ impl Harness {
         }
     }
 
-    /// The command its entry runs.
+    /// The command its `PreToolUse` entry runs.
     pub fn hook_command(self) -> String {
         format!("tdd hook {} pre-tool-use", self.as_str())
+    }
+
+    /// The command its `SessionStart` entry runs.
+    pub fn session_command(self) -> String {
+        format!("tdd hook {} session-start", self.as_str())
     }
 }
 
@@ -57,8 +62,9 @@ pub enum WireError {
 }
 
 /// The settings `existing` (the file's text, if there is one) with `harness`'s
-/// `PreToolUse` entry for `tdd hook` added, and whether anything changed: nothing does
-/// when an entry already runs the command. Every other key and entry is kept as it is.
+/// `PreToolUse` and `SessionStart` entries for `tdd hook` added, and whether anything
+/// changed: an event that already has an entry running the command gets none. Every
+/// other key and entry is kept as it is.
 pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), WireError> {
     let mut root: Value = match existing.filter(|t| !t.trim().is_empty()) {
         None => Value::Object(Map::new()),
@@ -74,19 +80,39 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or(WireError::Shape("hooks"))?;
-    let pre = hooks
-        .entry("PreToolUse")
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or(WireError::Shape("hooks.PreToolUse"))?;
-    let command = harness.hook_command();
-    if is_wired(pre, &command) {
+    let mut changed = false;
+    for (event, shape, entry) in [
+        (
+            "PreToolUse",
+            "hooks.PreToolUse",
+            json!({
+                "matcher": harness.matcher(),
+                "hooks": [{ "type": "command", "command": harness.hook_command() }],
+            }),
+        ),
+        (
+            "SessionStart",
+            "hooks.SessionStart",
+            json!({ "hooks": [{ "type": "command", "command": harness.session_command() }] }),
+        ),
+    ] {
+        let entries = hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or(WireError::Shape(shape))?;
+        let command = entry["hooks"][0]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !is_wired(entries, &command) {
+            entries.push(entry);
+            changed = true;
+        }
+    }
+    if !changed {
         return Ok((existing.unwrap_or_default().to_string(), false));
     }
-    pre.push(json!({
-        "matcher": harness.matcher(),
-        "hooks": [{ "type": "command", "command": command }],
-    }));
     let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
     text.push('\n');
     Ok((text, true))

@@ -15,13 +15,15 @@ use crate::output::Raw;
 /// The most of a hook event read from stdin; a larger one is refused (and so blocked).
 const MAX_EVENT: u64 = 4 * 1024 * 1024;
 
-/// Answer an agent CLI's hook before a tool runs (`pre-tool-use`): a write to a path
+/// Answer an agent CLI's hook. Before a tool runs (`pre-tool-use`): a write to a path
 /// the current phase locks (tests in GREEN and REFACTOR, implementation in RED, the
 /// files that decide how tests run always), to git's internals or to the agent CLI's
-/// own settings is denied, with the lock, the phase and what to do instead. Reads the
-/// event as JSON on stdin and answers in the harness's own format. Fails closed: when
-/// tdd cannot tell, it exits 2, which the harness takes as a block. Guidance only: the
-/// gate reverts a locked change whatever a hook said.
+/// own settings is denied, with the lock, the phase and what to do instead. When a
+/// session starts (`session-start`): the open cycle, its phase, target and locks are
+/// added to the agent's context. Reads the event as JSON on stdin and answers in the
+/// harness's own format. Fails closed: when tdd cannot tell, it exits 2, which the
+/// harness takes as a block. Guidance only: the gate reverts a locked change whatever
+/// a hook said.
 #[derive(Debug, clap::Args)]
 pub struct HookArgs {
     /// The agent CLI whose protocol to speak.
@@ -42,19 +44,28 @@ enum HarnessArg {
 /// The hook events `tdd hook` answers.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum EventArg {
-    /// Before a tool runs.
+    /// Before a tool runs: a locked write is denied.
     PreToolUse,
+    /// When a session starts: the run's current assignment is added to its context.
+    SessionStart,
 }
 
 /// Runs `tdd hook`.
 pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
-    let EventArg::PreToolUse = args.event;
-    let _ = args.harness; // Claude Code and Codex share the PreToolUse protocol.
-    Ok(match pre_tool_use(ctx) {
+    let _ = args.harness; // Claude Code and Codex share these protocols.
+    let answer = match args.event {
+        EventArg::PreToolUse => {
+            pre_tool_use(ctx).map(|reason| reason.map(|r| tdd_leaves::hook::deny(&r)))
+        }
+        EventArg::SessionStart => {
+            session_start(ctx).map(|context| context.map(|c| tdd_leaves::hook::session_context(&c)))
+        }
+    };
+    Ok(match answer {
         Ok(None) => Outcome::raw(Raw::default(), Exit::Ok),
-        Ok(Some(reason)) => Outcome::raw(
+        Ok(Some(stdout)) => Outcome::raw(
             Raw {
-                stdout: tdd_leaves::hook::deny(&reason),
+                stdout,
                 stderr: String::new(),
             },
             Exit::Ok,
@@ -77,8 +88,54 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
     })
 }
 
-/// Why the tool call on stdin must not run, or `None` when it may.
-fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
+/// What the agent is to do now, as context for a session that starts: the cycle, its
+/// phase and target, what is locked, and the commands that run the target and say
+/// where the run stands. `None` while no cycle is open.
+fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
+    read_event()?;
+    // A repository tdd is not set up in has no assignment to give.
+    if !ctx
+        .work_tree()?
+        .join(tdd_engine::config::CONFIG_FILE)
+        .exists()
+    {
+        return Ok(None);
+    }
+    let engine = ctx.engine()?;
+    let view = engine.view()?;
+    let Some((state, locks)) = view.locks()? else {
+        return Ok(None);
+    };
+    let Some(index) = state.current() else {
+        return Ok(None);
+    };
+    let (Some(cycle), Some(planned)) = (state.cycles.get(index), state.plan.cycles.get(index))
+    else {
+        return Ok(None);
+    };
+    let target = cycle
+        .target_override
+        .clone()
+        .unwrap_or_else(|| planned.tests.join(", "));
+    let phase = locks.phase();
+    let locked = match phase {
+        tdd_engine::run::Phase::AwaitingTest | tdd_engine::run::Phase::AwaitingPin => {
+            "implementation files (a stub the cycle declares apart) and the files that decide how tests run"
+        }
+        _ => "test files and the files that decide how tests run",
+    };
+    Ok(Some(format!(
+        "tdd: cycle {} of {} ({}) is in {}. Target: `{target}`. Now: {}. Locked in this phase: {locked}; a write to them is denied, and the gate reverts any that lands. Run the target with `tdd test {target}`; `tdd status` says where the run stands; `tdd advance` moves the phase once the tests, run by tdd itself, show it.",
+        planned.n,
+        state.plan.cycles.len(),
+        planned.title,
+        phase_name(phase),
+        phase.verb().words()
+    )))
+}
+
+/// The event on stdin, read whole (at most [`MAX_EVENT`] bytes).
+fn read_event() -> Result<String, CommandError> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_EVENT + 1)
@@ -90,6 +147,12 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
             format!("the event is larger than {MAX_EVENT} bytes"),
         ));
     }
+    Ok(text)
+}
+
+/// Why the tool call on stdin must not run, or `None` when it may.
+fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
+    let text = read_event()?;
     let call =
         ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
     let writes = call.writes();

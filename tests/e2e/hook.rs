@@ -212,3 +212,47 @@ fn with_no_run_nothing_is_locked_but_git_internals() {
     assert_eq!(write(&env, env.root().join("tests/test_sub.py")), None);
     assert!(write(&env, ".git/config").is_some());
 }
+
+/// Runs `tdd hook HARNESS session-start` with a start event: exit code and stdout.
+fn session_start(env: &Env, harness: &str) -> (i32, String) {
+    let out = env
+        .tdd()
+        .args(["hook", harness, "session-start"])
+        .write_stdin(r#"{"session_id":"s1","hook_event_name":"SessionStart","source":"startup"}"#)
+        .output()
+        .expect("tdd runs");
+    (
+        crate::support::code(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_session_that_starts_in_green_is_told_the_cycle_its_target_and_what_is_locked() {
+    let env = Env::new();
+    // No run: nothing to say.
+    assert_eq!(session_start(&env, "claude"), (0, String::new()));
+    let env = in_green();
+    for harness in ["claude", "codex"] {
+        let (code, stdout) = session_start(&env, harness);
+        assert_eq!(code, 0, "{stdout}");
+        let answer: Value = serde_json::from_str(&stdout).expect("json");
+        assert_eq!(
+            answer["hookSpecificOutput"]["hookEventName"],
+            "SessionStart"
+        );
+        let context = answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .expect("context");
+        for said in [
+            "cycle 1 of",
+            "is in GREEN",
+            "tests/test_sub.py::test_sub",
+            "test files",
+            "tdd test ",
+            "tdd advance",
+        ] {
+            assert!(context.contains(said), "{said} not in: {context}");
+        }
+    }
+}

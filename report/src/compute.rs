@@ -475,6 +475,15 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     r.detail
                 ),
             }),
+            RunEvent::HookDenied(d) => marks.push(Mark {
+                step: d.n.unwrap_or(0),
+                kind: "hook_denied".into(),
+                at: event.at.clone(),
+                text: format!(
+                    "{}'s {} denied by the hook: {}",
+                    d.harness, d.tool, d.reason
+                ),
+            }),
             RunEvent::LockedFileReverted(r) => marks.push(Mark {
                 step: r.n,
                 kind: "reverted".into(),

@@ -72,6 +72,16 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                         .join(", ")
                 ),
             ),
+            RunEvent::HookDenied(d) => push(
+                d.n.unwrap_or(0),
+                "",
+                "hook denial",
+                false,
+                format!(
+                    "{}'s {} was denied before it ran ({} ms): {}",
+                    d.harness, d.tool, d.latency_ms, d.reason
+                ),
+            ),
             RunEvent::RedFirstViolation(v) => push(
                 v.n,
                 "red",

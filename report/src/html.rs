@@ -50,7 +50,8 @@ pub fn page(report: &RunReport) -> String {
                     span class="key mark-accept" { "accept" } " "
                     span class="key mark-reject" { "reject" } " "
                     span class="key mark-refused" { "refused" } " "
-                    span class="key mark-reverted" { "reverted" }
+                    span class="key mark-reverted" { "reverted" } " "
+                    span class="key mark-hook_denied" { "hook denial" }
                 }
                 (crate::timeline::svg(report))
                 h2 { "Honesty" }

@@ -36,6 +36,8 @@ pub struct Metrics {
     pub attempts_per_phase: BTreeMap<String, f64>,
     /// Revise rounds in all.
     pub revise_rounds: u32,
+    /// Tool calls an agent CLI's hook denied before they ran.
+    pub hook_denials: usize,
     /// The share of verdicts that accepted, by phase.
     pub accept_rate: BTreeMap<String, f64>,
     /// Bails by cause.
@@ -100,6 +102,7 @@ pub fn of(reports: &[RunReport], by: Option<GroupBy>) -> Metrics {
         m.steps_skipped += r.steps.iter().filter(|s| s.state == "skipped").count();
         m.revise_rounds += r.steps.iter().map(|s| s.revisions).sum::<u32>();
         red_first += r.honesty.iter().filter(|e| e.kind == "red first").count();
+        m.hook_denials += r.marks.iter().filter(|e| e.kind == "hook_denied").count();
         if let Some(cause) = &r.header.bail_cause {
             *m.bails.entry(cause.clone()).or_default() += 1;
         }
@@ -187,6 +190,7 @@ pub fn text(metrics: &Metrics) -> String {
         pairs(&metrics.attempts_per_phase, false)
     );
     let _ = writeln!(out, "revise rounds: {}", metrics.revise_rounds);
+    let _ = writeln!(out, "tool calls denied by a hook: {}", metrics.hook_denials);
     let _ = writeln!(
         out,
         "verdicts accepted: {}",

@@ -52,11 +52,19 @@ enum EventArg {
 
 /// Runs `tdd hook`.
 pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
-    let _ = args.harness; // Claude Code and Codex share these protocols.
+    let started = std::time::Instant::now();
+    // Claude Code and Codex share these protocols.
+    let harness = match args.harness {
+        HarnessArg::Claude => "claude",
+        HarnessArg::Codex => "codex",
+    };
     let answer = match args.event {
-        EventArg::PreToolUse => {
-            pre_tool_use(ctx).map(|reason| reason.map(|r| tdd_leaves::hook::deny(&r)))
-        }
+        EventArg::PreToolUse => pre_tool_use(ctx).map(|denied| {
+            denied.map(|(reason, call, paths)| {
+                record_denial(ctx, harness, &call, paths, &reason, started);
+                tdd_leaves::hook::deny(&reason)
+            })
+        }),
         EventArg::SessionStart => {
             session_start(ctx).map(|context| context.map(|c| tdd_leaves::hook::session_context(&c)))
         }
@@ -150,8 +158,37 @@ fn read_event() -> Result<String, CommandError> {
     Ok(text)
 }
 
-/// Why the tool call on stdin must not run, or `None` when it may.
-fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
+/// Records a denied call in the ledger, on the run's current cycle, for the run report
+/// and the friction log. Best effort: the denial stands whether or not it is recorded
+/// (with no run active, there is nothing to record it on).
+fn record_denial(
+    ctx: &Ctx,
+    harness: &str,
+    call: &ToolCall,
+    paths: Vec<String>,
+    reason: &str,
+    started: std::time::Instant,
+) {
+    let denied = tdd_engine::run::events::HookDenied {
+        n: None,
+        harness: harness.to_string(),
+        tool: call.tool.clone(),
+        paths,
+        reason: reason.to_string(),
+        latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    let recorded = ctx
+        .engine()
+        .and_then(|engine| Ok(engine.begin_unlocked()?.hook_denied(denied)?));
+    if let Err(err) = recorded {
+        ctx.out
+            .debug(&format!("the denial was not recorded: {}", err.message));
+    }
+}
+
+/// Why the tool call on stdin must not run, with the call and the paths it would
+/// write, or `None` when it may.
+fn pre_tool_use(ctx: &Ctx) -> Result<Option<(String, ToolCall, Vec<String>)>, CommandError> {
     let text = read_event()?;
     let call =
         ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
@@ -159,6 +196,16 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
     if writes.is_empty() {
         return Ok(None);
     }
+    let denied = first_denied(ctx, &call, &writes)?;
+    Ok(denied.map(|(reason, path)| (reason, call, vec![path])))
+}
+
+/// The first of `writes` (by `call`) that no agent may make now, with the reason.
+fn first_denied(
+    ctx: &Ctx,
+    call: &ToolCall,
+    writes: &[String],
+) -> Result<Option<(String, String)>, CommandError> {
     let engine = ctx.engine()?;
     let work_tree = engine.work_tree().to_path_buf();
     let cwd = real(call.cwd.as_deref().unwrap_or(&ctx.cwd));
@@ -169,11 +216,12 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
     // Checked as a change would be: a ledger that fails verification blocks.
     let view = engine.view()?;
     let locks = view.locks()?;
-    for path in &writes {
+    for path in writes {
         let absolute = real_parent(&cwd.join(path));
         if ledger_dir.as_ref().is_some_and(|d| absolute.starts_with(d)) {
-            return Ok(Some(format!(
-                "`{path}` is tdd's own state (the ledger); no agent writes it"
+            return Ok(Some((
+                format!("`{path}` is tdd's own state (the ledger); no agent writes it"),
+                path.clone(),
             )));
         }
         // The path through its directory's links first (a link to `tests/` names a
@@ -186,8 +234,9 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
             continue;
         };
         if let Some(reason) = protected(&relative) {
-            return Ok(Some(format!(
-                "`{relative}` is {reason}; no agent writes it"
+            return Ok(Some((
+                format!("`{relative}` is {reason}; no agent writes it"),
+                relative,
             )));
         }
         let Some((state, locks)) = &locks else {
@@ -199,11 +248,14 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<String>, CommandError> {
                 .and_then(|i| state.cycles.get(i))
                 .map_or(0, |c| c.n);
             let verb = locks.phase().verb();
-            return Ok(Some(format!(
-                "`{relative}` is {} (cycle {cycle}, {}); the next `tdd advance` would revert it. Instead: {}",
-                lock.words(),
-                phase_name(locks.phase()),
-                verb.words()
+            return Ok(Some((
+                format!(
+                    "`{relative}` is {} (cycle {cycle}, {}); the next `tdd advance` would revert it. Instead: {}",
+                    lock.words(),
+                    phase_name(locks.phase()),
+                    verb.words()
+                ),
+                relative,
             )));
         }
     }

@@ -112,6 +112,23 @@ fn in_green_a_write_to_the_locked_test_is_denied_with_the_lock_and_what_to_do() 
     );
     // Nothing was written by any of this.
     assert_eq!(std::fs::read_to_string(&test).expect("test"), TEST);
+    // Each denial is in the ledger, on the cycle, and the run report shows them.
+    let (_, export) = env.json(&["ledger", "export"]);
+    let denials: Vec<&Value> = export["data"]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "hook_denied")
+        .collect();
+    assert_eq!(denials.len(), 4, "{export}");
+    assert_eq!(denials[0]["payload"]["n"], 1);
+    assert_eq!(denials[0]["payload"]["harness"], "claude");
+    assert_eq!(denials[0]["payload"]["tool"], "Write");
+    assert_eq!(denials[0]["payload"]["paths"], json!(["tests/test_sub.py"]));
+    let (code, report) = env.json(&["report"]);
+    assert_eq!(code, 0, "{report}");
+    let marks = report["data"]["report"]["marks"].to_string();
+    assert_eq!(marks.matches("hook_denied").count(), 4, "{report}");
 }
 
 #[test]

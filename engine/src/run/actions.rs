@@ -62,6 +62,16 @@ impl RunTx<'_> {
         self.engine.reload(&self.ledger, &state.run_id)
     }
 
+    /// Records a tool call an agent CLI's hook denied, on the current cycle (`n` is
+    /// filled in here). Appends only: the run's state does not change.
+    pub fn hook_denied(mut self, mut denied: events::HookDenied) -> Result<(), RunError> {
+        let state = self.active()?;
+        denied.n = current_n(&state);
+        self.ledger
+            .record(Some(&state.run_id), &RunEvent::HookDenied(denied))?;
+        Ok(())
+    }
+
     /// Records an annotation `key = value` on the current cycle.
     pub fn annotate(mut self, key: &str, value: &str) -> Result<RunState, RunError> {
         let state = self.active()?;

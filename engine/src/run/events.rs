@@ -75,6 +75,8 @@ tdd_ledger::typed_events! {
         "insensitive_test" => InsensitiveTest(InsensitiveTest),
         /// An anchored commit is about to be made (its trailers carry the chain head).
         "commit_started" => CommitStarted(CommitStarted),
+        /// An agent CLI's hook denied a tool call before it ran (`tdd hook`).
+        "hook_denied" => HookDenied(HookDenied),
     }
 }
 
@@ -269,6 +271,23 @@ pub struct BlockerCleared {
     pub n: Option<u32>,
     /// The person's note.
     pub note: Option<String>,
+}
+
+/// The payload of `hook_denied`: a tool call `tdd hook` denied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookDenied {
+    /// The cycle current when it was denied.
+    pub n: Option<u32>,
+    /// The agent CLI (`claude`, `codex`).
+    pub harness: String,
+    /// The tool it was about to run (`Write`, `Bash`, `apply_patch`).
+    pub tool: String,
+    /// The paths the call would have written.
+    pub paths: Vec<String>,
+    /// The reason the agent was given.
+    pub reason: String,
+    /// From the hook's start to its answer, in milliseconds.
+    pub latency_ms: u64,
 }
 
 /// The payload of `note`.

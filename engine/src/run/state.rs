@@ -281,7 +281,8 @@ impl RunState {
             | RunEvent::ArtifactRegenerateFailed(_)
             | RunEvent::ArtifactRegenerated(_)
             | RunEvent::InsensitiveTest(_)
-            | RunEvent::CommitStarted(_) => {}
+            | RunEvent::CommitStarted(_)
+            | RunEvent::HookDenied(_) => {}
         }
         self.settle_status();
     }

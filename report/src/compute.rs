@@ -436,6 +436,16 @@ fn runs(events: &RunEvents) -> Vec<SuiteRun> {
     out
 }
 
+/// The files a revert restored or removed, as a list for a person.
+pub(crate) fn reverted_files(r: &tdd_engine::run::events::LockedFileReverted) -> String {
+    r.restored
+        .iter()
+        .chain(&r.removed)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The step a leaf id names (`verifier-i1-s2-green-a1-abc123` → 2).
 pub(crate) fn step_of_leaf(id: &str) -> Option<u32> {
     id.split('-')
@@ -493,12 +503,7 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     r.n,
                     r.phase.trailer(),
                     r.kind.replace('_', " "),
-                    r.restored
-                        .iter()
-                        .chain(&r.removed)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    reverted_files(r)
                 ),
             }),
             _ => {}

@@ -64,12 +64,7 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                 format!(
                     "locked files changed and reverted ({}): {}",
                     r.kind.replace('_', " "),
-                    r.restored
-                        .iter()
-                        .chain(&r.removed)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    crate::compute::reverted_files(r)
                 ),
             ),
             RunEvent::HookDenied(d) => push(
@@ -209,28 +204,18 @@ fn phase_evidence(p: &PhaseChanged) -> Vec<(&'static str, bool, String)> {
             }
         }
         "green" => {
-            let outcomes = first_outcomes(&p.observations);
-            let (passed, failed) = counts(&outcomes);
-            out.push((
-                "gate",
-                failed == 0,
-                format!(
-                    "in a clean checkout of the commit{at}: {passed} passed, {failed} failed or errored"
-                ),
+            out.push(suite_gate(
+                &p.observations,
+                "in a clean checkout of the commit",
+                &at,
             ));
             out.extend(sensitivity(&p.observations));
         }
-        "refactor" => {
-            let outcomes = first_outcomes(&p.observations);
-            let (passed, failed) = counts(&outcomes);
-            out.push((
-                "gate",
-                failed == 0,
-                format!(
-                    "the suite in a clean checkout{at}: {passed} passed, {failed} failed or errored"
-                ),
-            ));
-        }
+        "refactor" => out.push(suite_gate(
+            &p.observations,
+            "the suite in a clean checkout",
+            &at,
+        )),
         phase => out.push(("gate", true, format!("{phase} accepted{at}"))),
     }
     out
@@ -270,6 +255,16 @@ fn sensitivity(observations: &[Observation]) -> Vec<(&'static str, bool, String)
         ));
     }
     out
+}
+
+/// A clean-room gate's evidence: what passed and failed of `observations`.
+fn suite_gate(observations: &[Observation], what: &str, at: &str) -> (&'static str, bool, String) {
+    let (passed, failed) = counts(&first_outcomes(observations));
+    (
+        "gate",
+        failed == 0,
+        format!("{what}{at}: {passed} passed, {failed} failed or errored"),
+    )
 }
 
 fn counts(outcomes: &std::collections::BTreeMap<String, String>) -> (usize, usize) {

@@ -114,11 +114,7 @@ fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
     let Some((state, locks)) = view.locks()? else {
         return Ok(None);
     };
-    let Some(index) = state.current() else {
-        return Ok(None);
-    };
-    let (Some(cycle), Some(planned)) = (state.cycles.get(index), state.plan.cycles.get(index))
-    else {
+    let Some((cycle, planned)) = state.current_cycle() else {
         return Ok(None);
     };
     let target = cycle

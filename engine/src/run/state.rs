@@ -427,6 +427,12 @@ impl RunState {
         self.cycles.iter().position(|c| !c.phase.is_final())
     }
 
+    /// The cycle being worked on, with its plan: `None` once every cycle is done.
+    pub fn current_cycle(&self) -> Option<(&CycleState, &crate::plan::PlannedCycle)> {
+        let index = self.current()?;
+        Some((self.cycles.get(index)?, self.plan.cycles.get(index)?))
+    }
+
     /// The verb for where the run stands: the last refusal's, else the phase's.
     pub fn verb(&self) -> Verb {
         if self.blocker.is_some() {

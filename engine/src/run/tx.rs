@@ -108,11 +108,7 @@ impl RunView<'_> {
         let Some(state) = self.status()? else {
             return Ok(None);
         };
-        let Some(index) = state.current() else {
-            return Ok(None);
-        };
-        let (Some(cycle), Some(planned)) = (state.cycles.get(index), state.plan.cycles.get(index))
-        else {
+        let Some((cycle, planned)) = state.current_cycle() else {
             return Ok(None);
         };
         let locks = super::PhaseLocks::for_cycle(&self.engine.config, planned, cycle.phase)?;

@@ -21,7 +21,9 @@ fn fleet_shows_the_running_leaf_while_a_conductor_writes_and_the_end_after() {
     assert_eq!(code, 0, "{value}");
     let id = value["data"]["id"].as_str().expect("leaf id").to_string();
     let mut seen = Value::Null;
-    crate::leafsupport::wait_until("the verifier running in the fleet", || {
+    // The plan, the baseline and RED come first: generous, as a loaded machine builds.
+    let bound = std::time::Duration::from_secs(300);
+    tdd_testutil::wait_within("the verifier running in the fleet", bound, || {
         let (code, fleet) = env.json(&["fleet"]);
         assert_eq!(code, 0, "{fleet}");
         // Every look is a consistent one: a known step of a known plan.

@@ -433,7 +433,18 @@ mod tests {
         assert_eq!(payload, serde_json::json!({ "n": 2, "text": "hello" }));
         assert_eq!(event.kind(), "note");
         assert!(RunEvent::KINDS.contains(&"commit_started"));
-        assert_eq!(RunEvent::KINDS.len(), 28);
+        assert_eq!(RunEvent::KINDS.len(), 29);
+        let denied = RunEvent::HookDenied(HookDenied {
+            n: Some(1),
+            harness: "claude".into(),
+            tool: "Write".into(),
+            paths: vec!["tests/a.py".into()],
+            reason: "locked".into(),
+            latency_ms: 7,
+        });
+        let payload = crate::ledger::encode(&denied).expect("encodes");
+        assert_eq!(denied.kind(), "hook_denied");
+        assert_eq!(payload["paths"], serde_json::json!(["tests/a.py"]));
     }
 
     /// A ledger the last release wrote (the demo, conducted to the end): every event

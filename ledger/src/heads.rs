@@ -29,27 +29,46 @@ impl Ledger {
     pub fn run_heads(&self, first_kind: &str, kinds: &[&str]) -> Result<Vec<RunHead>, LedgerError> {
         let path = self.path.clone();
         let tx = self.conn.unchecked_transaction().map_err(sql_err(&path))?;
-        let mut bounds = Vec::new();
+        // Each run id once, by skipping through the run index (a seek per run, never a
+        // walk of every entry), then each run's first and last event by seeks too.
+        let mut runs = Vec::new();
         {
             let mut stmt = tx
                 .prepare(
-                    "SELECT run_id, MIN(id), MAX(id) FROM events \
-                     WHERE run_id IS NOT NULL GROUP BY run_id ORDER BY MIN(id)",
+                    "WITH RECURSIVE r(run) AS ( \
+                       SELECT MIN(run_id) FROM events WHERE run_id IS NOT NULL \
+                       UNION ALL \
+                       SELECT (SELECT MIN(run_id) FROM events WHERE run_id > r.run) \
+                       FROM r WHERE r.run IS NOT NULL) \
+                     SELECT run FROM r WHERE run IS NOT NULL",
                 )
                 .map_err(sql_err(&path))?;
             let rows = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })
+                .query_map([], |r| r.get::<_, String>(0))
                 .map_err(sql_err(&path))?;
             for row in rows {
-                bounds.push(row.map_err(sql_err(&path))?);
+                runs.push(row.map_err(sql_err(&path))?);
             }
         }
+        let mut bounds = Vec::new();
+        {
+            let mut first = tx
+                .prepare("SELECT MIN(id) FROM events WHERE run_id = ?1")
+                .map_err(sql_err(&path))?;
+            let mut last = tx
+                .prepare("SELECT MAX(id) FROM events WHERE run_id = ?1")
+                .map_err(sql_err(&path))?;
+            for run in runs {
+                let a: i64 = first
+                    .query_row([&run], |r| r.get(0))
+                    .map_err(sql_err(&path))?;
+                let b: i64 = last
+                    .query_row([&run], |r| r.get(0))
+                    .map_err(sql_err(&path))?;
+                bounds.push((run, a, b));
+            }
+        }
+        bounds.sort_by_key(|(_, first, _)| *first);
         let by_id = |id: i64| -> Result<Option<Event>, LedgerError> {
             tx.query_row(
                 "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events WHERE id = ?1",

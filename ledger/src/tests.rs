@@ -397,6 +397,8 @@ fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
     append(&mut ledger, None, "note", 9);
     append(&mut ledger, Some("run-a"), "phase_changed", 1);
     append(&mut ledger, Some("run-a"), "note", 2);
+    // Started last, first by name: listed by when it started.
+    append(&mut ledger, Some("run-0"), "run_started", 0);
     let heads = ledger
         .run_heads("run_started", &["cycle_opened", "phase_changed"])
         .expect("heads");
@@ -416,6 +418,7 @@ fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
         vec![
             ("run-a", "run_started", "note", Some("phase_changed")),
             ("run-b", "run_started", "run_started", None),
+            ("run-0", "run_started", "run_started", None),
         ]
     );
 }

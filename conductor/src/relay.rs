@@ -53,6 +53,9 @@ pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop"];
 /// How much of each relayed command's output is kept for [`Admission::heard`].
 const HEARD_BYTES: usize = 64 * 1024;
 
+/// How many of a leaf's relayed commands are kept for [`Admission::heard`].
+const HEARD_CALLS: usize = 16;
+
 /// The leaf identity variables a relayed command keeps.
 const IDENTITY: &[&str] = tdd_leaves::env::IDENTITY_ENV;
 
@@ -331,6 +334,21 @@ impl Drop for Relay {
     }
 }
 
+/// Drops the oldest of `serial`'s entries until at most `n` are left: however often a
+/// leaf asks, what the relay holds for it stays bounded.
+fn keep_last(heard: &mut Vec<(u64, String)>, serial: u64, n: usize) {
+    let mine = heard.iter().filter(|(s, _)| *s == serial).count();
+    let mut drop = mine.saturating_sub(n);
+    heard.retain(|(s, _)| {
+        if *s == serial && drop > 0 {
+            drop -= 1;
+            false
+        } else {
+            true
+        }
+    });
+}
+
 /// The conductor's variables a relayed command keeps: a leaf's base variables and the
 /// toolchains' homes, never an identity, a forge token or anything else.
 fn relayed_env(conductor: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -472,6 +490,7 @@ impl Server {
                         admitted.serial,
                         crate::bail::tail_of(&both, HEARD_BYTES).to_string(),
                     ));
+                    keep_last(&mut heard, admitted.serial, HEARD_CALLS);
                 }
                 reply
             }
@@ -645,6 +664,21 @@ pub fn forward(socket: &Path, args: &[String], cwd: &Path) -> Result<RelayReply,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leaf_that_asks_often_keeps_only_its_last_calls_heard() {
+        let mut heard: Vec<(u64, String)> = (0..20).map(|i| (1, format!("call {i}"))).collect();
+        heard.insert(3, (2, "another leaf".into()));
+        keep_last(&mut heard, 1, 16);
+        let mine: Vec<&str> = heard
+            .iter()
+            .filter(|(s, _)| *s == 1)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert_eq!(mine.len(), 16);
+        assert_eq!(mine[0], "call 4");
+        assert!(heard.iter().any(|(s, _)| *s == 2));
+    }
 
     /// Stands in for the command-line parser: no `-C` in any spelling the old filter
     /// knew.

@@ -60,8 +60,8 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
     };
     let answer = match args.event {
         EventArg::PreToolUse => pre_tool_use(ctx).map(|denied| {
-            denied.map(|(reason, call, paths)| {
-                record_denial(ctx, harness, &call, paths, &reason, started);
+            denied.map(|(engine, reason, call, paths)| {
+                record_denial(ctx, &engine, harness, &call, paths, &reason, started);
                 tdd_leaves::hook::deny(&reason)
             })
         }),
@@ -159,6 +159,7 @@ fn read_event() -> Result<String, CommandError> {
 /// (with no run active, there is nothing to record it on).
 fn record_denial(
     ctx: &Ctx,
+    engine: &tdd_engine::run::Engine,
     harness: &str,
     call: &ToolCall,
     paths: Vec<String>,
@@ -173,18 +174,21 @@ fn record_denial(
         reason: reason.to_string(),
         latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
-    let recorded = ctx
-        .engine()
-        .and_then(|engine| Ok(engine.begin_unlocked()?.hook_denied(denied)?));
+    let recorded = engine
+        .begin_unlocked()
+        .and_then(|tx| tx.hook_denied(denied));
     if let Err(err) = recorded {
         ctx.out
-            .debug(&format!("the denial was not recorded: {}", err.message));
+            .debug(&format!("the denial was not recorded: {err}"));
     }
 }
 
-/// Why the tool call on stdin must not run, with the call and the paths it would
-/// write, or `None` when it may.
-fn pre_tool_use(ctx: &Ctx) -> Result<Option<(String, ToolCall, Vec<String>)>, CommandError> {
+/// A denied call: the engine that judged it, the reason, the call and the paths it
+/// would have written.
+type Denied = (tdd_engine::run::Engine, String, ToolCall, Vec<String>);
+
+/// Why the tool call on stdin must not run, or `None` when it may.
+fn pre_tool_use(ctx: &Ctx) -> Result<Option<Denied>, CommandError> {
     let text = read_event()?;
     let call =
         ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
@@ -192,17 +196,18 @@ fn pre_tool_use(ctx: &Ctx) -> Result<Option<(String, ToolCall, Vec<String>)>, Co
     if writes.is_empty() {
         return Ok(None);
     }
-    let denied = first_denied(ctx, &call, &writes)?;
-    Ok(denied.map(|(reason, path)| (reason, call, vec![path])))
+    let engine = ctx.engine()?;
+    let denied = first_denied(ctx, &engine, &call, &writes)?;
+    Ok(denied.map(|(reason, path)| (engine, reason, call, vec![path])))
 }
 
 /// The first of `writes` (by `call`) that no agent may make now, with the reason.
 fn first_denied(
     ctx: &Ctx,
+    engine: &tdd_engine::run::Engine,
     call: &ToolCall,
     writes: &[String],
 ) -> Result<Option<(String, String)>, CommandError> {
-    let engine = ctx.engine()?;
     let work_tree = engine.work_tree().to_path_buf();
     let cwd = real(call.cwd.as_deref().unwrap_or(&ctx.cwd));
     let ledger_dir = ctx

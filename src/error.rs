@@ -304,6 +304,28 @@ impl From<IntegrityError> for CommandError {
             .data(serde_json::json!(found)),
             IntegrityError::Ledger(e) => e.into(),
             IntegrityError::Git(e) => e.into(),
+            IntegrityError::Unpublished { .. } => {
+                CommandError::refused("ledger_unpublished", err.to_string())
+                    .hint(tdd_engine::integrity::UNPUBLISHED_HINT)
+            }
+            IntegrityError::Published(e) => e.into(),
+        }
+    }
+}
+
+impl From<tdd_engine::published::PublishError> for CommandError {
+    fn from(err: tdd_engine::published::PublishError) -> Self {
+        use tdd_engine::published::PublishError;
+        let message = error_chain(&err);
+        match err {
+            PublishError::Ledger(e) => e.into(),
+            PublishError::Git(e) => e.into(),
+            PublishError::Encode(_) => CommandError::internal("ledger_failed", message),
+            PublishError::Malformed { reference, .. } | PublishError::Refused { reference, .. } => {
+                CommandError::refused("ledger_published_refused", message).hint(format!(
+                    "nothing was taken in; compare the ledger here (`tdd ledger export`) with the one published in {reference} (`git show {reference}`), fetch the right one or delete the ref with `git update-ref -d {reference}`"
+                ))
+            }
         }
     }
 }

@@ -224,14 +224,12 @@ fn last_conduct(
     n: u64,
 ) -> Result<Option<(String, bool)>, ConductError> {
     let events = crate::journal::every_conduct(database)?;
-    let here = work_tree.display().to_string();
+    let here = crate::journal::Here::of(work_tree);
     let last = events
         .iter()
         .rev()
         .find_map(|(conduct, event)| match event {
-            ConductorEvent::ConductStarted(s) if s.worktree == here && s.issue == n => {
-                Some(conduct)
-            }
+            ConductorEvent::ConductStarted(s) if s.issue == n && here.owns(s) => Some(conduct),
             _ => None,
         });
     Ok(last.map(|id| {

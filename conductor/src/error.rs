@@ -103,6 +103,9 @@ pub enum Cause {
     /// A file of the conductor's own could not be written or read.
     #[error(transparent)]
     Io(std::io::Error),
+    /// The ledger could not be published in git.
+    #[error(transparent)]
+    Published(#[from] tdd_engine::published::PublishError),
     /// The configuration does not allow a run.
     #[error("{0}")]
     Config(String),
@@ -133,6 +136,7 @@ impl Cause {
             Cause::Worktree(_) => "preparing the conductor's worktree",
             Cause::Forge(_) => "reading the issue from the forge",
             Cause::Io(_) => "writing the conductor's files",
+            Cause::Published(_) => "publishing the ledger in git",
             Cause::Config(_) => "reading the configuration",
             Cause::BinaryChanged { .. } => "checking the tdd binary",
         }
@@ -176,7 +180,8 @@ conduct_from!(
     tdd_prompts::SpecError,
     crate::lock::LockError,
     crate::issue::IssueError,
-    crate::worktree::WorktreeError
+    crate::worktree::WorktreeError,
+    tdd_engine::published::PublishError
 );
 
 /// Says what the conductor was doing when a step failed: `result.doing(|| "...")`.

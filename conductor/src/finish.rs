@@ -7,6 +7,7 @@ use crate::bail::BailCause;
 use crate::conductor::Conductor;
 use crate::conductor::Summary;
 use crate::error::ConductError;
+use crate::error::Doing;
 use crate::error::Halt;
 use crate::events::Bailed;
 use crate::events::ConductorEvent;
@@ -121,6 +122,12 @@ impl Conductor<'_> {
         }
         let statuses = crate::report::statuses(self)
             .map_err(|e| ConductError::from(e).while_doing("reading the phase commits"))?;
+        if self.forge.needs_commits() {
+            // The branch and its ledger travel together: a clone continues from it.
+            self.engine
+                .publish_ledger()
+                .doing(|| "publishing the ledger in git")?;
+        }
         self.forge.push(&self.work_tree, &self.branch, &statuses)?;
         let body = crate::report::pr_body(self, complete)
             .map_err(|e| ConductError::from(e).while_doing("writing the draft PR"))?;

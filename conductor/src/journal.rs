@@ -189,6 +189,57 @@ pub struct LastConduct {
     pub ended: Option<ConductorEvent>,
 }
 
+/// Which conduct runs belong to one work tree: those started in it, and those started in
+/// a work tree of another repository on the branch checked out here. The ledger of a
+/// repository records only its own work trees but for what it took in from a published
+/// ledger, so the latter are the runs of a clone's origin that continue here.
+pub(crate) struct Here {
+    path: String,
+    branch: Option<String>,
+    worktrees: std::cell::OnceCell<Vec<String>>,
+    root: std::path::PathBuf,
+}
+
+impl Here {
+    /// The work tree at `work_tree` (its branch read now, its repository's work trees
+    /// listed only if asked).
+    pub(crate) fn of(work_tree: &Path) -> Here {
+        Here {
+            path: work_tree.display().to_string(),
+            branch: tdd_engine::published::current_branch(work_tree)
+                .ok()
+                .flatten(),
+            worktrees: std::cell::OnceCell::new(),
+            root: work_tree.to_path_buf(),
+        }
+    }
+
+    /// Whether the conduct run `started` belongs here.
+    pub(crate) fn owns(&self, started: &crate::events::ConductStarted) -> bool {
+        if started.worktree == self.path {
+            return true;
+        }
+        if self.branch.as_deref() != Some(started.branch.as_str()) {
+            return false;
+        }
+        let worktrees = self.worktrees.get_or_init(|| {
+            tdd_engine::git::Git::new(&self.root)
+                .text(["worktree", "list", "--porcelain"])
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.strip_prefix("worktree "))
+                .map(|p| {
+                    std::path::Path::new(p)
+                        .canonicalize()
+                        .map_or_else(|_| p.to_string(), |c| c.display().to_string())
+                })
+                .collect()
+        });
+        // Unlisted means nothing is known of the repository's work trees: not taken.
+        !worktrees.is_empty() && !worktrees.contains(&started.worktree)
+    }
+}
+
 /// The last conduct run started in `work_tree`, read from the ledger at `database`;
 /// `None` when there is no ledger or no conduct ran there. Never creates the ledger.
 pub fn last_conduct(database: &Path, work_tree: &Path) -> Result<Option<LastConduct>, LedgerError> {
@@ -196,9 +247,9 @@ pub fn last_conduct(database: &Path, work_tree: &Path) -> Result<Option<LastCond
         return Ok(None);
     }
     let all = every_conduct(database)?;
-    let here = work_tree.display().to_string();
+    let here = Here::of(work_tree);
     let Some((id, started)) = all.iter().rev().find_map(|(id, event)| match event {
-        ConductorEvent::ConductStarted(started) if started.worktree == here => Some((id, started)),
+        ConductorEvent::ConductStarted(started) if here.owns(started) => Some((id, started)),
         _ => None,
     }) else {
         return Ok(None);

@@ -11,6 +11,7 @@ pub mod failpoint;
 pub mod git;
 pub mod integrity;
 pub mod plan;
+pub mod published;
 pub mod read;
 pub mod repo_path;
 pub mod run;

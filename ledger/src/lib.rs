@@ -20,6 +20,7 @@ mod heads;
 mod location;
 pub mod redact;
 mod schema;
+mod transfer;
 mod typed;
 
 use std::path::Path;
@@ -44,6 +45,9 @@ pub use location::LedgerLocation;
 pub use location::RepositoryProbe;
 pub use location::repository_key;
 pub use schema::SCHEMA_VERSION;
+pub use transfer::ImportRefused;
+pub use transfer::Imported;
+pub use transfer::StoredEvent;
 pub use typed::CONDUCTOR_KINDS;
 pub use typed::Domain;
 pub use typed::EventError;

@@ -1,4 +1,5 @@
-//! `tdd ledger verify`, `tdd ledger path` and `tdd ledger export`.
+//! `tdd ledger verify`, `tdd ledger path`, `tdd ledger export`, and the ledger
+//! published in git: `tdd ledger publish` and `tdd ledger import`.
 
 use serde_json::json;
 use tdd_engine::integrity;
@@ -23,6 +24,13 @@ pub enum LedgerCommand {
     /// Print the ledger's events, oldest first, one JSON object per line (NDJSON):
     /// `id`, `run_id`, `kind`, `payload`, `at`, `prev_hash`, `hash`, as stored.
     Export(ExportArgs),
+    /// Publish the ledger in git as `refs/tdd/ledger/<branch>` of the branch checked out
+    /// (done after every phase commit anyway), and say how to push it with the branch.
+    Publish,
+    /// Take in the ledger published for the branch checked out (the local
+    /// `refs/tdd/ledger/<branch>`, else fetched from the branch's remote) when it
+    /// continues the ledger here; then check it against the branch.
+    Import,
 }
 
 /// The options of `tdd ledger export`.
@@ -50,6 +58,8 @@ impl LedgerCommand {
             LedgerCommand::Verify => "ledger verify",
             LedgerCommand::Path => "ledger path",
             LedgerCommand::Export(_) => "ledger export",
+            LedgerCommand::Publish => "ledger publish",
+            LedgerCommand::Import => "ledger import",
         }
     }
 }
@@ -60,7 +70,69 @@ pub fn cmd_ledger(ctx: &Ctx, cmd: LedgerCommand) -> Result<Outcome, CommandError
         LedgerCommand::Verify => verify(ctx),
         LedgerCommand::Path => path(ctx),
         LedgerCommand::Export(args) => export(ctx, &args),
+        LedgerCommand::Publish => publish(ctx),
+        LedgerCommand::Import => import(ctx),
     }
+}
+
+fn publish(ctx: &Ctx) -> Result<Outcome, CommandError> {
+    let location = ctx.ledger_location()?;
+    let work_tree = ctx.work_tree()?;
+    integrity::ensure_intact(&location.database, &work_tree)?;
+    let snapshots = match ctx.engine().ok().map(|e| e.status()) {
+        Some(Ok(Some(state))) => tdd_engine::published::snapshot_trees(&work_tree, &state.run_id)?,
+        _ => Vec::new(),
+    };
+    let Some(published) =
+        tdd_engine::published::publish(&location.database, &work_tree, &snapshots)?
+    else {
+        return Err(CommandError::refused(
+            "nothing_to_publish",
+            "nothing to publish: HEAD is detached or this repository has no ledger yet",
+        )
+        .hint("check out the work branch (`git switch <branch>`), or start a run with `tdd run start`"));
+    };
+    let branch = published
+        .reference
+        .strip_prefix(tdd_engine::published::LEDGER_REF_PREFIX)
+        .unwrap_or(&published.reference)
+        .to_string();
+    let text = format!(
+        "{} {} ({} events){}\npush it with the branch: git push origin {branch} {}\n",
+        if published.written {
+            "published"
+        } else {
+            "already published"
+        },
+        published.reference,
+        published.events,
+        if published.written {
+            format!(
+                " at {}",
+                &published.commit[..12.min(published.commit.len())]
+            )
+        } else {
+            String::new()
+        },
+        published.reference,
+    );
+    Ok(Outcome::new(json!(published), text))
+}
+
+fn import(ctx: &Ctx) -> Result<Outcome, CommandError> {
+    let location = ctx.ledger_location()?;
+    let work_tree = ctx.work_tree()?;
+    let found = integrity::take_in_published(&location.database, &work_tree)?;
+    let text = match &found.adopted {
+        Some(adopted) => format!(
+            "{}\nledger intact: {} events; {} run commits checked\n",
+            adopted.describe(),
+            found.events,
+            found.run_commits
+        ),
+        None => format!("ledger intact: {} events\n", found.events),
+    };
+    Ok(Outcome::new(json!(found), text))
 }
 
 fn export(ctx: &Ctx, args: &ExportArgs) -> Result<Outcome, CommandError> {
@@ -94,7 +166,19 @@ fn verify(ctx: &Ctx) -> Result<Outcome, CommandError> {
         "opening {} read-only",
         location.database.display()
     ));
-    let found = integrity::check(&location.database, &ctx.work_tree()?, Scope::Full)?;
+    let work_tree = ctx.work_tree()?;
+    if !location.dir.exists() {
+        // A machine new to the repository (a clone): the published ledger is taken in
+        // first, as every command does; a finding is reported by the full check below.
+        if let Err(
+            e @ (integrity::IntegrityError::Unpublished { .. }
+            | integrity::IntegrityError::Published(_)),
+        ) = integrity::ensure_intact(&location.database, &work_tree)
+        {
+            return Err(e.into());
+        }
+    }
+    let found = integrity::check(&location.database, &work_tree, Scope::Full)?;
     let schema_version = match Ledger::open_read_only(&location.database)? {
         Some(ledger) => Some(ledger.schema_version()?),
         None => None,

@@ -22,6 +22,10 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     let engine = ctx.engine()?;
     // Checked as a change would be: a ledger that fails verification is refused here too.
     let view = engine.view()?;
+    let adopted = engine
+        .adopted()
+        .map(|a| (json!(a), format!("{}\n", a.describe())))
+        .unwrap_or_default();
     let conductor = conductor_position(ctx, engine.work_tree());
     let elsewhere = conductors_elsewhere(ctx, engine.work_tree(), &conductor.0);
     // With no conductor running here, how the last one ended decides what to do next:
@@ -49,14 +53,20 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
             "conductor": conductor.0,
             "conductors_elsewhere": elsewhere.0,
             "last_conduct": last_data,
+            "adopted": adopted.0,
         });
-        let text = format!("no active run\n{said}{}{}", conductor.1, elsewhere.1);
+        let text = format!(
+            "{}no active run\n{said}{}{}",
+            adopted.1, conductor.1, elsewhere.1
+        );
         return Ok(Outcome::new(data, text).next(next));
     };
     let (mut data, mut text, mut next) = describe(&state);
     data["conductor"] = conductor.0;
     data["conductors_elsewhere"] = elsewhere.0;
     data["last_conduct"] = last_data.unwrap_or_default();
+    data["adopted"] = adopted.0;
+    text.insert_str(0, &adopted.1);
     if let Some((resume, said)) = after.filter(|(n, _)| n.verb == Verb::ResumeConduct) {
         text.push_str(&said);
         next = resume;

@@ -42,7 +42,28 @@ pub enum IntegrityError {
     /// The branch could not be walked.
     #[error(transparent)]
     Git(#[from] GitError),
+    /// This machine holds no ledger for the repository (a clone), the branch has run
+    /// commits, and no ledger was published for it.
+    #[error(
+        "this branch has {commits} commits of tdd runs, but this machine holds no ledger for the repository and none was published for {}{}",
+        branch.as_deref().map_or_else(|| "a detached HEAD".to_string(), |b| format!("the branch {b}")),
+        remote.as_deref().map_or_else(|| " (and the branch has no remote to fetch one from)".to_string(), |r| format!(" (none here, none on {r})"))
+    )]
+    Unpublished {
+        /// The branch checked out, `None` with HEAD detached.
+        branch: Option<String>,
+        /// The remote asked, if any.
+        remote: Option<String>,
+        /// Run commits walked.
+        commits: u64,
+    },
+    /// The published ledger could not be taken in.
+    #[error(transparent)]
+    Published(#[from] crate::published::PublishError),
 }
+
+/// What to do about a clone with run commits and no published ledger.
+pub const UNPUBLISHED_HINT: &str = "the ledger travels as `refs/tdd/ledger/<branch>`: in the repository where the run was made, run `tdd ledger publish` and push it with `git push <remote> <branch> refs/tdd/ledger/<branch>` (the GitHub forge pushes it with every step), then run this command again here; to start over instead, check out a branch without run commits";
 
 /// One way a commit and the ledger disagree.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -70,6 +91,50 @@ pub struct Integrity {
     pub anchors: u64,
     /// Every commit that disagrees with the ledger, newest first.
     pub problems: Vec<Problem>,
+    /// The published ledger taken in on the way, when this check took one in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<Adopted>,
+}
+
+/// A published ledger taken in because this machine held none for the repository.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Adopted {
+    /// The ref it came from.
+    pub reference: String,
+    /// Events taken in.
+    pub events: u64,
+    /// The remote it was fetched from, when it was not here already.
+    pub fetched_from: Option<String>,
+    /// Whether that remote was set to fetch the ledger refs with every `git fetch`.
+    pub fetch_configured: bool,
+    /// The work tree the branch's active run moved from, if it moved here.
+    pub run_moved_from: Option<String>,
+}
+
+impl Adopted {
+    /// One line for a person: what was taken in, from where, and what changed.
+    pub fn describe(&self) -> String {
+        let mut line = format!(
+            "took in the published ledger {} ({} events",
+            self.reference, self.events
+        );
+        if let Some(remote) = &self.fetched_from {
+            line.push_str(&format!(", fetched from {remote}"));
+        }
+        line.push(')');
+        if self.fetch_configured
+            && let Some(remote) = &self.fetched_from
+        {
+            line.push_str(&format!(
+                "; `git fetch {remote}` now brings the ledger refs too (remote.{remote}.fetch += {})",
+                crate::published::FETCH_REFSPEC
+            ));
+        }
+        if let Some(from) = &self.run_moved_from {
+            line.push_str(&format!("; the run continues here (it was in {from})"));
+        }
+        line
+    }
 }
 
 impl Integrity {
@@ -110,6 +175,7 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
         run_commits: 0,
         anchors: 0,
         problems: Vec::new(),
+        adopted: None,
     };
     if let Some(ledger) = &ledger {
         let verification = ledger.verify()?;
@@ -134,13 +200,70 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
 
 /// The check every command runs before acting on a run: the whole chain, and the branch
 /// from HEAD down to its newest anchor. `Err(Tampered)` when anything fails.
+///
+/// On a machine that holds nothing for the repository (its ledger directory does not
+/// exist: a clone), a branch whose run commits the empty ledger cannot account for has
+/// its published ledger taken in first ([`crate::published::adopt`]), and the check is
+/// made again, whole. Anywhere else a missing or older ledger stays a finding.
 pub fn ensure_intact(database: &Path, work_tree: &Path) -> Result<Integrity, IntegrityError> {
     let integrity = check(database, work_tree, Scope::ToNewestAnchor)?;
     if integrity.is_intact() {
-        Ok(integrity)
-    } else {
-        Err(IntegrityError::Tampered(Box::new(integrity)))
+        return Ok(integrity);
     }
+    let first_here = database.parent().is_some_and(|dir| !dir.exists());
+    if integrity.chain.is_none() && first_here {
+        return take_in_published(database, work_tree);
+    }
+    Err(IntegrityError::Tampered(Box::new(integrity)))
+}
+
+/// Takes in the ledger published for the branch checked out in `work_tree` (the local
+/// ledger ref, else fetched from the branch's remote), checks the ledger against the
+/// branch again, and moves the branch's active run here. What [`ensure_intact`] does by
+/// itself on a machine new to the repository; `tdd ledger import` asks for it anywhere
+/// (a ledger behind the published one, after a `git fetch`). Refused, changing nothing,
+/// when the published chain does not continue the local one or is not as tdd writes it;
+/// `Unpublished` when there is none.
+pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity, IntegrityError> {
+    use crate::published::Adoption;
+    let adoption = crate::published::adopt(work_tree, true, |events| {
+        crate::run::import_published(database, events)
+    })?;
+    let (reference, events, fetched_from, fetch_configured) = match adoption {
+        Adoption::Unpublished { branch, remote } => {
+            let commits = run_commits(work_tree, Scope::ToNewestAnchor)?.len() as u64;
+            return Err(IntegrityError::Unpublished {
+                branch,
+                remote,
+                commits,
+            });
+        }
+        Adoption::Imported {
+            reference,
+            appended,
+            fetched_from,
+            configured,
+        } => (reference, appended, fetched_from, configured),
+    };
+    let mut integrity = check(database, work_tree, Scope::ToNewestAnchor)?;
+    if !integrity.is_intact() {
+        return Err(IntegrityError::Tampered(Box::new(integrity)));
+    }
+    let here = crate::git::Git::new(work_tree).toplevel()?;
+    let here = here.canonicalize().unwrap_or(here);
+    let newest = run_commits(work_tree, Scope::ToNewestAnchor)?;
+    let run_moved_from = match newest.first() {
+        Some(commit) => crate::run::adopt_run(database, &here, &commit.run_id)?,
+        None => None,
+    };
+    integrity.adopted = Some(Adopted {
+        reference,
+        events,
+        fetched_from,
+        fetch_configured,
+        run_moved_from,
+    });
+    Ok(integrity)
 }
 
 /// The problems of `commits` against an existing ledger whose chain verified.

@@ -134,8 +134,13 @@ impl RunTx<'_> {
         unchanged: Unchanged,
         progress: &dyn Progress,
     ) -> Result<AdvanceOutcome, RunError> {
-        self.engine
-            .advance_in(&mut self.ledger, unchanged, progress)
+        let outcome = self
+            .engine
+            .advance_in(&mut self.ledger, unchanged, progress)?;
+        if outcome.commit.is_some() || outcome.run_complete {
+            self.engine.publish_after_change();
+        }
+        Ok(outcome)
     }
 }
 

@@ -77,6 +77,8 @@ tdd_ledger::typed_events! {
         "commit_started" => CommitStarted(CommitStarted),
         /// An agent CLI's hook denied a tool call before it ran (`tdd hook`).
         "hook_denied" => HookDenied(HookDenied),
+        /// The run moved to another work tree: a clone that took in the published ledger.
+        "run_adopted" => RunAdopted(RunAdopted),
     }
 }
 
@@ -290,6 +292,18 @@ pub struct HookDenied {
     pub latency_ms: u64,
 }
 
+/// The payload of `run_adopted`: the run continues in another work tree (a clone took
+/// the published ledger in, and its branch carries the run's commits).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAdopted {
+    /// The work tree the run continues in.
+    pub worktree: String,
+    /// The work tree it was in before.
+    pub from: String,
+    /// HEAD of the work tree when it was adopted.
+    pub head: String,
+}
+
 /// The payload of `note`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Note {
@@ -433,7 +447,7 @@ mod tests {
         assert_eq!(payload, serde_json::json!({ "n": 2, "text": "hello" }));
         assert_eq!(event.kind(), "note");
         assert!(RunEvent::KINDS.contains(&"commit_started"));
-        assert_eq!(RunEvent::KINDS.len(), 29);
+        assert_eq!(RunEvent::KINDS.len(), 30);
         let denied = RunEvent::HookDenied(HookDenied {
             n: Some(1),
             harness: "claude".into(),

@@ -72,6 +72,8 @@ pub use testing::TestReport;
 pub use testing::TestRequest;
 pub use tx::RunTx;
 pub use tx::RunView;
+pub(crate) use tx::adopt_run;
+pub(crate) use tx::import_published;
 
 use crate::config::Config;
 use crate::ledger::Ledger;
@@ -234,6 +236,7 @@ pub struct Engine {
     config: Config,
     config_sha: String,
     location: LedgerLocation,
+    adopted: std::sync::OnceLock<crate::integrity::Adopted>,
 }
 
 impl Engine {
@@ -248,6 +251,7 @@ impl Engine {
             config,
             config_sha: Config::text_sha256(config_text),
             location,
+            adopted: std::sync::OnceLock::new(),
         })
     }
 
@@ -262,8 +266,39 @@ impl Engine {
     /// on the way in ([`Engine::begin`], the one door to a [`RunTx`]), and so does a
     /// read-only [`Engine::view`].
     pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
-        crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
+        let found = crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
+        if let Some(adopted) = found.adopted {
+            let _ = self.adopted.set(adopted);
+        }
         Ok(())
+    }
+
+    /// The published ledger this engine's check took in (a clone's first command), if it
+    /// took one in: for the command to say so.
+    pub fn adopted(&self) -> Option<&crate::integrity::Adopted> {
+        self.adopted.get()
+    }
+
+    /// Publishes the ledger under `refs/tdd/ledger/<branch>` of the branch checked out
+    /// here, with the snapshot trees of the run active here
+    /// ([`crate::published::publish`]). `Ok(None)` with HEAD detached or no ledger.
+    pub fn publish_ledger(
+        &self,
+    ) -> Result<Option<crate::published::Published>, crate::published::PublishError> {
+        let snapshots = match self.status() {
+            Ok(Some(state)) => crate::published::snapshot_trees(&self.work_tree, &state.run_id)?,
+            _ => Vec::new(),
+        };
+        crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
+    }
+
+    /// [`Engine::publish_ledger`] after a change was recorded and committed: a failure
+    /// does not undo the change (the next change, `tdd ledger publish` or the forge's
+    /// push publishes again), so it is logged, not returned.
+    pub(crate) fn publish_after_change(&self) {
+        if let Err(e) = self.publish_ledger() {
+            tracing::warn!(error = %e, "the ledger could not be published in git");
+        }
     }
 
     /// The run active in this work tree, projected read-only from the ledger.
@@ -303,9 +338,11 @@ impl Engine {
     /// The last run started in this work tree, whatever its status.
     fn latest_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
         let worktree = self.work_tree.display().to_string();
-        let started = ledger.typed::<RunEvent>(None, &["run_started"])?;
+        // A run belongs to the work tree it started in, or the one it was adopted into last.
+        let started = ledger.typed::<RunEvent>(None, &["run_started", "run_adopted"])?;
         let Some(last) = started.iter().rev().find_map(|(event, typed)| match typed {
             RunEvent::RunStarted(run) if run.worktree == worktree => Some(event),
+            RunEvent::RunAdopted(run) if run.worktree == worktree => Some(event),
             _ => None,
         }) else {
             return Ok(None);

@@ -169,7 +169,9 @@ impl RunTx<'_> {
     /// closed), the previous phase is the REFACTOR that closed the cycle before: see
     /// [`RunTx::reopen_refactor`].
     pub fn rollback(mut self, to: RollbackTo) -> Result<RunState, RunError> {
-        self.engine.rollback_in(&mut self.ledger, to)
+        let state = self.engine.rollback_in(&mut self.ledger, to)?;
+        self.engine.publish_after_change();
+        Ok(state)
     }
 
     /// Reopens the REFACTOR of cycle `n`, so a revised REFACTOR can be advanced again:
@@ -179,6 +181,8 @@ impl RunTx<'_> {
     /// not moved since it opened. Works on a run that completed with cycle `n`, which
     /// is active again afterwards.
     pub fn reopen_refactor(mut self, n: u32) -> Result<RunState, RunError> {
-        self.engine.reopen_refactor_in(&mut self.ledger, n)
+        let state = self.engine.reopen_refactor_in(&mut self.ledger, n)?;
+        self.engine.publish_after_change();
+        Ok(state)
     }
 }

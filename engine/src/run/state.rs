@@ -266,6 +266,7 @@ impl RunState {
             }
             RunEvent::Note(note) => self.notes.push(note.text),
             RunEvent::Annotation(a) => self.annotated(a),
+            RunEvent::RunAdopted(a) => self.worktree = a.worktree,
             // Recorded for people and audits; they do not move the state.
             RunEvent::PlanRegistered(_)
             | RunEvent::RunStarted(_)

@@ -84,6 +84,48 @@ impl Engine {
     }
 }
 
+/// Takes a published chain into the ledger at `database` (creating it): the door of
+/// [`crate::integrity`]'s adoption of a published ledger, the one write made before the
+/// check passes. It appends only what continues the local chain with every event
+/// hashing right ([`Ledger::import`]), and the check then runs again, whole.
+pub(crate) fn import_published(
+    database: &std::path::Path,
+    events: &[crate::ledger::StoredEvent],
+) -> Result<Result<crate::ledger::Imported, crate::ledger::ImportRefused>, crate::ledger::LedgerError>
+{
+    Ledger::open(database)?.import(events)
+}
+
+/// Moves run `run_id` into `work_tree` (a canonical path) when it is active and belongs
+/// to another work tree, recording `run_adopted`; `Ok(Some(from))` when it moved. Called
+/// only after a published ledger was taken in and the check passed, for the run of the
+/// newest run commit on the branch checked out here.
+pub(crate) fn adopt_run(
+    database: &std::path::Path,
+    work_tree: &std::path::Path,
+    run_id: &str,
+) -> Result<Option<String>, crate::integrity::IntegrityError> {
+    let mut ledger = Ledger::open(database)?;
+    let events = ledger.events(Some(run_id))?;
+    let Some(state) = RunState::project(&events).map_err(crate::ledger::LedgerError::from)? else {
+        return Ok(None);
+    };
+    let here = work_tree.display().to_string();
+    if state.status != super::RunStatus::Active || state.worktree == here {
+        return Ok(None);
+    }
+    let head = crate::git::Git::new(work_tree).text(["rev-parse", "HEAD"])?;
+    ledger.record(
+        Some(run_id),
+        &super::RunEvent::RunAdopted(super::events::RunAdopted {
+            worktree: here,
+            from: state.worktree.clone(),
+            head,
+        }),
+    )?;
+    Ok(Some(state.worktree))
+}
+
 impl RunTx<'_> {
     /// The active run, or `NoActiveRun`.
     pub(super) fn active(&self) -> Result<RunState, RunError> {

@@ -15,6 +15,7 @@ use crate::calc::TEST;
 use crate::support::Env;
 
 mod bails;
+mod clone;
 mod fleet;
 mod github;
 mod resume;

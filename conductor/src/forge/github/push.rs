@@ -28,20 +28,34 @@ pub struct PushError {
     pub detail: String,
 }
 
-/// `git push <remote> refs/heads/<branch>` from `work_tree`, fast-forward only.
+/// `git push <remote> refs/heads/<branch>` from `work_tree`, fast-forward only, with the
+/// branch's published ledger (`refs/tdd/ledger/<branch>`) when there is one, atomically:
+/// the remote gets both or neither, so a clone never finds a branch ahead of its ledger.
 pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Result<(), PushError> {
     let failed = |detail: String| PushError {
         remote: remote.to_string(),
         branch: branch.to_string(),
         detail,
     };
-    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let mut refspecs = vec![format!("refs/heads/{branch}:refs/heads/{branch}")];
+    let ledger = tdd_engine::published::ledger_ref(branch);
+    let published = Command::new("git")
+        .arg("-C")
+        .arg(work_tree)
+        .args(["rev-parse", "-q", "--verify", &ledger])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if published {
+        refspecs.push(format!("{ledger}:{ledger}"));
+    }
     let _span = tracing::info_span!("git_push", remote, branch).entered();
     let began = std::time::Instant::now();
     let out = Command::new("git")
         .arg("-C")
         .arg(work_tree)
-        .args(["push", "--quiet", remote, &refspec])
+        .args(["push", "--quiet", "--atomic", remote])
+        .args(&refspecs)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_COUNT", "2")
         // An empty helper first: no helper configured elsewhere is asked or told.

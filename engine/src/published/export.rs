@@ -1,0 +1,232 @@
+//! The published ledger's git objects: a commit whose tree holds the chain as JSON
+//! lines in fixed chunks, the chain head, and the snapshot trees a resume needs.
+//!
+//! ```text
+//! format               "tdd ledger export 1"
+//! head                 "<count>:<hash>", the chain head the export holds
+//! events/0000000001.jsonl   events 1 to 1024, one stored event per line
+//! events/0000001025.jsonl   ...
+//! snapshots/<tree id>  the active run's snapshot trees (kept reachable, and carried by a push)
+//! ```
+//!
+//! A full chunk never changes, so an export after a phase writes one blob and three
+//! trees, and git stores and sends each finished chunk once.
+
+use gix_hash::ObjectId;
+use gix_object::tree::Entry;
+use gix_object::tree::EntryKind;
+
+use super::PublishError;
+use crate::git::GitError;
+use crate::ledger::Anchor;
+use crate::ledger::StoredEvent;
+use crate::run::scan::Objects;
+
+/// The first line of an export's `format` file.
+pub(super) const FORMAT: &str = "tdd ledger export 1\n";
+/// Events per chunk file.
+pub(super) const CHUNK: u64 = 1024;
+
+/// An export read back: the chain it holds and where it came from.
+#[derive(Debug)]
+pub(super) struct Export {
+    /// The chain head it declares.
+    pub head: Anchor,
+    /// The chunk files by first event id, with their blob ids.
+    pub chunks: Vec<(u64, ObjectId)>,
+}
+
+/// The name of the chunk file that starts at event `first`.
+pub(super) fn chunk_name(first: u64) -> String {
+    format!("{first:010}.jsonl")
+}
+
+/// The JSON lines of `events`.
+pub(super) fn encode_chunk(events: &[StoredEvent]) -> Result<Vec<u8>, PublishError> {
+    let mut out = Vec::new();
+    for event in events {
+        serde_json::to_writer(&mut out, event).map_err(|e| PublishError::Encode(e.to_string()))?;
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Writes the tree of an export: `chunks` (sorted by first id), `head` and `snapshots`.
+pub(super) fn write_tree(
+    objects: &Objects,
+    head: &Anchor,
+    chunks: &[(u64, ObjectId)],
+    snapshots: &[ObjectId],
+) -> Result<ObjectId, GitError> {
+    let blob = |data: &[u8]| objects.write(gix_object::Kind::Blob, data);
+    let events = gix_object::Tree {
+        entries: chunks
+            .iter()
+            .map(|(first, id)| entry(EntryKind::Blob, &chunk_name(*first), *id))
+            .collect(),
+    };
+    let mut root = vec![
+        entry(EntryKind::Tree, "events", objects.write_tree(&events)?),
+        entry(EntryKind::Blob, "format", blob(FORMAT.as_bytes())?),
+        entry(
+            EntryKind::Blob,
+            "head",
+            blob(format!("{head}\n").as_bytes())?,
+        ),
+    ];
+    if !snapshots.is_empty() {
+        let mut kept: Vec<Entry> = snapshots
+            .iter()
+            .map(|id| entry(EntryKind::Tree, &id.to_string(), *id))
+            .collect();
+        kept.sort_by(|a, b| a.filename.cmp(&b.filename));
+        kept.dedup_by(|a, b| a.filename == b.filename);
+        let tree = objects.write_tree(&gix_object::Tree { entries: kept })?;
+        root.push(entry(EntryKind::Tree, "snapshots", tree));
+    }
+    objects.write_tree(&gix_object::Tree { entries: root })
+}
+
+fn entry(kind: EntryKind, name: &str, oid: ObjectId) -> Entry {
+    Entry {
+        mode: kind.into(),
+        filename: name.into(),
+        oid,
+    }
+}
+
+/// Reads the export whose tree is `tree` (the tree of the ref's commit), every object
+/// checked against its id. `Err(what)` names what is not as tdd writes it.
+pub(super) fn read_tree(
+    objects: &crate::run::scan::Checked,
+    tree: &gix_hash::oid,
+) -> Result<Result<Export, String>, GitError> {
+    let root = list(objects, tree)?;
+    let find = |name: &str| root.iter().find(|(n, _, _)| n == name);
+    let Some((_, _, format)) = find("format") else {
+        return Ok(Err("it has no `format` file".into()));
+    };
+    if blob(objects, format)? != FORMAT.as_bytes() {
+        return Ok(Err("its `format` is not `tdd ledger export 1`".into()));
+    }
+    let Some((_, false, head)) = find("head") else {
+        return Ok(Err("it has no `head` file".into()));
+    };
+    let head_text = String::from_utf8_lossy(&blob(objects, head)?).into_owned();
+    let head = match Anchor::parse(&head_text) {
+        Ok(head) => head,
+        Err(e) => return Ok(Err(format!("its `head` {e}"))),
+    };
+    let Some((_, true, events)) = find("events") else {
+        return Ok(Err("it has no `events` directory".into()));
+    };
+    let mut chunks = Vec::new();
+    for (name, is_tree, id) in list(objects, events)? {
+        let first = name
+            .strip_suffix(".jsonl")
+            .filter(|n| n.len() == 10 && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok());
+        match first {
+            Some(first) if !is_tree => chunks.push((first, id)),
+            _ => {
+                return Ok(Err(format!(
+                    "`events/{name}` is not a chunk file tdd writes"
+                )));
+            }
+        }
+    }
+    chunks.sort_by_key(|(first, _)| *first);
+    if matches!(find("snapshots"), Some((_, false, _))) {
+        return Ok(Err("`snapshots` is not a directory".into()));
+    }
+    Ok(Ok(Export { head, chunks }))
+}
+
+/// Decodes the chunks of `export` into the chain they hold, checking that each chunk
+/// starts where its name says and that together they hold exactly events 1 to the
+/// declared head.
+pub(super) fn read_events(
+    objects: &crate::run::scan::Checked,
+    export: &Export,
+) -> Result<Result<Vec<StoredEvent>, String>, GitError> {
+    let mut events: Vec<StoredEvent> = Vec::new();
+    for (first, id) in &export.chunks {
+        if *first != events.len() as u64 + 1 {
+            return Ok(Err(format!(
+                "its chunk {} does not follow event {}",
+                chunk_name(*first),
+                events.len()
+            )));
+        }
+        let data = blob(objects, id)?;
+        for (line_no, line) in data.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<StoredEvent>(line) {
+                Ok(event) => events.push(event),
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "line {} of {} is not an event: {e}",
+                        line_no + 1,
+                        chunk_name(*first)
+                    )));
+                }
+            }
+        }
+    }
+    let last = events.last().map(|e| (e.id, e.hash.as_str()));
+    let declared = (export.head.count, export.head.hash.as_str());
+    let matches = match last {
+        Some(last) => last == declared,
+        None => declared.0 == 0,
+    };
+    if !matches || events.len() as u64 != export.head.count {
+        return Ok(Err(format!(
+            "its `head` declares {} events, but its chunks hold {}",
+            export.head.count,
+            events.len()
+        )));
+    }
+    Ok(Ok(events))
+}
+
+/// The entries of tree `id`: name, whether a tree, id.
+fn list(
+    objects: &crate::run::scan::Checked,
+    id: &gix_hash::oid,
+) -> Result<Vec<(String, bool, ObjectId)>, GitError> {
+    let mut buf = Vec::new();
+    let data = objects.find(id, &mut buf)?;
+    if data.kind != gix_object::Kind::Tree {
+        return Err(crate::run::scan::store_error(
+            "read the published ledger",
+            &format!("{id} is a {}, not a tree", data.kind),
+        ));
+    }
+    let tree = gix_object::TreeRef::from_bytes(data.data, id.kind())
+        .map_err(|e| crate::run::scan::store_error("read the published ledger", &e))?;
+    Ok(tree
+        .entries
+        .iter()
+        .map(|e| {
+            (
+                String::from_utf8_lossy(e.filename).into_owned(),
+                e.mode.is_tree(),
+                e.oid.to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn blob(objects: &crate::run::scan::Checked, id: &gix_hash::oid) -> Result<Vec<u8>, GitError> {
+    let mut buf = Vec::new();
+    let data = objects.find(id, &mut buf)?;
+    if data.kind != gix_object::Kind::Blob {
+        return Err(crate::run::scan::store_error(
+            "read the published ledger",
+            &format!("{id} is a {}, not a file", data.kind),
+        ));
+    }
+    Ok(data.data.to_vec())
+}

@@ -1,0 +1,369 @@
+//! The ledger published in git, so that it travels with the branch.
+//!
+//! The ledger lives outside every work tree, one per repository on one machine. A clone
+//! has none, yet its branch carries run commits whose `TDD-Ledger` anchors name events
+//! it does not hold. So the engine publishes the chain in git itself: after every phase
+//! commit it records, the whole chain (every run of the repository, as the anchors count
+//! events of the whole chain) is written as a commit under `refs/tdd/ledger/<branch>`
+//! ([`publish`]; format in [`export`]), each export the child of the one before, with the
+//! snapshot trees of the active run, which a resume restores from.
+//!
+//! In a clone, the check every command runs finds run commits its ledger does not
+//! account for, and [`adopt`] takes the published chain in: from the local ref, else
+//! fetched from the branch's remote (which is then set to fetch the ledger refs with
+//! every `git fetch`). It is appended only if it continues the local chain and every
+//! event hashes right ([`crate::ledger::Ledger::import`]), and the check then runs
+//! again, whole, against the branch's anchors. A forged export can therefore not
+//! replace any event an anchor on the branch vouches for; what it can do, as anyone who
+//! writes the ledger by hand can, is add events after the newest anchor, or pair a forged
+//! chain with forged commits, which the forge's thread and commit statuses witness.
+
+mod export;
+
+use std::path::Path;
+
+use gix_hash::ObjectId;
+
+use crate::git::Git;
+use crate::git::GitError;
+use crate::ledger::Anchor;
+use crate::ledger::ImportRefused;
+use crate::ledger::Ledger;
+use crate::ledger::LedgerError;
+
+/// Where the ledgers are published: `refs/tdd/ledger/<branch>`.
+pub const LEDGER_REF_PREFIX: &str = "refs/tdd/ledger/";
+
+/// The refspec that makes `git fetch` bring every published ledger (never forced: a
+/// ledger ref here that went another way is not overwritten).
+pub const FETCH_REFSPEC: &str = "refs/tdd/ledger/*:refs/tdd/ledger/*";
+
+/// The ref the ledger of `branch` is published under.
+pub fn ledger_ref(branch: &str) -> String {
+    format!("{LEDGER_REF_PREFIX}{branch}")
+}
+
+/// Why the ledger could not be published or taken in.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The ledger could not be read or written.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// git failed, or an object is missing or damaged.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// An event could not be encoded.
+    #[error("failed to encode the ledger for publishing: {0}")]
+    Encode(String),
+    /// The published ledger is not as tdd writes it.
+    #[error("the published ledger {reference} is not one tdd wrote: {what}")]
+    Malformed {
+        /// The ref.
+        reference: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The published chain does not continue this ledger, or is broken.
+    #[error("the published ledger {reference} was not taken in: {refused}")]
+    Refused {
+        /// The ref.
+        reference: String,
+        /// Why.
+        refused: ImportRefused,
+    },
+}
+
+/// An export written (or found current) under a ledger ref.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Published {
+    /// The ref, `refs/tdd/ledger/<branch>`.
+    pub reference: String,
+    /// The export commit the ref names.
+    pub commit: String,
+    /// Events the export holds.
+    pub events: u64,
+    /// False when the ref already held this chain head.
+    pub written: bool,
+}
+
+/// The branch checked out in `work_tree`, or `None` when HEAD is detached.
+pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
+    match Git::new(work_tree).text(["symbolic-ref", "-q", "--short", "HEAD"]) {
+        Ok(branch) if !branch.is_empty() => Ok(Some(branch)),
+        Ok(_) => Ok(None),
+        Err(GitError::Failed { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The commit `reference` names, if it exists.
+fn resolve(git: &Git, reference: &str) -> Result<Option<ObjectId>, GitError> {
+    match git.text([
+        "rev-parse",
+        "-q",
+        "--verify",
+        &format!("{reference}^{{commit}}"),
+    ]) {
+        Ok(id) => Ok(ObjectId::from_hex(id.as_bytes()).ok()),
+        Err(GitError::Failed { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Publishes the ledger at `database` under the ledger ref of the branch checked out in
+/// `work_tree`, keeping the trees `snapshots` reachable with it. `Ok(None)` with HEAD
+/// detached or no ledger yet. The ref moves only from the value it was read at (a
+/// concurrent publisher makes this one fail, never lose the other's export), and only
+/// when the chain head differs from the one it holds.
+pub fn publish(
+    database: &Path,
+    work_tree: &Path,
+    snapshots: &[String],
+) -> Result<Option<Published>, PublishError> {
+    let Some(branch) = current_branch(work_tree)? else {
+        return Ok(None);
+    };
+    let Some(ledger) = Ledger::open_read_only(database)? else {
+        return Ok(None);
+    };
+    let reference = ledger_ref(&branch);
+    let git = Git::new(work_tree);
+    let located = crate::run::scan::locate(work_tree)?;
+    let objects = located.objects();
+    let head = ledger.anchor()?;
+    let previous = resolve(&git, &reference)?;
+    let mut reused: Vec<(u64, ObjectId)> = Vec::new();
+    if let Some(prev) = &previous {
+        let checked = objects.handle()?;
+        let tree = objects.tree_of_commit(prev)?;
+        if let Ok(old) = export::read_tree(&checked, &tree)? {
+            if old.head == head {
+                return Ok(Some(Published {
+                    reference,
+                    commit: prev.to_string(),
+                    events: head.count,
+                    written: false,
+                }));
+            }
+            // Full chunks of an export this chain continues are the same bytes again.
+            if ledger.hash_at(old.head.count)?.as_deref() == Some(old.head.hash.as_str()) {
+                reused = old
+                    .chunks
+                    .into_iter()
+                    .filter(|(first, _)| first + export::CHUNK - 1 <= old.head.count)
+                    .collect();
+            }
+        }
+    }
+    let from = reused
+        .last()
+        .map_or(0, |(first, _)| first + export::CHUNK - 1);
+    let mut chunks = reused;
+    for events in ledger
+        .stored_events_after(from)?
+        .chunks(export::CHUNK as usize)
+    {
+        let Some(first) = events.first().map(|e| e.id) else {
+            continue;
+        };
+        let blob = objects.write(gix_object::Kind::Blob, &export::encode_chunk(events)?)?;
+        chunks.push((first, blob));
+    }
+    let kept: Vec<ObjectId> = snapshots
+        .iter()
+        .filter_map(|id| ObjectId::from_hex(id.as_bytes()).ok())
+        .collect();
+    let tree = export::write_tree(&objects, &head, &chunks, &kept)?;
+    let commit = write_commit(&objects, tree, previous.as_ref(), &head)?;
+    let old = previous.map_or_else(
+        || ObjectId::null(objects.kind()).to_string(),
+        |p| p.to_string(),
+    );
+    git.output([
+        "update-ref",
+        "-m",
+        "tdd: publish the ledger",
+        &reference,
+        &commit.to_string(),
+        &old,
+    ])?;
+    Ok(Some(Published {
+        reference,
+        commit: commit.to_string(),
+        events: head.count,
+        written: true,
+    }))
+}
+
+fn write_commit(
+    objects: &crate::run::scan::Objects,
+    tree: ObjectId,
+    parent: Option<&ObjectId>,
+    head: &Anchor,
+) -> Result<ObjectId, GitError> {
+    let secs = crate::ledger::clock::unix_seconds();
+    let who = format!("tdd <tdd@localhost> {secs} +0000");
+    let parent = parent.map(|p| format!("parent {p}\n")).unwrap_or_default();
+    let body = format!(
+        "tree {tree}\n{parent}author {who}\ncommitter {who}\n\ntdd ledger: {} events\n\n{}: {head}\n",
+        head.count,
+        crate::ledger::LEDGER_TRAILER
+    );
+    objects.write(gix_object::Kind::Commit, body.as_bytes())
+}
+
+/// The trees of run `run_id`'s snapshots (`refs/tdd/<run id>/...`), which a resume
+/// restores from and a clone would otherwise lack.
+pub fn snapshot_trees(work_tree: &Path, run_id: &str) -> Result<Vec<String>, GitError> {
+    let refs = Git::new(work_tree).text([
+        "for-each-ref",
+        "--format=%(tree)",
+        &format!("refs/tdd/{run_id}/"),
+    ])?;
+    Ok(refs
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// What [`adopt`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adoption {
+    /// The published chain was taken in.
+    Imported {
+        /// The ref it came from.
+        reference: String,
+        /// Events appended to the local ledger.
+        appended: u64,
+        /// The remote it was fetched from, when it was not here already.
+        fetched_from: Option<String>,
+        /// Whether the remote was set to fetch the ledger refs with every `git fetch`.
+        configured: bool,
+    },
+    /// No published ledger was found for the branch.
+    Unpublished {
+        /// The branch checked out, `None` with HEAD detached.
+        branch: Option<String>,
+        /// The remote that was asked, if any.
+        remote: Option<String>,
+    },
+}
+
+/// Takes in the ledger published for the branch checked out in `work_tree`: the local
+/// ledger ref, else (with `fetch`) the one on the branch's remote. `write` appends the
+/// checked chain to the ledger (the engine's door for it). Refused, changing nothing,
+/// when the published chain is malformed, broken, or does not continue the local one.
+pub fn adopt(
+    work_tree: &Path,
+    fetch: bool,
+    write: impl FnOnce(
+        &[crate::ledger::StoredEvent],
+    ) -> Result<Result<crate::ledger::Imported, ImportRefused>, LedgerError>,
+) -> Result<Adoption, PublishError> {
+    let Some(branch) = current_branch(work_tree)? else {
+        return Ok(Adoption::Unpublished {
+            branch: None,
+            remote: None,
+        });
+    };
+    let reference = ledger_ref(&branch);
+    let git = Git::new(work_tree);
+    let mut fetched_from = None;
+    let mut configured = false;
+    let commit = match resolve(&git, &reference)? {
+        Some(commit) => commit,
+        None => {
+            let remote = remote_of(&git, &branch)?;
+            let found = match (&remote, fetch) {
+                (Some(remote), true) => fetch_ledger(&git, remote, &reference)?,
+                _ => false,
+            };
+            let commit = if found {
+                resolve(&git, &reference)?
+            } else {
+                None
+            };
+            let Some(commit) = commit else {
+                return Ok(Adoption::Unpublished {
+                    branch: Some(branch),
+                    remote,
+                });
+            };
+            if let Some(remote) = &remote {
+                configured = configure_fetch(&git, remote)?;
+            }
+            fetched_from = remote;
+            commit
+        }
+    };
+    let located = crate::run::scan::locate(work_tree)?;
+    let objects = located.objects();
+    let checked = objects.handle()?;
+    let tree = objects.tree_of_commit(&commit)?;
+    let malformed = |what: String| PublishError::Malformed {
+        reference: reference.clone(),
+        what,
+    };
+    let export = export::read_tree(&checked, &tree)?.map_err(malformed)?;
+    let events = export::read_events(&checked, &export)?.map_err(malformed)?;
+    let imported = write(&events)?.map_err(|refused| PublishError::Refused {
+        reference: reference.clone(),
+        refused,
+    })?;
+    Ok(Adoption::Imported {
+        reference,
+        appended: imported.appended,
+        fetched_from,
+        configured,
+    })
+}
+
+/// The remote `branch` tracks, else the repository's only remote.
+fn remote_of(git: &Git, branch: &str) -> Result<Option<String>, GitError> {
+    if let Ok(remote) = git.text(["config", "--get", &format!("branch.{branch}.remote")])
+        && !remote.is_empty()
+        && remote != "."
+    {
+        return Ok(Some(remote));
+    }
+    let remotes = git.text(["remote"])?;
+    let mut names = remotes.lines().filter(|l| !l.is_empty());
+    Ok(match (names.next(), names.next()) {
+        (Some(only), None) => Some(only.to_string()),
+        _ => None,
+    })
+}
+
+/// Fetches `reference` from `remote` into the same name; `false` when the remote has no
+/// such ref.
+fn fetch_ledger(git: &Git, remote: &str, reference: &str) -> Result<bool, GitError> {
+    let spec = format!("{reference}:{reference}");
+    match git.output(["fetch", "--no-tags", "--quiet", remote, &spec]) {
+        Ok(_) => Ok(true),
+        Err(GitError::Failed { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Adds [`FETCH_REFSPEC`] to `remote`'s fetch refspecs unless it is there; whether it
+/// was added.
+fn configure_fetch(git: &Git, remote: &str) -> Result<bool, GitError> {
+    let key = format!("remote.{remote}.fetch");
+    let present = git
+        .text(["config", "--get-all", &key])
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.trim() == FETCH_REFSPEC);
+    if present {
+        return Ok(false);
+    }
+    git.output(["config", "--add", &key, FETCH_REFSPEC])?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests;

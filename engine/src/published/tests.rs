@@ -1,0 +1,189 @@
+use std::path::Path;
+use std::process::Command;
+
+use super::*;
+use crate::ledger::Ledger;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository on branch `work` and a ledger of `n` events beside it.
+fn repo_with(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).expect("repo dir");
+    git(&repo, &["init", "-q", "-b", "work"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    let database = dir.path().join("ledger/ledger.sqlite3");
+    let mut ledger = Ledger::open(&database).expect("ledger");
+    for i in 0..n {
+        ledger
+            .append(
+                Some("run-1"),
+                "note",
+                &serde_json::json!({ "text": format!("event {i}") }),
+            )
+            .expect("append");
+    }
+    (dir, database)
+}
+
+fn append(database: &Path, n: usize) {
+    let mut ledger = Ledger::open(database).expect("ledger");
+    for i in 0..n {
+        ledger
+            .append(None, "note", &serde_json::json!({ "more": i }))
+            .expect("append");
+    }
+}
+
+#[test]
+fn a_published_chain_is_read_back_byte_for_byte_and_moves_the_ref_forward() {
+    let (dir, database) = repo_with(export::CHUNK as usize + 5);
+    let repo = dir.path().join("repo");
+    let first = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    assert_eq!(first.reference, "refs/tdd/ledger/work");
+    assert!(first.written);
+    // Nothing new: the ref stays.
+    let again = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    assert!(!again.written);
+    assert_eq!(again.commit, first.commit);
+    append(&database, 3);
+    let second = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    assert_eq!(second.events, export::CHUNK + 8);
+    // Each export is the child of the one before, and the full chunk is the same blob.
+    assert_eq!(
+        git(&repo, &["rev-parse", &format!("{}^", second.commit)]),
+        first.commit
+    );
+    let chunk = |commit: &str| {
+        git(
+            &repo,
+            &["rev-parse", &format!("{commit}:events/0000000001.jsonl")],
+        )
+    };
+    assert_eq!(chunk(&first.commit), chunk(&second.commit));
+    // Taken into an empty ledger, the chain is the same, event for event.
+    let other = dir.path().join("other/ledger.sqlite3");
+    let adoption =
+        adopt(&repo, false, |events| Ledger::open(&other)?.import(events)).expect("adopts");
+    assert!(
+        matches!(adoption, Adoption::Imported { appended, .. } if appended == export::CHUNK + 8)
+    );
+    let ours = Ledger::open(&database)
+        .expect("ours")
+        .stored_events_after(0)
+        .expect("read");
+    let theirs = Ledger::open(&other)
+        .expect("theirs")
+        .stored_events_after(0)
+        .expect("read");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn an_export_that_is_not_as_tdd_writes_it_is_refused_naming_what() {
+    let (dir, database) = repo_with(4);
+    let repo = dir.path().join("repo");
+    let published = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    // The head declares more events than the chunks hold.
+    let tree = git(
+        &repo,
+        &["rev-parse", &format!("{}^{{tree}}", published.commit)],
+    );
+    let listing = git(&repo, &["ls-tree", &tree]);
+    let head = Command::new("git")
+        .args(["hash-object", "-w", "--stdin"])
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let forged = format!("9:{}\n", "a".repeat(64));
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(forged.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("hash-object");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let forged: String = listing
+        .lines()
+        .map(|l| {
+            if l.ends_with("\thead") {
+                format!("100644 blob {head}\thead\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let out = Command::new("git")
+        .args(["mktree"])
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(forged.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("mktree");
+    let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let commit = git(&repo, &["commit-tree", &tree, "-m", "forged"]);
+    git(&repo, &["update-ref", &published.reference, &commit]);
+    let other = dir.path().join("other/ledger.sqlite3");
+    let refused =
+        adopt(&repo, false, |events| Ledger::open(&other)?.import(events)).expect_err("refused");
+    assert!(
+        matches!(&refused, PublishError::Malformed { what, .. } if what.contains("declares 9 events")),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_detached_head_or_no_ref_is_unpublished() {
+    let (dir, database) = repo_with(2);
+    let repo = dir.path().join("repo");
+    let none = adopt(&repo, false, |_| unreachable!("nothing to take in")).expect("asks");
+    assert_eq!(
+        none,
+        Adoption::Unpublished {
+            branch: Some("work".into()),
+            remote: None
+        }
+    );
+    git(&repo, &["checkout", "-q", "--detach"]);
+    assert_eq!(publish(&database, &repo, &[]).expect("runs"), None);
+}

@@ -71,8 +71,10 @@ def fixture():
     return "".join(out)
 
 
-def main():
-    home = tempfile.mkdtemp(prefix="tdd-bench-report-")
+def conduct(prefix, extra=()):
+    """Conducts the STEPS-step issue in a new repository; returns its home, the
+    repository, the environment and the conduct's envelope data."""
+    home = tempfile.mkdtemp(prefix=prefix)
     repo = os.path.join(home, "calc")
     os.makedirs(os.path.join(repo, "src"))
     os.makedirs(os.path.join(repo, "tests"))
@@ -99,13 +101,18 @@ def main():
     for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "calc"]):
         subprocess.run(argv, cwd=repo, env=env, check=True)
     started = time.monotonic()
-    done = subprocess.run([TDD, "conduct", issue, "--json"], cwd=repo, env=env, capture_output=True, text=True)
+    done = subprocess.run([TDD, "conduct", issue, "--json", *extra], cwd=repo, env=env, capture_output=True, text=True)
     conducted = time.monotonic() - started
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if not result["ok"]:
         sys.exit(f"the conduct failed: {result['error']}")
     data = result["data"]
     print(f"conducted {data['steps_done']}/{data['steps']} steps in {conducted:.0f} s")
+    return home, repo, env, data
+
+
+def main():
+    home, repo, env, data = conduct("tdd-bench-report-")
 
     def timed(argv):
         times = []

@@ -76,6 +76,8 @@ enum Command {
     Log(commands::log::LogCommand),
     Metrics(commands::metrics::MetricsArgs),
     Fleet(commands::fleet::FleetArgs),
+    #[command(subcommand)]
+    Ci(commands::ci::CiCommand),
 }
 
 impl Command {
@@ -113,6 +115,7 @@ impl Command {
             Command::Log(c) => c.name(),
             Command::Metrics(_) => "metrics",
             Command::Fleet(_) => "fleet",
+            Command::Ci(c) => c.name(),
         }
     }
 }
@@ -273,6 +276,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Log(cmd) => commands::log::cmd_log(&ctx, cmd),
         Command::Metrics(args) => commands::metrics::cmd_metrics(&ctx, args),
         Command::Fleet(args) => commands::fleet::cmd_fleet(&ctx, args),
+        Command::Ci(cmd) => commands::ci::cmd_ci(&ctx, cmd),
     };
     out.finish(name, result)
 }

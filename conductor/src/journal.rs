@@ -193,7 +193,7 @@ pub struct LastConduct {
 /// a work tree of another repository on the branch checked out here. The ledger of a
 /// repository records only its own work trees but for what it took in from a published
 /// ledger, so the latter are the runs of a clone's origin that continue here.
-pub(crate) struct Here {
+pub struct Here {
     path: String,
     branch: Option<String>,
     worktrees: std::cell::OnceCell<Vec<String>>,
@@ -203,7 +203,7 @@ pub(crate) struct Here {
 impl Here {
     /// The work tree at `work_tree` (its branch read now, its repository's work trees
     /// listed only if asked).
-    pub(crate) fn of(work_tree: &Path) -> Here {
+    pub fn of(work_tree: &Path) -> Here {
         Here {
             path: work_tree.display().to_string(),
             branch: tdd_engine::published::current_branch(work_tree)
@@ -215,7 +215,7 @@ impl Here {
     }
 
     /// Whether the conduct run `started` belongs here.
-    pub(crate) fn owns(&self, started: &crate::events::ConductStarted) -> bool {
+    pub fn owns(&self, started: &crate::events::ConductStarted) -> bool {
         if started.worktree == self.path {
             return true;
         }

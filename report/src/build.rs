@@ -56,6 +56,9 @@ pub fn build(database: &Path, work_tree: &Path, which: &Which) -> Result<RunRepo
 /// The events of the run `which` names.
 fn select(all: &[Event], work_tree: &Path, which: &Which) -> Result<RunEvents, ReportError> {
     let here = work_tree.display().to_string();
+    // A conduct run of a clone's origin, taken in with its published ledger, is this
+    // work tree's too.
+    let owner = tdd_conductor::journal::Here::of(work_tree);
     let conduct_runs = |conduct: &str| -> Vec<String> {
         all.iter()
             .filter(|e| e.run_id.as_deref() == Some(conduct))
@@ -91,7 +94,7 @@ fn select(all: &[Event], work_tree: &Path, which: &Which) -> Result<RunEvents, R
         Which::Latest => {
             let conduct = all.iter().rev().find_map(|e| {
                 match decode::<ConductorEvent>(e).ok().flatten()? {
-                    ConductorEvent::ConductStarted(s) if s.worktree == here => e.run_id.clone(),
+                    ConductorEvent::ConductStarted(s) if owner.owns(&s) => e.run_id.clone(),
                     _ => None,
                 }
             });
@@ -104,6 +107,7 @@ fn select(all: &[Event], work_tree: &Path, which: &Which) -> Result<RunEvents, R
                     let run = all.iter().rev().find_map(|e| {
                         match decode::<RunEvent>(e).ok().flatten()? {
                             RunEvent::RunStarted(s) if s.worktree == here => e.run_id.clone(),
+                            RunEvent::RunAdopted(s) if s.worktree == here => e.run_id.clone(),
                             _ => None,
                         }
                     });

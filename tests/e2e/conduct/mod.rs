@@ -14,6 +14,7 @@ use crate::calc::STUB;
 use crate::calc::TEST;
 use crate::support::Env;
 
+mod actions;
 mod bails;
 mod clone;
 mod fleet;

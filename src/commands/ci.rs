@@ -31,6 +31,35 @@ pub enum CiInit {
     /// `.github/workflows/tdd.yml`: `tdd conduct` as a job, one per issue, triggered by a
     /// label or a `/tdd conduct` comment from a member.
     Github(GithubArgs),
+    /// `deploy/k8s/tdd-job.yaml`: `tdd conduct` for one issue as a Kubernetes Job (one
+    /// pod per issue, the repository cloned in an init container, keys from Secrets).
+    K8s(K8sArgs),
+}
+
+/// The options of `tdd ci init k8s`.
+#[derive(Debug, clap::Args)]
+pub struct K8sArgs {
+    /// The image the pod runs: it must hold `tdd`, git and the agent CLI.
+    #[arg(long, value_name = "IMAGE")]
+    image: String,
+    /// The agent CLI the conductor uses (default: `[conductor] provider`).
+    #[arg(long, value_name = "P")]
+    provider: Option<String>,
+    /// The repository's clone URL (default: the `origin` remote's).
+    #[arg(long, value_name = "URL")]
+    repository: Option<String>,
+    /// CPU the pod requests (a Kubernetes quantity).
+    #[arg(long, value_name = "CPU", default_value = "2")]
+    cpu: String,
+    /// Memory the pod requests and is limited to (a Kubernetes quantity).
+    #[arg(long, value_name = "MEMORY", default_value = "4Gi")]
+    memory: String,
+    /// The Job's deadline, in minutes.
+    #[arg(long, value_name = "MINUTES", default_value_t = 120)]
+    timeout: u32,
+    /// Overwrite an existing manifest.
+    #[arg(long)]
+    force: bool,
 }
 
 /// The options of `tdd ci init github`.
@@ -67,6 +96,7 @@ impl CiCommand {
     pub fn name(&self) -> &'static str {
         match self {
             CiCommand::Init(CiInit::Github(_)) => "ci init github",
+            CiCommand::Init(CiInit::K8s(_)) => "ci init k8s",
             CiCommand::Gate(_) => "ci gate",
         }
     }
@@ -76,6 +106,7 @@ impl CiCommand {
 pub fn cmd_ci(ctx: &Ctx, cmd: CiCommand) -> Result<Outcome, CommandError> {
     match cmd {
         CiCommand::Init(CiInit::Github(args)) => init_github(ctx, &args),
+        CiCommand::Init(CiInit::K8s(args)) => init_k8s(ctx, &args),
         CiCommand::Gate(args) => gate(&args),
     }
 }
@@ -86,17 +117,7 @@ const WORKFLOW: &str = ".github/workflows/tdd.yml";
 fn init_github(ctx: &Ctx, args: &GithubArgs) -> Result<Outcome, CommandError> {
     let root = ctx.work_tree()?;
     let (_, config, _) = ctx.config()?;
-    let Some(provider) = args
-        .provider
-        .clone()
-        .or_else(|| config.conductor.provider.clone())
-    else {
-        return Err(CommandError::bad_input(
-            "ci_option_invalid",
-            "no provider: tdd.toml sets no `[conductor] provider` and --provider was not given",
-        )
-        .hint("pass --provider claude (or codex, aider, or a provider of tdd.toml)"));
-    };
+    let provider = provider_of(args.provider.as_ref(), &config)?;
     let settings = workflow::Settings {
         provider: &provider,
         runs_on: &args.runs_on,
@@ -111,13 +132,7 @@ fn init_github(ctx: &Ctx, args: &GithubArgs) -> Result<Outcome, CommandError> {
             .hint("see `tdd ci init github --help` for what each option accepts")
     })?;
     let path = root.join(WORKFLOW);
-    if path.exists() && !args.force {
-        return Err(CommandError::refused(
-            "ci_workflow_exists",
-            format!("{} exists", path.display()),
-        )
-        .hint("pass --force to write it again, or compare it with `tdd ci init github --force` in a scratch clone"));
-    }
+    refuse_existing(&path, args.force, "tdd ci init github")?;
     write_file(&path, &text)?;
     let data = json!({
         "path": path,
@@ -143,6 +158,98 @@ fn init_github(ctx: &Ctx, args: &GithubArgs) -> Result<Outcome, CommandError> {
     Ok(Outcome::new(data, text).next(NextAction::new(
         Verb::ReviewConfig,
         format!("commit {WORKFLOW} and push it to the default branch"),
+    )))
+}
+
+/// The manifest's path under the work tree.
+const MANIFEST: &str = "deploy/k8s/tdd-job.yaml";
+
+/// The provider `given`, else tdd.toml's.
+fn provider_of(
+    given: Option<&String>,
+    config: &tdd_engine::config::Config,
+) -> Result<String, CommandError> {
+    given
+        .cloned()
+        .or_else(|| config.conductor.provider.clone())
+        .ok_or_else(|| {
+            CommandError::bad_input(
+                "ci_option_invalid",
+                "no provider: tdd.toml sets no `[conductor] provider` and --provider was not given",
+            )
+            .hint("pass --provider claude (or codex, aider, or a provider of tdd.toml)")
+        })
+}
+
+/// Refuses to overwrite `path` unless `force`.
+fn refuse_existing(path: &Path, force: bool, command: &str) -> Result<(), CommandError> {
+    if path.exists() && !force {
+        return Err(CommandError::refused(
+            "ci_workflow_exists",
+            format!("{} exists", path.display()),
+        )
+        .hint(format!(
+            "pass --force to write it again: `{command} --force`"
+        )));
+    }
+    Ok(())
+}
+
+fn init_k8s(ctx: &Ctx, args: &K8sArgs) -> Result<Outcome, CommandError> {
+    let root = ctx.work_tree()?;
+    let (_, config, _) = ctx.config()?;
+    let provider = provider_of(args.provider.as_ref(), &config)?;
+    let repository = match &args.repository {
+        Some(url) => url.clone(),
+        None => tdd_engine::git::Git::new(&root)
+            .text(["remote", "get-url", "origin"])
+            .map_err(|_| {
+                CommandError::bad_input(
+                    "ci_option_invalid",
+                    "no repository URL: the work tree has no `origin` remote and --repository was not given",
+                )
+                .hint("pass --repository https://github.com/<owner>/<name>.git")
+            })?,
+    };
+    let settings = super::ci_k8s::Settings {
+        provider: &provider,
+        image: &args.image,
+        cpu: &args.cpu,
+        memory: &args.memory,
+        timeout: args.timeout,
+        repository: &repository,
+        branch_prefix: &config.conductor.branch_prefix,
+    };
+    let text = super::ci_k8s::render(&settings).map_err(|why| {
+        CommandError::bad_input("ci_option_invalid", why)
+            .hint("see `tdd ci init k8s --help` for what each option accepts")
+    })?;
+    let path = root.join(MANIFEST);
+    refuse_existing(&path, args.force, "tdd ci init k8s")?;
+    write_file(&path, &text)?;
+    let secrets = workflow::secrets_of(&provider);
+    let data = json!({
+        "path": path,
+        "provider": provider,
+        "image": args.image,
+        "repository": repository,
+        "secrets": { super::ci_k8s::FORGE_SECRET: ["token"], super::ci_k8s::PROVIDER_SECRET: secrets },
+    });
+    let text = format!(
+        "wrote {}\ncreate the Secrets `{}` (key token) and `{}` (keys {}), then one Job per issue:\n  sed 's/{}/12/' {MANIFEST} | kubectl create -f -\n",
+        path.display(),
+        super::ci_k8s::FORGE_SECRET,
+        super::ci_k8s::PROVIDER_SECRET,
+        if secrets.is_empty() {
+            "none for this provider".to_string()
+        } else {
+            secrets.join(", ")
+        },
+        super::ci_k8s::ISSUE_PLACEHOLDER,
+    );
+    Ok(Outcome::new(data, text).next(NextAction::new(
+        Verb::ReviewConfig,
+        format!("commit {MANIFEST}, create the Secrets, and create a Job per issue"),
     )))
 }
 

@@ -4,6 +4,7 @@ pub mod advance;
 pub mod annotate;
 pub mod blocker;
 pub mod ci;
+pub mod ci_k8s;
 pub mod ci_workflow;
 pub mod conduct;
 pub mod config;

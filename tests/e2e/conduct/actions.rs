@@ -429,3 +429,59 @@ fn the_generated_workflow_passes_actionlint_and_actionlint_catches_an_injection(
     assert_eq!(code, 2, "{value}");
     assert_eq!(value["error"]["reason"], "ci_option_invalid", "{value}");
 }
+
+#[test]
+fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
+    let env = Env::new();
+    env.write("tdd.toml", "[project.app]\nadapter = \"cargo\"\n");
+    let (code, value) = env.json(&[
+        "ci",
+        "init",
+        "k8s",
+        "--image",
+        "ghcr.io/acme/runner:1",
+        "--provider",
+        "codex",
+    ]);
+    assert_eq!(code, 2, "no origin and no --repository: {value}");
+    assert_eq!(value["error"]["reason"], "ci_option_invalid", "{value}");
+    env.git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://github.com/acme/calc.git",
+    ]);
+    let (code, value) = env.json(&[
+        "ci",
+        "init",
+        "k8s",
+        "--image",
+        "ghcr.io/acme/runner:1",
+        "--provider",
+        "codex",
+    ]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(
+        value["data"]["secrets"]["tdd-provider"],
+        json!(["OPENAI_API_KEY"]),
+        "{value}"
+    );
+    let text =
+        std::fs::read_to_string(env.root().join("deploy/k8s/tdd-job.yaml")).expect("manifest");
+    assert!(
+        text.contains("value: \"https://github.com/acme/calc.git\""),
+        "{text}"
+    );
+    assert!(text.contains("value: \"__ISSUE__\""), "{text}");
+    let (code, value) = env.json(&[
+        "ci",
+        "init",
+        "k8s",
+        "--image",
+        "ghcr.io/acme/runner:1",
+        "--provider",
+        "codex",
+    ]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ci_workflow_exists", "{value}");
+}

@@ -9,6 +9,8 @@
 //! no retry (`backoffLimit: 0`: a conductor is resumed, not re-run beside itself) and a
 //! hard deadline.
 
+use super::ci_workflow::checked;
+use super::ci_workflow::plain;
 use super::ci_workflow::secrets_of;
 
 /// What the Job is written from.
@@ -37,39 +39,27 @@ pub const PROVIDER_SECRET: &str = "tdd-provider";
 /// The placeholder the manifest carries for the issue number.
 pub const ISSUE_PLACEHOLDER: &str = "__ISSUE__";
 
-fn checked<'a>(
-    what: &str,
-    value: &'a str,
-    allowed: impl Fn(char) -> bool,
-) -> Result<&'a str, String> {
-    if value.is_empty() || value.len() > 200 || !value.chars().all(allowed) {
-        return Err(format!(
-            "{what} `{value}` is not allowed in the manifest: use letters, digits and - _ . / : @ only"
-        ));
-    }
-    Ok(value)
-}
-
-fn plain(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-_.".contains(c)
-}
-
 /// The manifest's text, or why a setting cannot go into it.
 pub fn render(s: &Settings<'_>) -> Result<String, String> {
-    let provider = checked("the provider", s.provider, plain)?;
-    let image = checked("the image", s.image, |c| plain(c) || "/:@".contains(c))?;
-    let cpu = checked("the CPU request", s.cpu, |c| {
-        c.is_ascii_alphanumeric() || c == '.'
-    })?;
-    let memory = checked("the memory request", s.memory, |c| {
-        c.is_ascii_alphanumeric() || c == '.'
-    })?;
-    let repository = checked("the repository URL", s.repository, |c| {
+    let provider = checked("manifest", "the provider", s.provider, plain)?;
+    let image = checked("manifest", "the image", s.image, |c| {
         plain(c) || "/:@".contains(c)
     })?;
-    let prefix = checked("[conductor] branch_prefix", s.branch_prefix, |c| {
-        plain(c) || c == '/'
+    let cpu = checked("manifest", "the CPU request", s.cpu, |c| {
+        c.is_ascii_alphanumeric() || c == '.'
     })?;
+    let memory = checked("manifest", "the memory request", s.memory, |c| {
+        c.is_ascii_alphanumeric() || c == '.'
+    })?;
+    let repository = checked("manifest", "the repository URL", s.repository, |c| {
+        plain(c) || "/:@".contains(c)
+    })?;
+    let prefix = checked(
+        "manifest",
+        "[conductor] branch_prefix",
+        s.branch_prefix,
+        |c| plain(c) || c == '/',
+    )?;
     if !(1..=1440).contains(&s.timeout) {
         return Err(format!(
             "the timeout {} is outside 1 to 1440 minutes",

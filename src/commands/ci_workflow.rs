@@ -71,34 +71,40 @@ pub fn secrets_of(provider: &str) -> Vec<&'static str> {
         .unwrap_or_default()
 }
 
-/// Checks `value` (named `what`) against `allowed` characters, non-empty and short.
-fn checked<'a>(
+/// `value` (named `what`) when it is non-empty, at most 200 characters, and every one
+/// of them is `allowed`; else why it cannot go into the file (`into`).
+pub fn checked<'a>(
+    into: &str,
     what: &str,
     value: &'a str,
     allowed: impl Fn(char) -> bool,
 ) -> Result<&'a str, String> {
-    if value.is_empty() || value.len() > 100 || !value.chars().all(allowed) {
+    if value.is_empty() || value.len() > 200 || !value.chars().all(allowed) {
         return Err(format!(
-            "{what} `{value}` is not allowed in the workflow: use letters, digits and - _ . only (and at most 100 of them)"
+            "{what} `{value}` is not allowed in the {into}: use letters, digits and - _ . (and / : @ in an image or a URL) only"
         ));
     }
     Ok(value)
 }
 
-fn plain(c: char) -> bool {
+/// Letters, digits, `-`, `_` and `.`.
+pub fn plain(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-_.".contains(c)
 }
 
 /// The workflow's text, or why a setting cannot go into it.
 pub fn render(s: &Settings<'_>) -> Result<String, String> {
-    let provider = checked("the provider", s.provider, plain)?;
-    let runs_on = checked("the runner image", s.runs_on, plain)?;
-    let label = checked("the label", s.label, |c| plain(c) || c == ':')?;
-    let prefix = checked("[conductor] branch_prefix", s.branch_prefix, |c| {
-        plain(c) || c == '/'
-    })?;
-    let version = checked("the tdd version", s.tdd_version, plain)?;
-    let git = checked("the tdd repository", s.tdd_git, |c| {
+    let provider = checked("workflow", "the provider", s.provider, plain)?;
+    let runs_on = checked("workflow", "the runner image", s.runs_on, plain)?;
+    let label = checked("workflow", "the label", s.label, |c| plain(c) || c == ':')?;
+    let prefix = checked(
+        "workflow",
+        "[conductor] branch_prefix",
+        s.branch_prefix,
+        |c| plain(c) || c == '/',
+    )?;
+    let version = checked("workflow", "the tdd version", s.tdd_version, plain)?;
+    let git = checked("workflow", "the tdd repository", s.tdd_git, |c| {
         plain(c) || ":/".contains(c)
     })?;
     if !(1..=345).contains(&s.timeout) {

@@ -23,6 +23,27 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// `git ARGS` in `dir` with `input` on its stdin; its output, trimmed.
+fn git_with_input(dir: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write as _;
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("git runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("input written");
+    let out = child.wait_with_output().expect("git ends");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A repository on branch `work` and a ledger of `n` events beside it.
 fn repo_with(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -116,24 +137,11 @@ fn an_export_that_is_not_as_tdd_writes_it_is_refused_naming_what() {
         &["rev-parse", &format!("{}^{{tree}}", published.commit)],
     );
     let listing = git(&repo, &["ls-tree", &tree]);
-    let head = Command::new("git")
-        .args(["hash-object", "-w", "--stdin"])
-        .current_dir(&repo)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            let forged = format!("9:{}\n", "a".repeat(64));
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(forged.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("hash-object");
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let head = git_with_input(
+        &repo,
+        &["hash-object", "-w", "--stdin"],
+        &format!("9:{}\n", "a".repeat(64)),
+    );
     let forged: String = listing
         .lines()
         .map(|l| {
@@ -144,23 +152,7 @@ fn an_export_that_is_not_as_tdd_writes_it_is_refused_naming_what() {
             }
         })
         .collect();
-    let out = Command::new("git")
-        .args(["mktree"])
-        .current_dir(&repo)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(forged.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("mktree");
-    let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let tree = git_with_input(&repo, &["mktree"], &forged);
     let commit = git(&repo, &["commit-tree", &tree, "-m", "forged"]);
     git(&repo, &["update-ref", &published.reference, &commit]);
     let other = dir.path().join("other/ledger.sqlite3");

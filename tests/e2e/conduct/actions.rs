@@ -93,7 +93,16 @@ struct Runner<'a> {
     workflow: Value,
 }
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
+    fn new(env: &'a Env, github: &'a GitHub, origin: &'a Path, workflow: Value) -> Runner<'a> {
+        Runner {
+            env,
+            github,
+            origin,
+            workflow,
+        }
+    }
+
     /// Runs the job for `event` (`name`), as run `run_id`, with `extra` variables in
     /// every step (a failpoint, say). Each job gets a new workspace and home.
     fn job(&self, name: &str, event: &Value, run_id: u32, extra: &[(&str, &str)]) -> Job {
@@ -274,12 +283,7 @@ fn branch_subjects(origin: &Path) -> Vec<String> {
 fn a_labelled_issue_is_conducted_and_a_job_killed_halfway_resumes_on_the_next_runner() {
     let github = GitHub::start(ISSUE_TWO);
     let (env, origin, workflow) = repository(&github);
-    let runner = Runner {
-        env: &env,
-        github: &github,
-        origin: origin.path(),
-        workflow,
-    };
+    let runner = Runner::new(&env, &github, origin.path(), workflow);
     // The first job is killed right after step 2's RED commit: step 1 was pushed.
     let first = runner.job(
         "issues",
@@ -330,12 +334,7 @@ fn a_labelled_issue_is_conducted_and_a_job_killed_halfway_resumes_on_the_next_ru
 fn a_comment_from_a_non_member_does_nothing() {
     let github = GitHub::start(ISSUE_TWO);
     let (env, origin, workflow) = repository(&github);
-    let runner = Runner {
-        env: &env,
-        github: &github,
-        origin: origin.path(),
-        workflow,
-    };
+    let runner = Runner::new(&env, &github, origin.path(), workflow);
     let event = json!({
         "action": "created",
         "issue": { "number": 1 },
@@ -430,11 +429,9 @@ fn the_generated_workflow_passes_actionlint_and_actionlint_catches_an_injection(
     assert_eq!(value["error"]["reason"], "ci_option_invalid", "{value}");
 }
 
-#[test]
-fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
-    let env = Env::new();
-    env.write("tdd.toml", "[project.app]\nadapter = \"cargo\"\n");
-    let (code, value) = env.json(&[
+/// `tdd ci init k8s` for codex with an image.
+fn init_k8s(env: &Env) -> (i32, Value) {
+    env.json(&[
         "ci",
         "init",
         "k8s",
@@ -442,7 +439,14 @@ fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
         "ghcr.io/acme/runner:1",
         "--provider",
         "codex",
-    ]);
+    ])
+}
+
+#[test]
+fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
+    let env = Env::new();
+    env.write("tdd.toml", "[project.app]\nadapter = \"cargo\"\n");
+    let (code, value) = init_k8s(&env);
     assert_eq!(code, 2, "no origin and no --repository: {value}");
     assert_eq!(value["error"]["reason"], "ci_option_invalid", "{value}");
     env.git(&[
@@ -451,15 +455,7 @@ fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
         "origin",
         "https://github.com/acme/calc.git",
     ]);
-    let (code, value) = env.json(&[
-        "ci",
-        "init",
-        "k8s",
-        "--image",
-        "ghcr.io/acme/runner:1",
-        "--provider",
-        "codex",
-    ]);
+    let (code, value) = init_k8s(&env);
     assert_eq!(code, 0, "{value}");
     assert_eq!(
         value["data"]["secrets"]["tdd-provider"],
@@ -473,15 +469,7 @@ fn ci_init_k8s_writes_one_job_per_issue_from_the_origin_remote() {
         "{text}"
     );
     assert!(text.contains("value: \"__ISSUE__\""), "{text}");
-    let (code, value) = env.json(&[
-        "ci",
-        "init",
-        "k8s",
-        "--image",
-        "ghcr.io/acme/runner:1",
-        "--provider",
-        "codex",
-    ]);
+    let (code, value) = init_k8s(&env);
     assert_eq!(code, 1, "{value}");
     assert_eq!(value["error"]["reason"], "ci_workflow_exists", "{value}");
 }

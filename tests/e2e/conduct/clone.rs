@@ -57,17 +57,21 @@ fn clone_at(env: &Env, remote: &Path, dir: &Path, branch: &str) {
     git_in(dir, &["checkout", "-q", branch]);
 }
 
+/// Conducts step 1 of the demo's issue in `env` and returns the work branch.
+fn first_step(env: &Env, issue: &str) -> String {
+    let (code, value) = env.json(&["conduct", issue, "--max-steps", "1"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["next_action"]["verb"], "resume_conduct", "{value}");
+    env.git(&["rev-parse", "--abbrev-ref", "HEAD"])
+        .trim()
+        .to_string()
+}
+
 #[test]
 fn a_clone_continues_the_run_from_the_published_ledger() {
     let env = Env::new();
     let (issue, remote) = demo_with_remote(&env);
-    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "1"]);
-    assert_eq!(code, 0, "{value}");
-    assert_eq!(value["next_action"]["verb"], "resume_conduct", "{value}");
-    let branch = env
-        .git(&["rev-parse", "--abbrev-ref", "HEAD"])
-        .trim()
-        .to_string();
+    let branch = first_step(&env, &issue);
     let reference = format!("refs/tdd/ledger/{branch}");
     // Every phase commit published the ledger; `tdd ledger publish` has nothing to add
     // but says how to push it.
@@ -116,12 +120,7 @@ fn a_clone_continues_the_run_from_the_published_ledger() {
 fn a_forged_published_ledger_is_refused_in_the_clone_with_the_reason() {
     let env = Env::new();
     let (issue, remote) = demo_with_remote(&env);
-    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "1"]);
-    assert_eq!(code, 0, "{value}");
-    let branch = env
-        .git(&["rev-parse", "--abbrev-ref", "HEAD"])
-        .trim()
-        .to_string();
+    let branch = first_step(&env, &issue);
     let reference = format!("refs/tdd/ledger/{branch}");
     env.git(&["push", "-q", "origin", &branch, &reference]);
     // Someone with push rights rewrites one event of the published chain.
@@ -181,12 +180,7 @@ fn a_forged_published_ledger_is_refused_in_the_clone_with_the_reason() {
 fn a_clone_without_a_published_ledger_is_told_so_not_to_restore_a_backup() {
     let env = Env::new();
     let (issue, remote) = demo_with_remote(&env);
-    let (code, value) = env.json(&["conduct", &issue, "--max-steps", "1"]);
-    assert_eq!(code, 0, "{value}");
-    let branch = env
-        .git(&["rev-parse", "--abbrev-ref", "HEAD"])
-        .trim()
-        .to_string();
+    let branch = first_step(&env, &issue);
     // The branch alone, as a plain push sends it.
     env.git(&["push", "-q", "origin", &branch]);
     let d = env.home.path().join("d");

@@ -48,6 +48,7 @@ pub use schema::SCHEMA_VERSION;
 pub use transfer::ImportRefused;
 pub use transfer::Imported;
 pub use transfer::StoredEvent;
+pub use transfer::check_chain;
 pub use typed::CONDUCTOR_KINDS;
 pub use typed::Domain;
 pub use typed::EventError;

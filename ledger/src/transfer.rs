@@ -82,6 +82,24 @@ pub struct Imported {
     pub appended: u64,
 }
 
+/// Checks that `events` are a whole chain from event 1: numbered from 1 without a gap,
+/// each linked to the one before and hashing to its own `hash`, with JSON payloads. What
+/// [`Ledger::import`] checks of what it appends, for a caller that must not create a
+/// ledger for a chain it would refuse.
+pub fn check_chain(events: &[StoredEvent]) -> Result<(), ImportRefused> {
+    let mut prev = GENESIS_HASH;
+    for (i, event) in events.iter().enumerate() {
+        if let Some(reason) = unlinked(event, i as u64 + 1, prev) {
+            return Err(ImportRefused::Broken {
+                id: event.id,
+                reason,
+            });
+        }
+        prev = &event.hash;
+    }
+    Ok(())
+}
+
 impl Ledger {
     /// The events after event `after`, oldest first, exactly as stored.
     pub fn stored_events_after(&self, after: u64) -> Result<Vec<StoredEvent>, LedgerError> {
@@ -302,6 +320,11 @@ mod tests {
             "{refused}"
         );
         assert_eq!(target.count().expect("counts"), 0, "nothing was taken in");
+        assert!(check_chain(&published).is_ok());
+        assert!(matches!(
+            check_chain(&edited),
+            Err(ImportRefused::Broken { id: 4, .. })
+        ));
         let mut spliced = published.clone();
         spliced.remove(2);
         let refused = target.import(&spliced).expect("runs").expect_err("refused");

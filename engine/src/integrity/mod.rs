@@ -42,10 +42,10 @@ pub enum IntegrityError {
     /// The branch could not be walked.
     #[error(transparent)]
     Git(#[from] GitError),
-    /// This machine holds no ledger for the repository (a clone), the branch has run
-    /// commits, and no ledger was published for it.
+    /// The branch has run commits the ledger here does not hold (a clone: this machine
+    /// holds no ledger for the repository), and no ledger was published for it.
     #[error(
-        "this branch has {commits} commits of tdd runs, but this machine holds no ledger for the repository and none was published for {}{}",
+        "this branch has {commits} commits of tdd runs that the ledger here does not hold, and no ledger was published for {}{}",
         branch.as_deref().map_or_else(|| "a detached HEAD".to_string(), |b| format!("the branch {b}")),
         remote.as_deref().map_or_else(|| " (and the branch has no remote to fetch one from)".to_string(), |r| format!(" (none here, none on {r})"))
     )]

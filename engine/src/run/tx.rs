@@ -93,6 +93,13 @@ pub(crate) fn import_published(
     events: &[crate::ledger::StoredEvent],
 ) -> Result<Result<crate::ledger::Imported, crate::ledger::ImportRefused>, crate::ledger::LedgerError>
 {
+    // A chain that would be refused creates no ledger: the next command on this machine
+    // is still its first, and says again why the published ledger was not taken in.
+    if !database.exists()
+        && let Err(refused) = crate::ledger::check_chain(events)
+    {
+        return Ok(Err(refused));
+    }
     Ledger::open(database)?.import(events)
 }
 

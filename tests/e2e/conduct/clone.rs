@@ -171,9 +171,13 @@ fn a_forged_published_ledger_is_refused_in_the_clone_with_the_reason() {
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("broken at event"), "{refused}");
     assert!(message.contains("edited"), "{refused}");
-    // Nothing was taken in, and nothing acts on the run.
+    // Nothing was taken in, and nothing acts on the run: the next command says the same.
     let (code, refused) = json_in(&env, &c, &["conduct", &issue]);
-    assert_ne!(code, 0, "{refused}");
+    assert_eq!(code, 1, "{refused}");
+    assert_eq!(
+        refused["error"]["reason"], "ledger_published_refused",
+        "{refused}"
+    );
 }
 
 #[test]

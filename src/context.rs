@@ -72,6 +72,13 @@ impl Ctx {
         )?)
     }
 
+    /// The engine, for a command that runs test suites: a `TDD_CORE_BUDGET` that is not a
+    /// whole number of cores is refused first, before any runner starts.
+    pub fn suite_engine(&self) -> Result<tdd_engine::run::Engine, CommandError> {
+        tdd_engine::observe::lease::Budget::from_env()?;
+        self.engine()
+    }
+
     /// Where this repository's ledger lives.
     pub fn ledger_location(&self) -> Result<LedgerLocation, CommandError> {
         Ok(LedgerLocation::resolve(&self.cwd, &GitProbe)?)

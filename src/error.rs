@@ -8,6 +8,9 @@ use tdd_engine::config::ConfigError;
 use tdd_engine::git::GitError;
 use tdd_engine::integrity::IntegrityError;
 use tdd_engine::ledger::LedgerError;
+use tdd_engine::observe::lease::CORE_BUDGET_VAR;
+use tdd_engine::observe::lease::LEASE_DIR_VAR;
+use tdd_engine::observe::lease::LeaseError;
 use tdd_engine::plan::PlanError;
 use tdd_engine::run::CleanRoomError;
 use tdd_engine::run::RunError;
@@ -156,6 +159,38 @@ impl From<ConfigError> for CommandError {
         match err.hint() {
             Some(hint) => out.hint(hint),
             None => out,
+        }
+    }
+}
+
+impl From<LeaseError> for CommandError {
+    fn from(err: LeaseError) -> Self {
+        let message = error_chain(&err);
+        match err {
+            LeaseError::BadBudget { value } => {
+                CommandError::bad_input("core_budget_invalid", message)
+                    .verb(Verb::ResolveBlocker)
+                    .hint(format!(
+                        "set {CORE_BUDGET_VAR} to the number of cores the conductors of this \
+                         machine share, a whole number of 1 or more, or unset it to share all \
+                         of them"
+                    ))
+                    .data(serde_json::json!({ "value": value }))
+            }
+            LeaseError::NotPrivate { path } => CommandError::refused("lease_unavailable", message)
+                .hint(format!(
+                    "remove {} (tdd makes it again, private to you), or set {LEASE_DIR_VAR} \
+                     to a directory of yours that only you can write",
+                    path.display()
+                ))
+                .data(serde_json::json!({ "path": path })),
+            LeaseError::Io { path, .. } => CommandError::refused("lease_unavailable", message)
+                .hint(format!(
+                    "make {} writable, or set {LEASE_DIR_VAR} to a directory of yours",
+                    path.display()
+                ))
+                .data(serde_json::json!({ "path": path })),
+            LeaseError::NoHolder { .. } => CommandError::internal("lease_unavailable", message),
         }
     }
 }
@@ -423,6 +458,7 @@ impl From<tdd_conductor::ConductError> for CommandError {
             E::Engine(e) => within(e.into()),
             E::Ledger(e) => within(e.into()),
             E::Git(e) => within(e.into()),
+            E::Lease(e) => within(e.into()),
             E::Lock(tdd_conductor::lock::LockError::Held { ref pid }) => {
                 let data = serde_json::json!({ "pid": pid });
                 CommandError::refused("conductor_running", message)

@@ -1,5 +1,6 @@
 //! The `Conductor`: one issue, driven from plan to draft PR (or a bail, or a stop).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -8,6 +9,10 @@ use tdd_engine::config::Config;
 use tdd_engine::git::Git;
 use tdd_engine::git::GitProbe;
 use tdd_engine::ledger::LedgerLocation;
+use tdd_engine::observe::lease::Budget;
+use tdd_engine::observe::lease::LEASE_DIR_VAR;
+use tdd_engine::observe::lease::Lease;
+use tdd_engine::observe::lease::LeaseDir;
 use tdd_engine::run::Engine;
 use tdd_engine::run::Progress;
 use tdd_leaves::Leaves;
@@ -155,6 +160,8 @@ pub struct Conductor<'p> {
     pub(crate) options: Options,
     pub(crate) progress: &'p dyn Progress,
     pub(crate) lock: WorktreeLock,
+    /// This conductor's share of the machine's cores, held until it is dropped.
+    _lease: Lease,
     /// What moves while the conductor works; everything else here is fixed at open.
     pub(crate) cursor: Cursor,
     /// Whether `work_tree` is the conductor's own worktree rather than the user's.
@@ -360,10 +367,11 @@ fn committed_config(
 }
 
 impl<'p> Conductor<'p> {
-    /// Prepares a run: the lock, the config, the providers, the conduct id (new or
-    /// resumed) and the forge. Nothing in the user's work tree changes yet; in worktree
-    /// mode the conductor's own worktree is created (or reused) here, and the run's
-    /// config is the one committed there.
+    /// Prepares a run: the lock, the core lease, the config, the providers, the conduct
+    /// id (new or resumed) and the forge. Nothing in the user's work tree changes yet; in
+    /// worktree mode the conductor's own worktree is created (or reused) here, and the
+    /// run's config is the one committed there. The core lease counts from here until
+    /// the conductor is dropped.
     pub fn open(
         work_tree: &Path,
         config: Config,
@@ -381,6 +389,19 @@ impl<'p> Conductor<'p> {
         let (target, own_worktree) = placement(work_tree, &location, &config, &options, n)?;
         // Locked before the worktree is made, so two conductors never race to make it.
         let lock = WorktreeLock::acquire(&location.dir, &target)?;
+        // From here until the conductor is dropped, every runner on this machine that
+        // counts leases in this directory shares the cores with this conductor. A bad
+        // budget is refused here, before anything acts.
+        Budget::from_env()?;
+        let leases = LeaseDir::resolve();
+        let lease = leases.take(&target)?;
+        // Its leaves and the commands relayed for them count the same leases, whatever
+        // runtime or temporary directory they are given.
+        let mut caller_env: BTreeMap<String, String> = std::env::vars().collect();
+        caller_env.insert(
+            LEASE_DIR_VAR.to_string(),
+            leases.path().to_string_lossy().into_owned(),
+        );
         let (config, config_text) = if own_worktree {
             committed_config(work_tree, &target, &branch)?
         } else {
@@ -396,7 +417,8 @@ impl<'p> Conductor<'p> {
             engine.ensure_ledger_intact()?;
         }
         let work_tree = engine.work_tree().to_path_buf();
-        let leaves = Leaves::for_repository(&location, &options.tdd_exe);
+        let leaves =
+            Leaves::for_repository(&location, &options.tdd_exe).caller_env(caller_env.clone());
         let plan_path = format!(".tdd/issue-{n}.md");
         let resumed_id = open_conduct(&location.database, &work_tree, n)?;
         let finished_id = match resumed_id {
@@ -423,7 +445,7 @@ impl<'p> Conductor<'p> {
             let relay = crate::relay::Relay::start(
                 options.tdd_exe.clone(),
                 location.database.clone(),
-                std::env::vars().collect(),
+                caller_env,
                 options.relay_args,
             )
             .map_err(|e| ConductError::config(format!("failed to open the engine relay: {e}")))?;
@@ -448,6 +470,7 @@ impl<'p> Conductor<'p> {
             options,
             progress,
             lock,
+            _lease: lease,
             cursor: Cursor {
                 run_id: None,
                 resumed,

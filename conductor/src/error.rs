@@ -91,6 +91,9 @@ pub enum Cause {
     /// Another conductor runs here.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// The core budget is not a number of cores, or the core lease could not be taken.
+    #[error(transparent)]
+    Lease(#[from] tdd_engine::observe::lease::LeaseError),
     /// The issue could not be read.
     #[error(transparent)]
     Issue(#[from] crate::issue::IssueError),
@@ -132,6 +135,7 @@ impl Cause {
             Cause::Sha(_) => "resolving a commit",
             Cause::Spec(_) => "reading the issue's behaviour spec",
             Cause::Lock(_) => "taking the work tree's conductor lock",
+            Cause::Lease(_) => "taking this conductor's share of the machine's cores",
             Cause::Issue(_) => "reading the issue",
             Cause::Worktree(_) => "preparing the conductor's worktree",
             Cause::Forge(_) => "reading the issue from the forge",
@@ -179,6 +183,7 @@ conduct_from!(
     tdd_prompts::ShaError,
     tdd_prompts::SpecError,
     crate::lock::LockError,
+    tdd_engine::observe::lease::LeaseError,
     crate::issue::IssueError,
     crate::worktree::WorktreeError,
     tdd_engine::published::PublishError

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 /// Passed to every leaf when set: what a process needs to run at all, plus what
-/// `tdd` inside the leaf needs to find this repository's ledger.
+/// `tdd` inside the leaf needs to find this repository's ledger and to count the
+/// machine's core leases as its conductor does (the lease directory and the budget).
 pub const BASE_ENV: &[&str] = &[
     "PATH",
     "HOME",
@@ -24,6 +25,8 @@ pub const BASE_ENV: &[&str] = &[
     "TMPDIR",
     "NO_COLOR",
     "TDD_LEDGER_HOME",
+    tdd_engine::observe::lease::LEASE_DIR_VAR,
+    tdd_engine::observe::lease::CORE_BUDGET_VAR,
     "XDG_DATA_HOME",
     "XDG_CONFIG_HOME",
     "XDG_CACHE_HOME",
@@ -94,5 +97,24 @@ mod tests {
         let env = leaf_env(&caller, &extra, &set);
         let names: Vec<&str> = env.keys().map(String::as_str).collect();
         assert_eq!(names, ["ANTHROPIC_API_KEY", "PATH"]);
+    }
+
+    #[test]
+    fn a_leaf_counts_core_leases_where_its_conductor_does() {
+        let caller: BTreeMap<String, String> = [
+            ("TDD_LEASE_DIR", "/run/user/1000/tdd/leases"),
+            ("TDD_CORE_BUDGET", "3"),
+            ("TDD_OTHER", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let env = leaf_env(&caller, &[], &[]);
+        assert_eq!(
+            env.get("TDD_LEASE_DIR").map(String::as_str),
+            Some("/run/user/1000/tdd/leases")
+        );
+        assert_eq!(env.get("TDD_CORE_BUDGET").map(String::as_str), Some("3"));
+        assert!(!env.contains_key("TDD_OTHER"));
     }
 }

@@ -3,16 +3,18 @@
 //!
 //! Placeholders in a template: `{target}` (the runner-native selection,
 //! shell-quoted), `{report}` (the engine-owned report path, shell-quoted)
-//! and `{workers}` (worker processes the runner may use). When a template
-//! lacks `{report}` or `{target}`, the adapter's own report flags or
-//! selection are appended, so a plain `test_command = "npx vitest run"`
-//! still yields a report the engine can read.
+//! and `{workers}` (worker processes the runner may use: the machine's core
+//! budget shared among the conductors that hold leases on it, see
+//! [`crate::lease`]). When a template lacks `{report}` or `{target}`, the
+//! adapter's own report flags or selection are appended, so a plain
+//! `test_command = "npx vitest run"` still yields a report the engine can read.
 
 use std::path::Path;
 
-/// Worker processes a runner may start: the machine's available parallelism.
+/// Worker processes a runner may start: the core budget shared among the live leases
+/// (never 0), counted afresh for each runner.
 pub(crate) fn workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    crate::lease::workers()
 }
 
 /// Quotes `word` for POSIX `sh` (single quotes, embedded quotes escaped).

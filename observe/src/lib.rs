@@ -33,6 +33,7 @@ mod gostream;
 pub mod hermetic;
 mod jsonreport;
 mod junit;
+pub mod lease;
 mod model;
 #[doc(hidden)]
 pub mod parsers;

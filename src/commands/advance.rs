@@ -20,7 +20,7 @@ pub struct AdvanceArgs {
 
 /// Runs `tdd advance`.
 pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError> {
-    let engine = ctx.engine()?;
+    let engine = ctx.suite_engine()?;
     let unchanged = if args.retry {
         Unchanged::Judge
     } else {

@@ -41,7 +41,7 @@ impl RunCommand {
 pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
     match cmd {
         RunCommand::Start { plan } => {
-            let engine = ctx.engine()?;
+            let engine = ctx.suite_engine()?;
             let outcome = engine
                 .begin_baseline()?
                 .start(&ctx.cwd.join(plan), &ctx.out)?;

@@ -46,6 +46,7 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
         })
     });
     let after = after_conduct(last.as_ref());
+    let lease = cores();
     let Some(state) = view.status()? else {
         let (next, said) = after.unwrap_or_else(|| (start_run(), String::new()));
         let data = json!({
@@ -54,10 +55,11 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
             "conductors_elsewhere": elsewhere.0,
             "last_conduct": last_data,
             "adopted": adopted.0,
+            "lease": lease.0,
         });
         let text = format!(
-            "{}no active run\n{said}{}{}",
-            adopted.1, conductor.1, elsewhere.1
+            "{}no active run\n{said}{}{}{}",
+            adopted.1, conductor.1, elsewhere.1, lease.1
         );
         return Ok(Outcome::new(data, text).next(next));
     };
@@ -67,11 +69,44 @@ pub fn cmd_status(ctx: &Ctx, _args: StatusArgs) -> Result<Outcome, CommandError>
     data["last_conduct"] = last_data.unwrap_or_default();
     data["adopted"] = adopted.0;
     text.insert_str(0, &adopted.1);
+    data["lease"] = lease.0;
     if let Some((resume, said)) = after.filter(|(n, _)| n.verb == Verb::ResumeConduct) {
         text.push_str(&said);
         next = resume;
     }
-    Ok(Outcome::new(data, format!("{text}{}{}", conductor.1, elsewhere.1)).next(next))
+    let text = format!("{text}{}{}{}", conductor.1, elsewhere.1, lease.1);
+    Ok(Outcome::new(data, text).next(next))
+}
+
+/// How the machine's cores are shared now, as data and a text line: the line only while
+/// some conductor holds a lease (else every runner gets the whole budget, as `{workers}`
+/// always did), or when the budget or the leases cannot be read.
+fn cores() -> (serde_json::Value, String) {
+    use tdd_engine::observe::lease::BudgetSource;
+    let survey = match tdd_engine::observe::lease::survey() {
+        Ok(survey) => survey,
+        Err(err) => {
+            let message = tdd_supervisor::error_chain(&err);
+            return (
+                json!({ "error": message }),
+                format!("cores: not known ({message})\n"),
+            );
+        }
+    };
+    let holders = match survey.leases.len() {
+        0 => return (json!(survey), String::new()),
+        1 => "1 conductor holds a lease".to_string(),
+        n => format!("{n} conductors hold leases"),
+    };
+    let set_by = match survey.budget.from {
+        BudgetSource::Variable => " set by TDD_CORE_BUDGET",
+        BudgetSource::Machine => "",
+    };
+    let text = format!(
+        "cores: {} of {}{set_by} ({holders} on this machine)\n",
+        survey.workers, survey.budget.cores
+    );
+    (json!(survey), text)
 }
 
 /// What to do with no run active and no conductor: start one.

@@ -41,7 +41,9 @@ pub fn cmd_test(ctx: &Ctx, args: TestArgs) -> Result<Outcome, CommandError> {
     };
     // Only a leaf whose token checks out is recorded as the one that ran the tests.
     let leaf = crate::commands::leaf_status::verified_leaf_id(ctx);
-    let report = ctx.engine()?.test(request, leaf.as_deref(), &ctx.out)?;
+    let report = ctx
+        .suite_engine()?
+        .test(request, leaf.as_deref(), &ctx.out)?;
     let text = render(&report.observations, &report.targets);
     // With targets the verdict is authoritative: a runner that choked on an unknown id was
     // still observed, and the verdict says `not_found`.

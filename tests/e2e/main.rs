@@ -23,6 +23,7 @@ mod integrity_tests_seen;
 mod integrity_worktree;
 mod leaf_roles;
 mod leafsupport;
+mod leases;
 mod leaves;
 mod ledger;
 mod model_api;

@@ -44,6 +44,11 @@ impl Env {
         self.repo.path()
     }
 
+    /// The core lease directory every `tdd` of this environment counts (`TDD_LEASE_DIR`).
+    pub fn lease_dir(&self) -> PathBuf {
+        self.home.path().join("leases")
+    }
+
     /// `tdd` with a cleared environment, run in the repository.
     pub fn tdd(&self) -> assert_cmd::Command {
         self.tdd_at(&assert_cmd::cargo::cargo_bin("tdd"))
@@ -74,6 +79,9 @@ impl Env {
             // No runner heartbeat unless a test asks for one: how loaded the machine is
             // must not change what a test sees.
             .env("TDD_HEARTBEAT_SECS", "86400")
+            // Core leases of this test's own: no other test's conductors (nor a real one
+            // on this machine) change its `{workers}` or what `tdd status` says.
+            .env("TDD_LEASE_DIR", self.lease_dir())
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env() {
             cmd.env(k, v);
@@ -169,6 +177,7 @@ impl Env {
             .env("NO_COLOR", "1")
             .env("TERM", "dumb")
             .env("TDD_HEARTBEAT_SECS", "86400")
+            .env("TDD_LEASE_DIR", self.lease_dir())
             .current_dir(self.repo.path());
         for (k, v) in toolchain_env().into_iter().chain(self.extra.clone()) {
             cmd.env(k, v);

@@ -19,6 +19,7 @@ mod bails;
 mod clone;
 mod fleet;
 mod github;
+mod leases;
 mod resume;
 mod sandbox;
 mod texts;

@@ -21,7 +21,6 @@
 //! no crate of the workspace but the sandbox. Leases are counted within one PID
 //! namespace: conductors in containers of their own do not see each other's.
 
-use std::ffi::OsStr;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
@@ -38,8 +37,16 @@ use std::sync::atomic::Ordering;
 use serde::Deserialize;
 use serde::Serialize;
 
+mod budget;
+mod holder;
 #[cfg(test)]
 mod tests;
+
+pub use budget::Budget;
+pub use budget::BudgetSource;
+pub use budget::machine_cores;
+pub use budget::share;
+pub use holder::Holder;
 
 /// Names the lease directory, overriding where it is otherwise found (tests, or a
 /// machine whose runtime and temporary directories differ between its users' sessions).
@@ -99,57 +106,6 @@ pub enum LeaseError {
     },
 }
 
-/// The process that holds a lease: its pid and the start time the kernel reports in
-/// field 22 of `/proc/<pid>/stat` (clock ticks since boot). Two processes never share
-/// both, so a recycled pid never keeps a dead holder's lease alive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Holder {
-    /// The process id.
-    pub pid: i32,
-    /// Field 22 of `/proc/<pid>/stat`.
-    pub start_time: u64,
-}
-
-impl Holder {
-    /// This process.
-    pub fn this_process() -> Result<Holder, LeaseError> {
-        Holder::of(std::process::id() as i32)
-    }
-
-    /// The process that has `pid` now.
-    pub fn of(pid: i32) -> Result<Holder, LeaseError> {
-        let (_, start_time) = stat(pid).map_err(|source| LeaseError::NoHolder { pid, source })?;
-        Ok(Holder { pid, start_time })
-    }
-
-    /// True when this very process (same pid, same start time) exists and is not a
-    /// zombie; a pid now used by another process is not alive.
-    pub fn is_alive(&self) -> bool {
-        match stat(self.pid) {
-            Ok((state, start)) => start == self.start_time && !matches!(state, b'Z' | b'X' | b'x'),
-            Err(_) => false,
-        }
-    }
-}
-
-/// The state (field 3) and start time (field 22) of `/proc/<pid>/stat`. The command name
-/// (field 2) may hold spaces and parentheses, so fields are counted after the last `)`.
-fn stat(pid: i32) -> io::Result<(u8, u64)> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("bad /proc/{pid}/stat"));
-    let rest = &text[text.rfind(')').ok_or_else(bad)? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields
-        .first()
-        .and_then(|f| f.bytes().next())
-        .ok_or_else(bad)?;
-    let start = fields
-        .get(19)
-        .and_then(|f| f.parse().ok())
-        .ok_or_else(bad)?;
-    Ok((state, start))
-}
-
 /// One lease as its file holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,71 +130,6 @@ impl LeaseRecord {
             start_time: self.start_time,
         }
     }
-}
-
-/// Where the core budget came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetSource {
-    /// [`CORE_BUDGET_VAR`].
-    Variable,
-    /// The machine's available parallelism.
-    Machine,
-}
-
-/// The cores the conductors of this machine share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Budget {
-    /// 1 or more.
-    pub cores: usize,
-    /// Where the number came from.
-    pub from: BudgetSource,
-}
-
-impl Budget {
-    /// The budget this process's environment sets: [`CORE_BUDGET_VAR`] when set and not
-    /// empty, else the machine's available parallelism. A value that is not a whole
-    /// number of 1 or more is [`LeaseError::BadBudget`], never silently replaced.
-    pub fn from_env() -> Result<Budget, LeaseError> {
-        Budget::parse(
-            std::env::var_os(CORE_BUDGET_VAR).as_deref(),
-            machine_cores(),
-        )
-    }
-
-    /// The budget `value` (the variable's value, if set) gives on a machine of `machine`
-    /// cores.
-    fn parse(value: Option<&OsStr>, machine: usize) -> Result<Budget, LeaseError> {
-        let machine = Budget {
-            cores: machine.max(1),
-            from: BudgetSource::Machine,
-        };
-        let Some(value) = value.filter(|v| !v.is_empty()) else {
-            return Ok(machine);
-        };
-        match value.to_str().and_then(|v| v.parse::<usize>().ok()) {
-            Some(cores) if cores >= 1 => Ok(Budget {
-                cores,
-                from: BudgetSource::Variable,
-            }),
-            _ => Err(LeaseError::BadBudget {
-                value: value.to_string_lossy().into_owned(),
-            }),
-        }
-    }
-}
-
-/// The machine's available parallelism (1 when it cannot be read).
-pub fn machine_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The workers one holder may start when `live` leases share `budget` cores: the budget
-/// divided by the leases, rounded down, and never 0. With no lease (a `tdd test` by hand
-/// on a machine where no conductor works) it is the whole budget. Whenever there are no
-/// more leases than cores, the shares of all holders together fit in the budget.
-pub fn share(budget: usize, live: usize) -> usize {
-    (budget / live.max(1)).max(1)
 }
 
 /// The machine-wide directory of this user's leases.

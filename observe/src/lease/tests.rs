@@ -2,6 +2,8 @@ use std::os::unix::fs::PermissionsExt;
 
 use proptest::prelude::*;
 
+use std::ffi::OsStr;
+
 use super::*;
 
 /// A `sleep` that lives until the test kills it (or the guard drops).

@@ -33,7 +33,7 @@ def main():
                                check=True, capture_output=True, text=True)
     data = json.loads(published.stdout)["data"]
     remote = os.path.join(home, "remote.git")
-    subprocess.run(["git", "init", "-q", "--bare", remote], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", remote], check=True)
     subprocess.run(["git", "push", "-q", remote, "main", branch, data["reference"]], cwd=repo, env=env, check=True)
     first, second = [], []
     for n in range(report.RUNS):

@@ -411,13 +411,17 @@ impl Confinement {
             .try_clone()
             .map_err(|e| SandboxError::Clone(e.to_string()))?;
         if let Some(ruleset) = clone.ruleset.take() {
-            let abi = match &clone.level {
-                Level::Full { abi } | Level::Partial { abi, .. } => ABI::from(*abi as i32),
-                Level::None { .. } | Level::Disabled => ABI::V1,
-            };
-            clone.ruleset = Some(add(ruleset, dir, AccessFs::from_all(abi))?);
+            clone.ruleset = Some(add(ruleset, dir, AccessFs::from_all(clone.abi()))?);
         }
         Ok(clone)
+    }
+
+    /// The Landlock ABI the rules were made for (V1 when there are none).
+    fn abi(&self) -> ABI {
+        match &self.level {
+            Level::Full { abi } | Level::Partial { abi, .. } => ABI::from(*abi as i32),
+            Level::None { .. } | Level::Disabled => ABI::V1,
+        }
     }
 
     /// The level the child gets.
@@ -431,6 +435,7 @@ impl Confinement {
         if self.ruleset.is_none() && self.limits == Limits::default() {
             return;
         }
+        let every_access = AccessFs::from_all(self.abi());
         let mounts = self.mounts;
         let limits = self.limits;
         let mut ruleset = self.ruleset;
@@ -440,7 +445,22 @@ impl Confinement {
             if let Some(mounts) = &mounts {
                 mounts.apply()?;
             }
-            if let Some(ruleset) = ruleset.take() {
+            if let Some(mut ruleset) = ruleset.take() {
+                // A private shared-memory directory is granted on the root of its new
+                // mount: Landlock passes over a directory a mount hides, so a rule on
+                // it made before the mount would not reach what is written there. An
+                // open of a short prepared path and one landlock_add_rule, no allocation
+                // on success.
+                if let Some(shm) = mounts.as_ref().and_then(|m| m.private_shared_memory()) {
+                    let fd = nix::fcntl::open(
+                        shm,
+                        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+                        nix::sys::stat::Mode::empty(),
+                    )?;
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, every_access))
+                        .map_err(|_| std::io::Error::from_raw_os_error(libc_eperm()))?;
+                }
                 // `restrict_self` makes two system calls (prctl and
                 // landlock_restrict_self) and allocates nothing on success.
                 ruleset

@@ -26,6 +26,9 @@ pub(crate) struct ReadOnly {
     /// A directory to mount a fresh memory file system on, with its mount options:
     /// see [`ReadOnly::with_private_tmp`].
     tmp: Option<(PathBuf, String)>,
+    /// The machine's shared-memory directory (`/dev/shm`) to mount a fresh memory file
+    /// system on, with its mount options: set with the private tmp.
+    shm: Option<(PathBuf, String)>,
     /// The process bound, set once the user namespace is the child's own.
     limits: crate::Limits,
 }
@@ -38,6 +41,7 @@ impl ReadOnly {
             pid: false,
             net: false,
             tmp: None,
+            shm: None,
             limits: crate::Limits::default(),
         }
     }
@@ -52,15 +56,26 @@ impl ReadOnly {
 
     /// The same, with `dir` mounted as a fresh memory file system of at most the
     /// limits' `tmp` bytes: what the program writes there is its own, bounded, and
-    /// gone when it ends. A directory that does not exist is skipped.
+    /// gone when it ends. A directory that does not exist is skipped. The machine's
+    /// shared-memory directory ([`shared_memory`]) gets one of its own too, of the same
+    /// bound: POSIX semaphores and shared memory (Python's `multiprocessing`, a
+    /// browser's renderers) work, and what one run leaves there no other run sees.
     pub(crate) fn with_private_tmp(mut self, dir: &std::path::Path) -> ReadOnly {
         if dir.is_dir() {
             self.tmp = Some((
                 dir.to_path_buf(),
                 crate::limits::tmpfs_options(self.limits.tmp),
             ));
+            self.shm =
+                shared_memory().map(|shm| (shm, crate::limits::tmpfs_options(self.limits.tmp)));
         }
         self
+    }
+
+    /// The shared-memory directory this child gets a memory file system of its own on,
+    /// if any: the one Landlock must let it write.
+    pub(crate) fn private_shared_memory(&self) -> Option<&std::path::Path> {
+        self.shm.as_ref().map(|(dir, _)| dir.as_path())
     }
 
     /// The same, in a PID namespace of the child's own as well: the program runs as its
@@ -80,7 +95,7 @@ impl ReadOnly {
 
     /// Whether there is nothing to do: no mount and no namespace beyond them.
     pub(crate) fn is_empty(&self) -> bool {
-        self.paths.is_empty() && !self.pid && !self.net && self.tmp.is_none()
+        self.paths.is_empty() && !self.pid && !self.net && self.tmp.is_none() && self.shm.is_none()
     }
 
     /// Runs in the child between fork and exec: only system calls, on strings made
@@ -127,7 +142,7 @@ impl ReadOnly {
                 none,
             )?;
         }
-        if let Some((dir, options)) = &self.tmp {
+        for (dir, options) in self.tmp.iter().chain(&self.shm) {
             nix::mount::mount(
                 Some("tmpfs"),
                 dir,
@@ -169,6 +184,14 @@ impl ReadOnly {
             }
         }
     }
+}
+
+/// The machine's shared-memory directory, resolved (`/dev/shm`, a link to `/run/shm` on
+/// some systems), when it is a directory.
+fn shared_memory() -> Option<PathBuf> {
+    std::fs::canonicalize("/dev/shm")
+        .ok()
+        .filter(|p| p.is_dir())
 }
 
 /// Closes every descriptor from `first` up: `close_range` where the kernel has it,

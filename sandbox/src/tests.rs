@@ -303,3 +303,48 @@ fn a_private_tmp_holds_its_quota_and_leaves_nothing_on_disk() {
     assert_eq!(code, 0, "{err}");
     assert!(tmp.join("big").is_file());
 }
+
+#[test]
+fn a_private_tmp_brings_shared_memory_of_its_own() {
+    if !probe().confines() || !mounts::available() || !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let tmp = root.join("work/tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let mut p = policy(&root);
+    let name = format!("tdd-sandbox-test-{}", std::process::id());
+    // What Python's `multiprocessing` does for a lock (`sem_open`), and a file left
+    // behind in the shared-memory directory.
+    let script = format!(
+        "python3 -c 'import multiprocessing; multiprocessing.Lock(); print(\"locked\")' && \
+         echo left > /dev/shm/{name}"
+    );
+    p.private_tmp = Some(tmp.clone());
+    let (code, err) = confined(&p, &script);
+    assert_eq!(
+        code, 0,
+        "a semaphore and a file in a private /dev/shm: {err}"
+    );
+    // Prepared rules given a private tmp per run, as runners get them.
+    p.private_tmp = None;
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", &script]);
+    Confinement::prepare(&p)
+        .expect("rules")
+        .with_private_tmp(&tmp)
+        .install(&mut command);
+    let out = command.output().expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What the program wrote there was its own: no other process sees it.
+    assert!(!Path::new("/dev/shm").join(&name).exists());
+    // Without a private tmp the machine's shared memory stays out of reach, a channel
+    // from one run to the next otherwise.
+    let (code, _) = confined(&p, &format!("echo left > /dev/shm/{name}"));
+    assert_ne!(code, 0);
+    assert!(!Path::new("/dev/shm").join(&name).exists());
+}

@@ -1,5 +1,7 @@
 //! `tdd test` against real pytest: every outcome, exit codes, and recording in a run.
 
+use std::path::Path;
+
 use crate::conduct::files_under;
 use crate::support::Env;
 
@@ -410,6 +412,46 @@ fn test_code_gets_no_more_tmp_or_memory_than_sandbox_allows() {
     let (tmp, memory) = greedy("\n[sandbox]\ntmp_mb = 0\nmemory_mb = 0\n");
     assert!(tmp.starts_with("passed"), "{tmp}");
     assert!(memory.starts_with("passed"), "{memory}");
+}
+
+/// A test that spreads work over a `multiprocessing` pool (POSIX semaphores in
+/// `/dev/shm`) and leaves a file in shared memory for whatever runs next.
+const POOLED: &str = r#"
+import multiprocessing
+
+def square(x):
+    return x * x
+
+def test_pool_squares():
+    with multiprocessing.Pool(2) as pool:
+        assert pool.map(square, [1, 2, 3]) == [1, 4, 9]
+    with open("/dev/shm/LEFT_NAME", "w") as f:
+        f.write("planted")
+"#;
+
+#[test]
+fn a_suite_that_uses_shared_memory_runs_and_leaves_nothing_in_the_machines() {
+    if !tdd_sandbox::probe().confines()
+        || !tdd_sandbox::namespaces().mounts
+        || !Path::new("/dev/shm").is_dir()
+    {
+        return;
+    }
+    let left = format!("tdd-e2e-left-{}", std::process::id());
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    env.write("tests/test_pool.py", &POOLED.replace("LEFT_NAME", &left));
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("a pooled test");
+    let (code, value) = env.json(&["test", "tests/test_pool.py::test_pool_squares"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(status_of(&value), "passed", "{value}");
+    // The run had a shared-memory directory of its own: nothing it left there is the
+    // machine's, for a later run (or a gate) to read.
+    assert!(!Path::new("/dev/shm").join(&left).exists());
 }
 
 /// A failing test whose module rewrites pytest's report at exit to say it passed.

@@ -97,7 +97,7 @@ fn publish(ctx: &Ctx) -> Result<Outcome, CommandError> {
         .strip_prefix(tdd_engine::published::LEDGER_REF_PREFIX)
         .unwrap_or(&published.reference)
         .to_string();
-    let text = format!(
+    let mut text = format!(
         "{} {} ({} events){}\npush it with the branch: git push origin {branch} {}\n",
         if published.written {
             "published"
@@ -116,7 +116,10 @@ fn publish(ctx: &Ctx) -> Result<Outcome, CommandError> {
         },
         published.reference,
     );
-    Ok(Outcome::new(json!(published), text))
+    let push = crate::commands::run::carry_on_push(ctx, &mut text);
+    let mut data = json!(published);
+    data["push_configured"] = json!(push);
+    Ok(Outcome::new(data, text))
 }
 
 fn import(ctx: &Ctx) -> Result<Outcome, CommandError> {

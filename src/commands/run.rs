@@ -67,17 +67,45 @@ pub fn cmd_run(ctx: &Ctx, cmd: RunCommand) -> Result<Outcome, CommandError> {
                     named.join(", ")
                 ));
             }
+            let push = carry_on_push(ctx, &mut text);
             let detail = format!(
                 "cycle {} is at {}: run `tdd status` for the assignment",
                 outcome.cycle, outcome.phase
             );
-            Ok(Outcome::new(json!(outcome), text).next(NextAction::new(verb, detail)))
+            let mut data = json!(outcome);
+            data["push_configured"] = json!(push);
+            Ok(Outcome::new(data, text).next(NextAction::new(verb, detail)))
         }
         RunCommand::Abandon { reason } => {
             let reason = crate::commands::cycle::non_empty(&reason, "--reason")?;
             let state = ctx.engine()?.begin()?.abandon(reason)?;
             let (data, text, next) = crate::commands::status::describe(&state);
             Ok(Outcome::new(data, text).next(next))
+        }
+    }
+}
+
+/// Sets the branch's remote up so that a plain `git push` carries the published ledger
+/// ([`tdd_engine::published::carry_on_push`]), and says so in `text`. A failure to change
+/// git's configuration is said too, with the push that works without it; the command
+/// itself has done its work and does not fail for it.
+pub(crate) fn carry_on_push(
+    ctx: &Ctx,
+    text: &mut String,
+) -> Option<tdd_engine::published::PushSetUp> {
+    let work_tree = ctx.work_tree().ok()?;
+    match tdd_engine::published::carry_on_push(&work_tree) {
+        Ok(Some(set_up)) => {
+            text.push_str(&set_up.describe());
+            text.push('\n');
+            Some(set_up)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            text.push_str(&format!(
+                "could not set `git push` up to carry the ledger ({e}); push it with the branch by hand: `tdd ledger publish` says how\n"
+            ));
+            None
         }
     }
 }

@@ -107,6 +107,8 @@ pub struct Adopted {
     pub fetched_from: Option<String>,
     /// Whether that remote was set to fetch the ledger refs with every `git fetch`.
     pub fetch_configured: bool,
+    /// What a plain `git push` to that remote was set to carry, if it changed.
+    pub push_configured: Option<crate::published::PushSetUp>,
     /// The work tree the branch's active run moved from, if it moved here.
     pub run_moved_from: Option<String>,
 }
@@ -129,6 +131,10 @@ impl Adopted {
                 "; `git fetch {remote}` now brings the ledger refs too (remote.{remote}.fetch += {})",
                 crate::published::FETCH_REFSPEC
             ));
+        }
+        if let Some(push) = &self.push_configured {
+            line.push_str("; ");
+            line.push_str(&push.describe());
         }
         if let Some(from) = &self.run_moved_from {
             line.push_str(&format!("; the run continues here (it was in {from})"));
@@ -229,7 +235,7 @@ pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity,
     let adoption = crate::published::adopt(work_tree, true, |events| {
         crate::run::import_published(database, events)
     })?;
-    let (reference, events, fetched_from, fetch_configured) = match adoption {
+    let (reference, events, fetched_from, fetch_configured, push_configured) = match adoption {
         Adoption::Unpublished { branch, remote } => {
             let commits = run_commits(work_tree, Scope::ToNewestAnchor)?.len() as u64;
             return Err(IntegrityError::Unpublished {
@@ -243,7 +249,8 @@ pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity,
             appended,
             fetched_from,
             configured,
-        } => (reference, appended, fetched_from, configured),
+            push,
+        } => (reference, appended, fetched_from, configured, push),
     };
     let mut integrity = check(database, work_tree, Scope::ToNewestAnchor)?;
     if !integrity.is_intact() {
@@ -261,6 +268,7 @@ pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity,
         events,
         fetched_from,
         fetch_configured,
+        push_configured,
         run_moved_from,
     });
     Ok(integrity)

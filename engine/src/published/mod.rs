@@ -241,6 +241,8 @@ pub enum Adoption {
         fetched_from: Option<String>,
         /// Whether the remote was set to fetch the ledger refs with every `git fetch`.
         configured: bool,
+        /// What a plain `git push` to that remote was set to carry, if it changed.
+        push: Option<PushSetUp>,
     },
     /// No published ledger was found for the branch.
     Unpublished {
@@ -272,6 +274,7 @@ pub fn adopt(
     let git = Git::new(work_tree);
     let mut fetched_from = None;
     let mut configured = false;
+    let mut push = None;
     let commit = match resolve(&git, &reference)? {
         Some(commit) => commit,
         None => {
@@ -293,6 +296,7 @@ pub fn adopt(
             };
             if let Some(remote) = &remote {
                 configured = configure_fetch(&git, remote)?;
+                push = configure_push(&git, remote)?;
             }
             fetched_from = remote;
             commit
@@ -317,6 +321,7 @@ pub fn adopt(
         appended: imported.appended,
         fetched_from,
         configured,
+        push,
     })
 }
 
@@ -347,6 +352,74 @@ fn fetch_ledger(git: &Git, remote: &str, reference: &str) -> Result<bool, GitErr
         }
         Err(e) => Err(e),
     }
+}
+
+/// The refspecs a plain `git push` to a remote is given so that it carries the published
+/// ledgers: the branch checked out (`HEAD`, to the same name: a configured push refspec
+/// replaces `push.default`, so without it `git push` would push no branch), and every
+/// ledger ref (never forced: a remote's ledger that went another way is refused, not
+/// overwritten). `HEAD` is added only to a remote with no push refspec of its own.
+pub const PUSH_REFSPECS: [&str; 2] = ["HEAD", FETCH_REFSPEC];
+
+/// What [`carry_on_push`] set up: the remote and the push refspecs it added.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PushSetUp {
+    /// The remote whose `remote.<name>.push` was extended.
+    pub remote: String,
+    /// The refspecs added, in order.
+    pub added: Vec<String>,
+}
+
+impl PushSetUp {
+    /// One line for a person: what a plain `git push` now does, and how to undo it.
+    pub fn describe(&self) -> String {
+        let remote = &self.remote;
+        format!(
+            "`git push` to {remote} now carries the ledger with the branch (remote.{remote}.push += {}; undo: git config --unset-all remote.{remote}.push)",
+            self.added.join(", ")
+        )
+    }
+}
+
+/// Sets up the remote of the branch checked out in `work_tree` so that a plain
+/// `git push` carries the published ledgers ([`PUSH_REFSPECS`]). `Ok(None)` when nothing
+/// changed: HEAD detached, no remote to push to, or the refspecs already there.
+pub fn carry_on_push(work_tree: &Path) -> Result<Option<PushSetUp>, GitError> {
+    let Some(branch) = current_branch(work_tree)? else {
+        return Ok(None);
+    };
+    let git = Git::new(work_tree);
+    let Some(remote) = remote_of(&git, &branch)? else {
+        return Ok(None);
+    };
+    configure_push(&git, &remote)
+}
+
+/// Adds what [`PUSH_REFSPECS`] lacks to `remote`'s push refspecs.
+fn configure_push(git: &Git, remote: &str) -> Result<Option<PushSetUp>, GitError> {
+    let key = format!("remote.{remote}.push");
+    let present: Vec<String> = git
+        .text(["config", "--get-all", &key])
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if present.iter().any(|l| l == FETCH_REFSPEC) {
+        return Ok(None);
+    }
+    let wanted: &[&str] = if present.is_empty() {
+        &PUSH_REFSPECS
+    } else {
+        &PUSH_REFSPECS[1..]
+    };
+    for spec in wanted {
+        git.output(["config", "--add", &key, spec])?;
+    }
+    Ok(Some(PushSetUp {
+        remote: remote.to_string(),
+        added: wanted.iter().map(|s| s.to_string()).collect(),
+    }))
 }
 
 /// Adds [`FETCH_REFSPEC`] to `remote`'s fetch refspecs unless it is there; whether it

@@ -78,7 +78,18 @@ fn a_clone_continues_the_run_from_the_published_ledger() {
     let (code, published) = env.json(&["ledger", "publish"]);
     assert_eq!(code, 0, "{published}");
     assert_eq!(published["data"]["reference"], reference, "{published}");
-    env.git(&["push", "-q", "origin", &branch, &reference]);
+    // And it set the remote up so that a plain `git push` carries the ledger.
+    assert_eq!(
+        published["data"]["push_configured"]["added"],
+        serde_json::json!(["HEAD", "refs/tdd/ledger/*:refs/tdd/ledger/*"]),
+        "{published}"
+    );
+    env.git(&["push", "-q"]);
+    assert_eq!(
+        git_in(&remote, &["rev-parse", &reference]),
+        env.git(&["rev-parse", &reference]),
+        "a plain push carried the branch's ledger"
+    );
 
     // A fresh clone: no ledger on this machine for it, the run commits on its branch.
     let b = env.home.path().join("b");
@@ -101,9 +112,22 @@ fn a_clone_continues_the_run_from_the_published_ledger() {
         fetch.contains("refs/tdd/ledger/*:refs/tdd/ledger/*"),
         "{fetch}"
     );
+    assert_eq!(
+        status["data"]["adopted"]["push_configured"]["remote"], "origin",
+        "{status}"
+    );
     let (code, done) = json_in(&env, &b, &["conduct", &issue]);
     assert_eq!(code, 0, "{done}");
     assert_eq!(done["next_action"]["verb"], "complete", "{done}");
+    // A plain push from the clone carries the finished branch and its ledger back.
+    git_in(&b, &["push", "-q"]);
+    for name in [format!("refs/heads/{branch}"), reference.clone()] {
+        assert_eq!(
+            git_in(&remote, &["rev-parse", &name]),
+            git_in(&b, &["rev-parse", &name]),
+            "{name} on the remote is the clone's"
+        );
+    }
     let log = subjects(&b);
     assert_eq!(
         log.iter().filter(|s| s.starts_with("refactor: ")).count(),

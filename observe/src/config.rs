@@ -137,6 +137,32 @@ pub struct ProjectConfig {
     pub locks: Option<LockConfig>,
 }
 
+impl ProjectConfig {
+    /// A project of `adapter` with nothing configured: the root `.`, no paths, no
+    /// command of its own, a timeout of one second. For parsing reports alone.
+    pub(crate) fn bare(adapter: AdapterKind) -> ProjectConfig {
+        ProjectConfig {
+            root: ".".into(),
+            adapter,
+            test_paths: Vec::new(),
+            runner_args: Vec::new(),
+            test_command: None,
+            collect_command: None,
+            lint: Vec::new(),
+            typecheck: Vec::new(),
+            env: Default::default(),
+            timeout: 1,
+            in_close_sweep: true,
+            lease: None,
+            baseline_max_failure_ratio: None,
+            health_command: None,
+            known_failures: Vec::new(),
+            overrides: Vec::new(),
+            locks: None,
+        }
+    }
+}
+
 /// One `[[project.NAME.override]]` entry.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -28,7 +28,9 @@ pub struct TargetKey {
     /// The project-qualified id the collection lists for it (a Go subtest
     /// is collected as its top-level test).
     pub collected_as: String,
-    /// Scopes (file, package, binary, crate) whose failure covers the target.
+    /// Scopes (file, package, binary, crate) whose failure covers the target. One that
+    /// starts with `::` covers every scope that ends with it (`::f1` covers the binary
+    /// `calc::f1`, of whichever package).
     pub scopes: Vec<String>,
     /// How a target that is not itself a test id resolves to tests.
     pub partial: Option<Partial>,
@@ -247,7 +249,11 @@ fn covering_error<'a>(
     mut errors: impl Iterator<Item = &'a CollectionError>,
     scopes: &[String],
 ) -> Option<&'a CollectionError> {
-    errors.find(|error| scopes.contains(&error.scope))
+    errors.find(|error| {
+        scopes.iter().any(|scope| {
+            *scope == error.scope || (scope.starts_with("::") && error.scope.ends_with(scope))
+        })
+    })
 }
 
 #[cfg(test)]

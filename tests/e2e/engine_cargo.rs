@@ -512,3 +512,18 @@ fn a_target_directory_named_outside_the_checkout_is_built_into_by_no_run() {
         "built into the shared directory: {written:?}"
     );
 }
+
+#[test]
+fn a_target_named_without_its_package_is_found_where_the_gate_finds_it() {
+    // `app::sub subtracts` for `tests/sub.rs` of crate `calc`, whose nextest binary id
+    // is `calc::sub`: `tdd test` runs and reads it as the gates do.
+    let env = project();
+    env.write("tests/sub.rs", SUB_TEST);
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    env.commit_all("sub");
+    let (code, value) = env.json(&["test", "app::sub subtracts"]);
+    assert_eq!(code, 0, "{value}");
+    let target = &value["data"]["targets"][0];
+    assert_eq!(target["status"], "passed", "{value}");
+    assert_eq!(target["matched"][0], "app::calc::sub subtracts", "{value}");
+}

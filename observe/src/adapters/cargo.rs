@@ -61,6 +61,18 @@ fn split_id(native_id: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// Whether `binary` is a binary id written without its package: one plain name (`f1`
+/// for `tests/f1.rs`, whose nextest id is `calc::f1`). It stands for the binary of that
+/// name in whichever package holds it, or for the package of that name's own unit
+/// tests, so that a gate's run, a verifier's `tdd test` and a target's lookup read it
+/// alike.
+fn without_package(binary: &str) -> bool {
+    !binary.is_empty()
+        && binary
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// A nextest name matcher's value with the characters the filterset
 /// language gives a meaning (`\`, `)`, `,`) escaped.
 fn filter_escape(text: &str) -> String {
@@ -78,6 +90,10 @@ fn filter_escape(text: &str) -> String {
 /// its binary, or in any binary when the id names none.
 fn filterset(native_id: &str) -> String {
     match split_id(native_id) {
+        (Some(binary), test) if without_package(binary) => format!(
+            "(binary_id(#{{{binary}\\,*::{binary}}}) & test(={}))",
+            filter_escape(test)
+        ),
         (Some(binary), test) => format!(
             "(binary_id(={}) & test(={}))",
             filter_escape(binary),
@@ -420,6 +436,22 @@ impl Adapter for Cargo {
                 }),
             };
         };
+        if without_package(binary) {
+            // The one test of that path in the binary of that name, whatever package
+            // holds it (`app::calc::f1 adds`), or in that package's unit tests
+            // (`app::f1 adds`, found as itself). A build failure of a binary of that
+            // name covers it.
+            let suffix = format!("::{native_id}");
+            return TargetKey {
+                collected_as: id.clone(),
+                id,
+                scopes: vec![binary.to_string(), format!("::{binary}")],
+                partial: Some(Partial::Unique {
+                    run: suffix.clone(),
+                    collected: suffix,
+                }),
+            };
+        }
         let package = binary.split("::").next().unwrap_or(binary).to_string();
         TargetKey::exact(id, vec![binary.to_string(), package])
     }

@@ -70,3 +70,85 @@ fn recorded_nextest_junit() -> Result<(), ReportError> {
     );
     Ok(())
 }
+
+/// A project named `app` for target keys.
+fn app() -> Project {
+    Project {
+        name: "app".to_string(),
+        root: std::path::PathBuf::from("/"),
+        config: crate::config::ProjectConfig::bare(AdapterKind::Cargo),
+        hermetic: None,
+        confinement: None,
+    }
+}
+
+/// An observation of `app` holding `tests`, each passed, and `errors` as build errors.
+fn observed(tests: &[&str], errors: &[&str]) -> crate::model::Observation {
+    crate::model::Observation {
+        project: "app".into(),
+        adapter: AdapterKind::Cargo,
+        invocations: Vec::new(),
+        wall_ms: 0,
+        tests: tests
+            .iter()
+            .map(|id| {
+                (
+                    id.to_string(),
+                    crate::model::TestResult {
+                        outcome: Outcome::Passed,
+                        failure: None,
+                    },
+                )
+            })
+            .collect(),
+        collection_errors: errors
+            .iter()
+            .map(|scope| crate::model::CollectionError {
+                scope: scope.to_string(),
+                kind: FailureKind::Compile,
+                message: "error[E0425]".into(),
+            })
+            .collect(),
+        totals: crate::model::Totals::default(),
+        runner_counts: None,
+        runner_error: None,
+        diagnostics: Vec::new(),
+    }
+}
+
+/// `f1 adds` for `tests/f1.rs` of crate `calc` (nextest's `calc::f1 adds`): nextest is
+/// asked for the binary of that name in any package, and the lookup finds the test
+/// there, so a gate, a verifier's `tdd test` and the lookup read one target alike.
+#[test]
+fn a_binary_named_without_its_package_is_found_in_the_package_that_holds_it() {
+    use crate::model::TargetStatus;
+    use crate::target::lookup;
+    assert_eq!(
+        filterset("f1 adds"),
+        r"(binary_id(#{f1\,*::f1}) & test(=adds))"
+    );
+    assert_eq!(
+        filterset("calc::f1 adds"),
+        "(binary_id(=calc::f1) & test(=adds))"
+    );
+    let key = Cargo.target_key(&app(), "f1 adds");
+    let verdict = lookup(&observed(&["app::calc::f1 adds"], &[]), None, &key);
+    assert_eq!(verdict.status, TargetStatus::Passed, "{verdict:?}");
+    assert_eq!(verdict.matched, vec!["app::calc::f1 adds".to_string()]);
+    // A package's own unit test of that name is found as itself.
+    let verdict = lookup(&observed(&["app::f1 adds"], &[]), None, &key);
+    assert_eq!(verdict.status, TargetStatus::Passed, "{verdict:?}");
+    // The same test path in two packages' binaries of that name is ambiguous.
+    let verdict = lookup(
+        &observed(&["app::calc::f1 adds", "app::other::f1 adds"], &[]),
+        None,
+        &key,
+    );
+    assert_eq!(verdict.status, TargetStatus::NotFound, "{verdict:?}");
+    // A build failure of the binary covers it, in whichever package.
+    let verdict = lookup(&observed(&[], &["calc::f1"]), None, &key);
+    assert_eq!(verdict.status, TargetStatus::CompileError, "{verdict:?}");
+    // A test of another binary whose name merely ends alike is not it.
+    let verdict = lookup(&observed(&["app::calc::xf1 adds"], &[]), None, &key);
+    assert_eq!(verdict.status, TargetStatus::NotFound, "{verdict:?}");
+}

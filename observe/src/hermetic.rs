@@ -247,6 +247,34 @@ impl PinnedEnv {
         let pin = ["python3", "python"]
             .iter()
             .find_map(|name| self.runners.iter().find(|r| r.name == *name))?;
+        // Started by name through the captured PATH, as a deciding run would start it: a
+        // virtual environment's interpreter is a link whose own path says which
+        // environment it is, and a shim leads where it leads now.
+        self.ask_python(Path::new(&pin.name), &pin.name, env, cwd)
+    }
+
+    /// What the virtual environment `venv` (a directory holding `pyvenv.cfg`, such as
+    /// the `.venv` that `uv run` or an in-project `poetry run` starts) loads from outside
+    /// itself: the executable of the interpreter it was made from and that interpreter's
+    /// library directory, read from `pyvenv.cfg` and the links of `bin/`, nothing of the
+    /// environment run (the work tree's files are not run unconfined). Empty when it is
+    /// no virtual environment or names nothing that exists.
+    pub fn venv_base(venv: &Path) -> Vec<(PathBuf, String)> {
+        python::venv_base(venv)
+            .into_iter()
+            .map(|(path, what)| (path, format!("{what} of {}", venv.display())))
+            .collect()
+    }
+
+    /// What `program` (started as a deciding run would start it) says it loads from,
+    /// each root labelled with `name`.
+    fn ask_python(
+        &self,
+        program: &Path,
+        name: &str,
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Option<PythonInstall> {
         let mut vars: Vec<(String, String)> = self
             .vars
             .iter()
@@ -254,11 +282,7 @@ impl PinnedEnv {
             .collect();
         vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         vars.extend(env.iter().cloned());
-        // Started by name through the captured PATH, as a deciding run would start it: a
-        // virtual environment's interpreter is a link whose own path says which
-        // environment it is, and a shim leads where it leads now.
-        let loads = python::load_paths(Path::new(&pin.name), &vars, cwd)?;
-        let name = pin.name.clone();
+        let loads = python::load_paths(program, &vars, cwd)?;
         let roots = std::iter::once((loads.executable.clone(), format!("{name}'s interpreter")))
             .chain(
                 loads
@@ -268,7 +292,7 @@ impl PinnedEnv {
             )
             .collect();
         Some(PythonInstall {
-            name,
+            name: name.to_string(),
             executable: loads.executable,
             roots,
         })

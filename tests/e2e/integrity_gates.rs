@@ -922,6 +922,37 @@ fn a_module_planted_in_an_ignored_dependency_directory_refuses_green() {
 }
 
 #[test]
+fn a_module_planted_in_the_interpreter_a_dependency_venv_was_made_from_refuses_green() {
+    // `uv run` starts the project's `.venv`, whose standard library is the base
+    // interpreter's, outside the work tree: `pyvenv.cfg` names it, and it is pinned.
+    let base = tempfile::tempdir().expect("base");
+    let lib = base.path().join("lib/python3.11");
+    std::fs::create_dir_all(base.path().join("bin")).expect("bin");
+    std::fs::create_dir_all(&lib).expect("lib");
+    std::fs::write(lib.join("os.py"), "# the standard library\n").expect("os.py");
+    let env = Env::new();
+    env.write(".git/info/exclude", ".venv/\n");
+    env.write(
+        ".venv/pyvenv.cfg",
+        &format!(
+            "home = {}\ninclude-system-site-packages = false\nversion_info = 3.11.7\n",
+            base.path().join("bin").display()
+        ),
+    );
+    let env = at_green_in(env, Locks::Hand);
+    let red = head(&env);
+    std::fs::write(lib.join("sitecustomize.py"), "import evilhook\n").expect("plant");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("sitecustomize.py") && message.contains(".venv"),
+        "the refusal names the planted file and the environment it serves: {value}"
+    );
+    assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
 fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
     // A version-manager shim: `python3` runs whatever interpreter a file names.
     let shims = tempfile::tempdir().expect("shims");

@@ -43,17 +43,31 @@ impl Engine {
                 .values()
                 .map(|config| self.work_tree.join(&config.root)),
         );
+        let mut venvs = Vec::new();
         for top in tops {
             for name in super::cleanroom::DEPENDENCY_DIRS {
                 let dir = top.join(name);
                 if dir.is_dir() {
-                    roots.push((dir, "a dependency directory of the live tree".to_string()));
+                    roots.push((
+                        dir.clone(),
+                        "a dependency directory of the live tree".to_string(),
+                    ));
+                    venvs.push(dir);
                 }
             }
         }
         let ours = |p: &std::path::Path| {
             p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
         };
+        // A virtual environment of the live tree (`uv run`'s `.venv`) loads the standard
+        // library of the interpreter it was made from, outside it: that is pinned too.
+        for venv in venvs {
+            roots.extend(
+                PinnedEnv::venv_base(&venv)
+                    .into_iter()
+                    .filter(|(p, _)| !ours(p)),
+            );
+        }
         for config in self.config.project.values() {
             if config.adapter != AdapterKind::Pytest {
                 continue;

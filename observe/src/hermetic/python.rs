@@ -72,3 +72,76 @@ pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) ->
         paths: lines.filter(|p| p.is_absolute() && p.exists()).collect(),
     })
 }
+
+/// The interpreter a virtual environment was made from, as `venv/pyvenv.cfg` and the
+/// links of `venv/bin/` say (`home = <its bin directory>`, `version = 3.11.7` or uv's
+/// `version_info`): its real executable and its library directory
+/// (`<prefix>/lib/python3.11`), those that exist, each with what it is in words.
+pub(crate) fn venv_base(venv: &Path) -> Vec<(PathBuf, &'static str)> {
+    let Some(cfg) = crate::exec::read_regular_file(&venv.join("pyvenv.cfg")) else {
+        return Vec::new();
+    };
+    let cfg = String::from_utf8_lossy(&cfg);
+    let value = |key: &str| {
+        cfg.lines().find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let mut found = Vec::new();
+    for name in ["bin/python3", "bin/python"] {
+        if let Ok(real) = std::fs::canonicalize(venv.join(name))
+            && !real.starts_with(venv)
+        {
+            found.push((real, "the interpreter"));
+            break;
+        }
+    }
+    let version = value("version_info").or_else(|| value("version"));
+    let minor = version.as_deref().and_then(|v| {
+        let mut parts = v.split('.');
+        Some(format!("python{}.{}", parts.next()?, parts.next()?))
+    });
+    if let (Some(home), Some(minor)) = (value("home"), minor)
+        && let Some(prefix) = Path::new(&home).parent()
+    {
+        let lib = prefix.join("lib").join(minor);
+        if lib.is_absolute() && lib.is_dir() {
+            found.push((lib, "the interpreter's library"));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real virtual environment names the interpreter it was made from and that
+    /// interpreter's standard library, as the interpreter itself says them.
+    #[test]
+    fn a_virtual_environment_names_the_interpreter_it_was_made_from() {
+        let dir = tempfile::tempdir().expect("dir");
+        let venv = dir.path().join(".venv");
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            return;
+        }
+        let ask = |code: &str| {
+            let out = std::process::Command::new("python3")
+                .args(["-c", code])
+                .output()
+                .expect("python3");
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        };
+        let real = std::fs::canonicalize(ask("import sys; print(sys.executable)")).expect("real");
+        let stdlib = ask("import sysconfig; print(sysconfig.get_paths()['stdlib'])");
+        let found: Vec<PathBuf> = venv_base(&venv).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(found, vec![real, stdlib]);
+        // No `pyvenv.cfg`: no virtual environment, nothing named.
+        assert!(venv_base(dir.path()).is_empty());
+    }
+}

@@ -180,6 +180,13 @@ impl Ledger {
         }
         let mut prev = head;
         let mut appended = 0u64;
+        // Prepared once for the whole chain: a published ledger holds thousands.
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO events (id, run_id, kind, payload, at, prev_hash, hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sql_err(&path))?;
         for event in events
             .iter()
             .skip(usize::try_from(local).unwrap_or(usize::MAX))
@@ -190,10 +197,8 @@ impl Ledger {
                     reason,
                 }));
             }
-            tx.execute(
-                "INSERT INTO events (id, run_id, kind, payload, at, prev_hash, hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
+            insert
+                .execute(params![
                     i64::try_from(event.id).unwrap_or(i64::MAX),
                     event.run_id,
                     event.kind,
@@ -201,12 +206,12 @@ impl Ledger {
                     event.at,
                     event.prev_hash,
                     event.hash
-                ],
-            )
-            .map_err(sql_err(&path))?;
+                ])
+                .map_err(sql_err(&path))?;
             prev = event.hash.clone();
             appended += 1;
         }
+        drop(insert);
         if appended > 0 {
             tx.execute(
                 "UPDATE chain_head SET count = ?1, hash = ?2 WHERE id = 1",
@@ -252,7 +257,8 @@ fn unlinked(event: &StoredEvent, id: u64, prev: &str) -> Option<String> {
     if !event.hashes_right() {
         return Some("its contents do not match its hash (the event was edited)".to_string());
     }
-    if serde_json::from_str::<serde_json::Value>(&event.payload).is_err() {
+    // Checked for being JSON without building it: a published chain holds megabytes.
+    if serde_json::from_str::<serde::de::IgnoredAny>(&event.payload).is_err() {
         return Some("its payload is not JSON".to_string());
     }
     None
@@ -304,6 +310,30 @@ mod tests {
                 before: 3,
                 appended: 4
             }
+        );
+    }
+
+    #[test]
+    fn a_payload_that_is_not_json_is_refused_even_when_it_hashes_right() {
+        let (_a, source) = ledger_with(2);
+        let mut published = source.stored_events_after(0).expect("reads");
+        let last = &mut published[1];
+        last.payload = "{\"i\": 1".to_string();
+        last.hash = event_hash(
+            &last.prev_hash,
+            last.run_id.as_deref(),
+            &last.kind,
+            &last.payload,
+            &last.at,
+        );
+        let (_b, mut target) = ledger_with(0);
+        let refused = target
+            .import(&published)
+            .expect("runs")
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, ImportRefused::Broken { id: 2, reason } if reason.contains("not JSON")),
+            "{refused}"
         );
     }
 

@@ -400,25 +400,36 @@ fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
     // Started last, first by name: listed by when it started.
     append(&mut ledger, Some("run-0"), "run_started", 0);
     let heads = ledger
-        .run_heads("run_started", &["cycle_opened", "phase_changed"])
+        .run_heads(
+            "run_started",
+            &[&["cycle_opened", "phase_changed"], &["note"]],
+            &["$.n", "$.missing"],
+        )
         .expect("heads");
-    let view: Vec<(&str, &str, &str, Option<&str>)> = heads
+    let n = |v: u32| Some(serde_json::json!(v));
+    let view: Vec<(
+        &str,
+        Vec<Option<serde_json::Value>>,
+        Vec<Option<(String, Vec<Option<serde_json::Value>>)>>,
+    )> = heads
         .iter()
-        .map(|h| {
-            (
-                h.run_id.as_str(),
-                h.first.kind.as_str(),
-                h.last.kind.as_str(),
-                h.last_of.as_ref().map(|e| e.kind.as_str()),
-            )
-        })
+        .map(|h| (h.run_id.as_str(), h.first.clone(), h.newest.clone()))
         .collect();
     assert_eq!(
         view,
         vec![
-            ("run-a", "run_started", "note", Some("phase_changed")),
-            ("run-b", "run_started", "run_started", None),
-            ("run-0", "run_started", "run_started", None),
+            (
+                "run-a",
+                vec![n(0), None],
+                vec![
+                    Some(("phase_changed".to_string(), vec![n(1), None])),
+                    Some(("note".to_string(), vec![n(2), None])),
+                ]
+            ),
+            ("run-b", vec![n(0), None], vec![None, None]),
+            ("run-0", vec![n(0), None], vec![None, None]),
         ]
     );
+    // The newest event's time: run-a's note is its last.
+    assert!(heads.iter().all(|h| !h.last_at.is_empty()));
 }

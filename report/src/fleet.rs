@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::RunHead;
-use tdd_engine::ledger::TypedEvent;
-use tdd_engine::run::events::RunEvent;
+use tdd_engine::run::Phase;
 
 use crate::ReportError;
 
@@ -26,6 +25,27 @@ const STANDING: &[&str] = &[
     "run_completed",
     "run_abandoned",
 ];
+
+/// The kinds that move a run to another work tree (a clone took it in).
+const MOVED: &[&str] = &["run_adopted"];
+
+/// The payload fields the fleet reads, by JSON path; [`Field`] names their places.
+const FIELDS: &[&str] = &["$.worktree", "$.plan.cycles", "$.n", "$.phase", "$.to"];
+
+/// The place of each of [`FIELDS`].
+#[derive(Clone, Copy)]
+enum Field {
+    Worktree = 0,
+    Cycles = 1,
+    N = 2,
+    Phase = 3,
+    To = 4,
+}
+
+/// The value of `field` among `fields`.
+fn field(fields: &[Option<serde_json::Value>], field: Field) -> Option<&serde_json::Value> {
+    fields.get(field as usize).and_then(Option::as_ref)
+}
 
 /// One run of the fleet.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -69,15 +89,14 @@ pub fn fleet(dirs: &[PathBuf], now: u64) -> Result<Vec<FleetRow>, ReportError> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for head in ledger.run_heads("run_started", STANDING)? {
-            rows.push(row(dir, &repository, &head, now)?);
+        for head in ledger.run_heads("run_started", &[STANDING, MOVED], FIELDS)? {
+            rows.push(row(dir, &repository, &head, now));
         }
     }
     Ok(rows)
 }
 
-fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> Result<FleetRow, ReportError> {
-    let decode = |e| tdd_engine::ledger::decode::<RunEvent>(e, RunEvent::KINDS);
+fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> FleetRow {
     let mut row = FleetRow {
         repository: repository.to_string(),
         run_id: head.run_id.clone(),
@@ -85,38 +104,59 @@ fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> Result<FleetRo
         state: "idle".into(),
         ..FleetRow::default()
     };
-    if let Some(RunEvent::RunStarted(s)) = decode(&head.first)? {
-        row.worktree = s.worktree;
-        row.of = u32::try_from(s.plan.cycles.len()).unwrap_or(u32::MAX);
+    let text = |value: Option<&serde_json::Value>| {
+        value
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    row.worktree = text(field(&head.first, Field::Worktree));
+    row.of = field(&head.first, Field::Cycles)
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, |cycles| u32::try_from(cycles.len()).unwrap_or(u32::MAX));
+    // A run a clone took in is driven from the work tree it moved to last.
+    if let Some(Some((_, moved))) = head.newest.get(1) {
+        let to = text(field(moved, Field::Worktree));
+        if !to.is_empty() {
+            row.worktree = to;
+        }
     }
-    if let Some(standing) = &head.last_of {
-        match decode(standing)? {
-            Some(RunEvent::CycleOpened(c)) => {
-                row.step = c.n;
-                row.phase = c.phase.trailer().to_string();
+    if let Some(Some((kind, fields))) = head.newest.first() {
+        let n = field(fields, Field::N)
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        let phase = |f: Field| {
+            field(fields, f)
+                .and_then(|v| serde_json::from_value::<Phase>(v.clone()).ok())
+                .map(|p| p.trailer().to_string())
+        };
+        match kind.as_str() {
+            "cycle_opened" => {
+                row.step = n;
+                row.phase = phase(Field::Phase).unwrap_or_default();
             }
-            Some(RunEvent::PhaseChanged(p)) => {
-                row.step = p.n;
-                row.phase = p.to.trailer().to_string();
+            "phase_changed" => {
+                row.step = n;
+                row.phase = phase(Field::To).unwrap_or_default();
             }
-            Some(RunEvent::CycleClosed(c)) => {
-                row.step = c.n;
+            "cycle_closed" => {
+                row.step = n;
                 row.phase = "closed".into();
             }
-            Some(RunEvent::CycleSkipped(c)) => {
-                row.step = c.n;
+            "cycle_skipped" => {
+                row.step = n;
                 row.phase = "skipped".into();
             }
-            Some(RunEvent::RunCompleted(_)) => {
+            "run_completed" => {
                 row.step = row.of;
                 row.state = "completed".into();
                 row.phase = "done".into();
             }
-            Some(RunEvent::RunAbandoned(_)) => row.state = "abandoned".into(),
+            "run_abandoned" => row.state = "abandoned".into(),
             _ => {}
         }
     }
-    let last = crate::compute::parse(&head.last.at)
+    let last = crate::compute::parse(&head.last_at)
         .map_or(0, |t| u64::try_from(t.unix_timestamp()).unwrap_or(0));
     row.last_event_age_s = now.saturating_sub(last);
     let finished = row.state == "completed" || row.state == "abandoned";
@@ -131,7 +171,7 @@ fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> Result<FleetRo
             row.stale = true;
         }
     }
-    Ok(row)
+    row
 }
 
 /// The fleet as a table for a terminal.

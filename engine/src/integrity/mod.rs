@@ -94,6 +94,9 @@ pub struct Integrity {
     /// The published ledger taken in on the way, when this check took one in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adopted: Option<Adopted>,
+    /// The run that moved here with it, as projected at the chain head left behind.
+    #[serde(skip)]
+    pub projected: Option<crate::run::Projected>,
 }
 
 /// A published ledger taken in because this machine held none for the repository.
@@ -182,6 +185,7 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
         anchors: 0,
         problems: Vec::new(),
         adopted: None,
+        projected: None,
     };
     if let Some(ledger) = &ledger {
         let verification = ledger.verify()?;
@@ -259,10 +263,11 @@ pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity,
     let here = crate::git::Git::new(work_tree).toplevel()?;
     let here = here.canonicalize().unwrap_or(here);
     let newest = run_commits(work_tree, Scope::ToNewestAnchor)?;
-    let run_moved_from = match newest.first() {
+    let (run_moved_from, projected) = match newest.first() {
         Some(commit) => crate::run::adopt_run(database, &here, &commit.run_id)?,
-        None => None,
+        None => (None, None),
     };
+    integrity.projected = projected;
     integrity.adopted = Some(Adopted {
         reference,
         events,

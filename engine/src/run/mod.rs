@@ -237,6 +237,9 @@ pub struct Engine {
     config_sha: String,
     location: LedgerLocation,
     adopted: std::sync::OnceLock<crate::integrity::Adopted>,
+    /// The run the adoption of a published ledger projected, at the chain head it left:
+    /// a read at that same head is that run, not a second fold of its events.
+    projected: std::sync::OnceLock<Projected>,
 }
 
 impl Engine {
@@ -252,6 +255,7 @@ impl Engine {
             config_sha: Config::text_sha256(config_text),
             location,
             adopted: std::sync::OnceLock::new(),
+            projected: std::sync::OnceLock::new(),
         })
     }
 
@@ -269,6 +273,9 @@ impl Engine {
         let found = crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
         if let Some(adopted) = found.adopted {
             let _ = self.adopted.set(adopted);
+        }
+        if let Some(projected) = found.projected {
+            let _ = self.projected.set(projected);
         }
         Ok(())
     }
@@ -338,6 +345,12 @@ impl Engine {
     /// The last run started in this work tree, whatever its status.
     fn latest_run(&self, ledger: &Ledger) -> Result<Option<RunState>, RunError> {
         let worktree = self.work_tree.display().to_string();
+        if let Some(projected) = self.projected.get()
+            && projected.state.worktree == worktree
+            && ledger.anchor()? == projected.anchor
+        {
+            return Ok(Some(projected.state.clone()));
+        }
         // A run belongs to the work tree it started in, or the one it was adopted into last.
         let started = ledger.typed::<RunEvent>(None, &["run_started", "run_adopted"])?;
         let Some(last) = started.iter().rev().find_map(|(event, typed)| match typed {
@@ -467,6 +480,24 @@ pub(crate) fn kind_in_words(meta: &std::fs::Metadata) -> String {
     };
     word.to_string()
 }
+
+/// A run's state as projected at one chain head, kept so that a read at that same head
+/// reuses it; equal when projected at the same head.
+#[derive(Debug, Clone)]
+pub struct Projected {
+    /// The chain head the state was projected at.
+    pub(crate) anchor: crate::ledger::Anchor,
+    /// The run as its events said at that head.
+    pub(crate) state: RunState,
+}
+
+impl PartialEq for Projected {
+    fn eq(&self, other: &Projected) -> bool {
+        self.anchor == other.anchor && self.state.run_id == other.state.run_id
+    }
+}
+
+impl Eq for Projected {}
 
 #[cfg(test)]
 mod tests;

@@ -111,26 +111,35 @@ pub(crate) fn adopt_run(
     database: &std::path::Path,
     work_tree: &std::path::Path,
     run_id: &str,
-) -> Result<Option<String>, crate::integrity::IntegrityError> {
+) -> Result<(Option<String>, Option<super::Projected>), crate::integrity::IntegrityError> {
     let mut ledger = Ledger::open(database)?;
-    let events = ledger.events(Some(run_id))?;
+    let mut events = ledger.events(Some(run_id))?;
     let Some(state) = RunState::project(&events).map_err(crate::ledger::LedgerError::from)? else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let here = work_tree.display().to_string();
     if state.status != super::RunStatus::Active || state.worktree == here {
-        return Ok(None);
+        return Ok((None, None));
     }
     let head = crate::git::Git::new(work_tree).text(["rev-parse", "HEAD"])?;
-    ledger.record(
+    events.push(ledger.record(
         Some(run_id),
         &super::RunEvent::RunAdopted(super::events::RunAdopted {
             worktree: here,
             from: state.worktree.clone(),
             head,
         }),
-    )?;
-    Ok(Some(state.worktree))
+    )?);
+    // The run as it stands now, for the command that took it in to read without
+    // folding its events again.
+    let projected = match RunState::project(&events).map_err(crate::ledger::LedgerError::from)? {
+        Some(now) => Some(super::Projected {
+            anchor: ledger.anchor()?,
+            state: now,
+        }),
+        None => None,
+    };
+    Ok((Some(state.worktree), projected))
 }
 
 impl RunTx<'_> {

@@ -116,6 +116,12 @@ fn a_clone_continues_the_run_from_the_published_ledger() {
         status["data"]["adopted"]["push_configured"]["remote"], "origin",
         "{status}"
     );
+    // The fleet shows the run where it moved: this clone, not the work tree it began in.
+    let (code, fleet) = json_in(&env, &b, &["fleet"]);
+    assert_eq!(code, 0, "{fleet}");
+    let here = b.canonicalize().expect("clone").display().to_string();
+    assert_eq!(fleet["data"]["runs"][0]["worktree"], here, "{fleet}");
+    assert_eq!(fleet["data"]["runs"][0]["step"], 2, "{fleet}");
     let (code, done) = json_in(&env, &b, &["conduct", &issue]);
     assert_eq!(code, 0, "{done}");
     assert_eq!(done["next_action"]["verb"], "complete", "{done}");

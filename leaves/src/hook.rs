@@ -77,6 +77,15 @@ impl ToolCall {
         Ok(ToolCall { tool, input, cwd })
     }
 
+    /// Whether the tool runs a shell command: what a hook can read only best effort
+    /// ahead, so the command is bracketed (locked files checked right after it ran).
+    pub fn is_shell(&self) -> bool {
+        matches!(
+            self.tool.as_str(),
+            "Bash" | "shell" | "exec_command" | "local_shell"
+        )
+    }
+
     /// The paths this call would write, as written (relative to [`ToolCall::cwd`] or
     /// absolute). Tools that write nothing give none.
     pub fn writes(&self) -> Vec<String> {
@@ -355,6 +364,22 @@ pub fn deny(reason: &str) -> String {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
+        }
+    });
+    format!("{answer}\n")
+}
+
+/// The answer after a tool ran that tells the agent what tdd undid, in the `PostToolUse`
+/// format Claude Code and Codex share: `decision: block` feeds `reason` back to the
+/// model at once (the tool has already run; nothing is blocked but the model's going on
+/// unaware), and the same words go in as added context.
+pub fn after_tool(reason: &str) -> String {
+    let answer = serde_json::json!({
+        "decision": "block",
+        "reason": reason,
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext": reason,
         }
     });
     format!("{answer}\n")

@@ -37,6 +37,20 @@ impl Harness {
         format!("tdd hook {} pre-tool-use", self.as_str())
     }
 
+    /// The tools its `PostToolUse` entry matches: the shell, whose writes a hook can only
+    /// read best effort ahead, so they are checked after it ran.
+    fn shell_matcher(self) -> &'static str {
+        match self {
+            Harness::Claude => "Bash",
+            Harness::Codex => "^(Bash|shell|exec_command|local_shell)$",
+        }
+    }
+
+    /// The command its `PostToolUse` entry runs.
+    pub fn after_command(self) -> String {
+        format!("tdd hook {} post-tool-use", self.as_str())
+    }
+
     /// The command its `SessionStart` entry runs.
     pub fn session_command(self) -> String {
         format!("tdd hook {} session-start", self.as_str())
@@ -62,7 +76,7 @@ pub enum WireError {
 }
 
 /// The settings `existing` (the file's text, if there is one) with `harness`'s
-/// `PreToolUse` and `SessionStart` entries for `tdd hook` added, and whether anything
+/// `PreToolUse`, `PostToolUse` and `SessionStart` entries for `tdd hook` added, and whether anything
 /// changed: an event that already has an entry running the command gets none. Every
 /// other key and entry is kept as it is.
 pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), WireError> {
@@ -88,6 +102,14 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
             json!({
                 "matcher": harness.matcher(),
                 "hooks": [{ "type": "command", "command": harness.hook_command() }],
+            }),
+        ),
+        (
+            "PostToolUse",
+            "hooks.PostToolUse",
+            json!({
+                "matcher": harness.shell_matcher(),
+                "hooks": [{ "type": "command", "command": harness.after_command() }],
             }),
         ),
         (

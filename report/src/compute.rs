@@ -494,6 +494,22 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     d.harness, d.tool, d.reason
                 ),
             }),
+            RunEvent::HookReverted(r) => marks.push(Mark {
+                step: r.n.unwrap_or(0),
+                kind: "reverted".into(),
+                at: event.at.clone(),
+                text: format!(
+                    "{}'s {} changed locked files, restored by the hook: {}",
+                    r.harness,
+                    r.tool,
+                    r.restored
+                        .iter()
+                        .chain(&r.removed)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
             RunEvent::LockedFileReverted(r) => marks.push(Mark {
                 step: r.n,
                 kind: "reverted".into(),

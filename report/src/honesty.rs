@@ -77,6 +77,24 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                     d.harness, d.tool, d.latency_ms, d.reason
                 ),
             ),
+            RunEvent::HookReverted(r) => push(
+                r.n.unwrap_or(0),
+                "",
+                "revert",
+                false,
+                format!(
+                    "{}'s {} changed locked files; the hook restored them right after it ran ({} ms): {}",
+                    r.harness,
+                    r.tool,
+                    r.latency_ms,
+                    r.restored
+                        .iter()
+                        .chain(&r.removed)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
             RunEvent::RedFirstViolation(v) => push(
                 v.n,
                 "red",

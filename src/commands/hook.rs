@@ -46,6 +46,9 @@ enum HarnessArg {
 enum EventArg {
     /// Before a tool runs: a locked write is denied.
     PreToolUse,
+    /// After a tool ran: a shell command's changes to locked files are restored, and the
+    /// agent told which.
+    PostToolUse,
     /// When a session starts: the run's current assignment is added to its context.
     SessionStart,
 }
@@ -65,6 +68,8 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
                 tdd_leaves::hook::deny(&reason)
             })
         }),
+        EventArg::PostToolUse => post_tool_use(ctx, harness, started)
+            .map(|reverted| reverted.map(|reason| tdd_leaves::hook::after_tool(&reason))),
         EventArg::SessionStart => {
             session_start(ctx).map(|context| context.map(|c| tdd_leaves::hook::session_context(&c)))
         }
@@ -135,6 +140,55 @@ fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
         planned.title,
         phase_name(phase),
         phase.verb().words()
+    )))
+}
+
+/// The bracket's second half, after a shell command ran: the locked files it changed
+/// since the phase began are restored (the gate's own revert, recorded as
+/// `hook_reverted`), and the reason names them for the agent. `None` for a tool that is
+/// no shell (its writes were judged before it ran), with no run or cycle open, or when
+/// the command changed no locked file.
+fn post_tool_use(
+    ctx: &Ctx,
+    harness: &str,
+    started: std::time::Instant,
+) -> Result<Option<String>, CommandError> {
+    let text = read_event()?;
+    let call =
+        ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
+    if !call.is_shell()
+        || !ctx
+            .work_tree()?
+            .join(tdd_engine::config::CONFIG_FILE)
+            .exists()
+    {
+        return Ok(None);
+    }
+    let engine = ctx.engine()?;
+    if engine.status()?.is_none() {
+        return Ok(None);
+    }
+    let call = tdd_engine::run::events::HookReverted {
+        n: None,
+        harness: harness.to_string(),
+        tool: call.tool.clone(),
+        restored: Vec::new(),
+        removed: Vec::new(),
+        latency_ms: 0,
+    };
+    let Some(reverted) = engine.begin()?.revert_after_tool(call, started)? else {
+        return Ok(None);
+    };
+    let mut undone = Vec::new();
+    if !reverted.restored.is_empty() {
+        undone.push(format!("restored {}", reverted.restored.join(", ")));
+    }
+    if !reverted.removed.is_empty() {
+        undone.push(format!("removed {}", reverted.removed.join(", ")));
+    }
+    Ok(Some(format!(
+        "tdd: that command changed files locked in this phase, and tdd undid it: {}. They stay as the phase began until the phase moves; `tdd status` says what is locked and what to do instead.",
+        undone.join("; ")
     )))
 }
 

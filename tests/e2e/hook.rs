@@ -273,3 +273,80 @@ fn a_session_that_starts_in_green_is_told_the_cycle_its_target_and_what_is_locke
         }
     }
 }
+
+/// Runs `tdd hook HARNESS post-tool-use` with `event` on stdin: the exit code, stdout
+/// and stderr.
+fn after(env: &Env, harness: &str, event: &Value) -> (i32, String, String) {
+    let out = env
+        .tdd()
+        .args(["hook", harness, "post-tool-use"])
+        .write_stdin(event.to_string())
+        .output()
+        .expect("tdd runs");
+    (
+        crate::support::code(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_shell_command_that_changed_a_locked_test_is_undone_right_after_and_the_agent_told() {
+    let env = in_green();
+    let test = env.root().join("tests/test_sub.py");
+    // A write no reader of the command line could see ahead: the bytes come from a
+    // variable, the name from a glob. It ran; then the hook's second half.
+    std::fs::write(&test, "def test_sub():\n    assert True\n").expect("weakened");
+    std::fs::write(
+        env.root().join("tests/test_extra.py"),
+        "def test_x():\n    pass\n",
+    )
+    .expect("planted");
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    let event = json!({
+        "session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_input": { "command": "python3 gen.py" }, "tool_use_id": "t1",
+        "tool_response": { "stdout": "" }, "cwd": env.root(),
+    });
+    let (code, stdout, stderr) = after(&env, "claude", &event);
+    assert_eq!(code, 0, "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).expect("the answer is JSON");
+    assert_eq!(answer["decision"], "block", "{answer}");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    let reason = answer["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("restored tests/test_sub.py")
+            && reason.contains("removed tests/test_extra.py"),
+        "{reason}"
+    );
+    // The locked test is the committed one again, the planted one gone, and the
+    // implementation (GREEN's to write) kept.
+    assert_eq!(std::fs::read_to_string(&test).expect("test"), TEST);
+    assert!(!env.root().join("tests/test_extra.py").exists());
+    assert!(
+        std::fs::read_to_string(env.root().join("calc.py"))
+            .expect("calc.py")
+            .contains("return a - b")
+    );
+    // Recorded for the report: the run's log shows the hook's revert.
+    let (_, report) = env.json(&["report"]);
+    assert!(
+        report
+            .to_string()
+            .contains("the hook restored them right after it ran"),
+        "{report}"
+    );
+    // Nothing changed: nothing said. A tool that is no shell is left to its pre-check.
+    let (code, stdout, _) = after(&env, "claude", &event);
+    assert_eq!((code, stdout.trim()), (0, ""));
+    let write = json!({
+        "session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Write",
+        "tool_input": { "file_path": test, "content": "x" }, "cwd": env.root(),
+    });
+    std::fs::write(&test, "x").expect("write");
+    let (code, stdout, _) = after(&env, "claude", &write);
+    assert_eq!((code, stdout.trim()), (0, ""));
+}

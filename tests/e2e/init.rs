@@ -390,8 +390,18 @@ fn init_hooks_wires_tdd_hook_beside_the_users_own_entries_once() {
     assert_eq!(pre[0]["hooks"][0]["command"], "./lint.sh");
     let command = pre[1]["hooks"][0]["command"].as_str().expect("ours");
     assert_eq!(command, "tdd hook claude pre-tool-use");
+    // Shell commands are bracketed: checked after they ran.
+    let post = settings["hooks"]["PostToolUse"]
+        .as_array()
+        .expect("entries");
+    assert_eq!(post[0]["matcher"], "Bash");
+    assert_eq!(
+        post[0]["hooks"][0]["command"],
+        "tdd hook claude post-tool-use"
+    );
     let codex = std::fs::read_to_string(env.root().join(".codex/hooks.json")).expect("codex");
     assert!(codex.contains("tdd hook codex pre-tool-use"), "{codex}");
+    assert!(codex.contains("tdd hook codex post-tool-use"), "{codex}");
     // The command wired is one `tdd hook` takes: with no run, a write is let through.
     let bin = assert_cmd::cargo::cargo_bin("tdd");
     let argv: Vec<&str> = command.split(' ').skip(1).collect();

@@ -72,6 +72,38 @@ impl RunTx<'_> {
         Ok(())
     }
 
+    /// The bracket after a tool call the hook could not read ahead (a shell command):
+    /// the locked files it changed since the phase began are restored to the phase's
+    /// base, those it created removed, by the same rule and the same revert the gate
+    /// uses ([`super::PhaseLocks::lock_of`]), and the call is recorded as `hook_reverted`.
+    /// `Ok(None)` when it changed no locked file, or no cycle is open.
+    pub fn revert_after_tool(
+        mut self,
+        mut call: events::HookReverted,
+        started: std::time::Instant,
+    ) -> Result<Option<events::HookReverted>, RunError> {
+        let state = self.active()?;
+        let Some((cycle, planned)) = state.current_cycle() else {
+            return Ok(None);
+        };
+        let Some(tree) = cycle.snapshot.clone() else {
+            return Ok(None);
+        };
+        let locks = super::PhaseLocks::for_cycle(&self.engine.config, planned, cycle.phase)?;
+        let report = super::snapshot::Snapshot { tree }
+            .check_and_revert(&self.engine.work_tree, |p| locks.lock_of(p).is_some())?;
+        if !report.reverted_any() {
+            return Ok(None);
+        }
+        call.n = Some(cycle.n);
+        call.restored = report.restored;
+        call.removed = report.removed;
+        call.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.ledger
+            .record(Some(&state.run_id), &RunEvent::HookReverted(call.clone()))?;
+        Ok(Some(call))
+    }
+
     /// Records an annotation `key = value` on the current cycle.
     pub fn annotate(mut self, key: &str, value: &str) -> Result<RunState, RunError> {
         let state = self.active()?;

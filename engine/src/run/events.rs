@@ -77,6 +77,8 @@ tdd_ledger::typed_events! {
         "commit_started" => CommitStarted(CommitStarted),
         /// An agent CLI's hook denied a tool call before it ran (`tdd hook`).
         "hook_denied" => HookDenied(HookDenied),
+        /// A shell command changed locked files, and `tdd hook` restored them after it.
+        "hook_reverted" => HookReverted(HookReverted),
         /// The run moved to another work tree: a clone that took in the published ledger.
         "run_adopted" => RunAdopted(RunAdopted),
     }
@@ -292,6 +294,24 @@ pub struct HookDenied {
     pub latency_ms: u64,
 }
 
+/// The payload of `hook_reverted`: locked files a tool call changed (a shell command the
+/// hook could not read ahead) restored by `tdd hook` right after it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookReverted {
+    /// The cycle current when it ran.
+    pub n: Option<u32>,
+    /// The agent CLI (`claude`, `codex`).
+    pub harness: String,
+    /// The tool that ran (`Bash`, `exec_command`).
+    pub tool: String,
+    /// Locked files restored to the phase's base.
+    pub restored: Vec<String>,
+    /// Locked files the call created, removed.
+    pub removed: Vec<String>,
+    /// From the hook's start to its answer, in milliseconds.
+    pub latency_ms: u64,
+}
+
 /// The payload of `run_adopted`: the run continues in another work tree (a clone took
 /// the published ledger in, and its branch carries the run's commits).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,7 +467,7 @@ mod tests {
         assert_eq!(payload, serde_json::json!({ "n": 2, "text": "hello" }));
         assert_eq!(event.kind(), "note");
         assert!(RunEvent::KINDS.contains(&"commit_started"));
-        assert_eq!(RunEvent::KINDS.len(), 30);
+        assert_eq!(RunEvent::KINDS.len(), 31);
         let denied = RunEvent::HookDenied(HookDenied {
             n: Some(1),
             harness: "claude".into(),

@@ -283,7 +283,8 @@ impl RunState {
             | RunEvent::ArtifactRegenerated(_)
             | RunEvent::InsensitiveTest(_)
             | RunEvent::CommitStarted(_)
-            | RunEvent::HookDenied(_) => {}
+            | RunEvent::HookDenied(_)
+            | RunEvent::HookReverted(_) => {}
         }
         self.settle_status();
     }

@@ -1,7 +1,8 @@
-//! Claude Code itself, with `tdd hook` as its PreToolUse hook in headless mode (`-p`,
-//! as `tdd conduct` runs it), against the loopback Messages API: a write to the test
+//! Claude Code itself, with `tdd hook` as its PreToolUse and PostToolUse hooks in
+//! headless mode (`-p`, as `tdd conduct` runs it), against the loopback Messages API: a write to the test
 //! GREEN locks, by its Write tool and through the shell, is denied before it happens,
-//! and the model is told why in its next request.
+//! one no reader of the command line sees ahead is undone right after the command, and
+//! the model is told in its next request.
 
 use std::process::Command;
 use std::process::Stdio;
@@ -90,4 +91,89 @@ fn claude_code_is_denied_a_locked_write_before_it_happens_and_told_why() {
         "{told}"
     );
     assert!(told.contains("make the target pass"), "{told}");
+}
+
+#[test]
+fn claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_is_undone() {
+    let name =
+        "claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_is_undone";
+    let Some(clis) = clis_dir(name) else {
+        return;
+    };
+    let bin = bin_dir(&clis, "claude");
+    let env = crate::hook::in_green();
+    let test = env.root().join("tests/test_sub.py");
+    let before = std::fs::read(&test).expect("the test");
+    // A script outside the work tree that weakens the test: no reader of the command
+    // line `python3 <script>` can see the write ahead, so the command runs.
+    let script = env.home.path().join("weaken.py");
+    std::fs::write(
+        &script,
+        format!(
+            "open({:?}, 'w').write('def test_sub():\\n    pass\\n')\n",
+            test.display().to_string()
+        ),
+    )
+    .expect("script");
+    let tdd = assert_cmd::cargo::cargo_bin("tdd");
+    let settings = env.home.path().join("hook-settings.json");
+    let command = |event: &str| format!("'{}' hook claude {event}", tdd.display());
+    let hooks = json!({ "hooks": {
+        "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "command", "command": command("pre-tool-use") }] }],
+        "PostToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "command", "command": command("post-tool-use") }] }],
+    }});
+    std::fs::write(&settings, hooks.to_string()).expect("settings");
+    let api = FakeApi::start(
+        Api::Anthropic,
+        vec![
+            bash(&format!("python3 {}", script.display()), "tidy the test"),
+            Step::text("Done."),
+        ],
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(bin.join("claude"))
+        .args([
+            "-p",
+            "Make the target pass.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(["--permission-mode", "acceptEdits", "--strict-mcp-config"])
+        .arg("--settings")
+        .arg(&settings)
+        .args(["--allowedTools", "Bash(python3:*)"])
+        .current_dir(env.root())
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", env.home.path())
+        .env("LANG", "C.UTF-8")
+        .env("TDD_LEDGER_HOME", env.ledger_home.path())
+        .envs(claude_env(&api))
+        .stdin(Stdio::null())
+        .output()
+        .expect("claude runs");
+    let stream = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stream}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The command ran, and the hook after it put the committed test back.
+    assert_eq!(std::fs::read(&test).expect("the test"), before, "{stream}");
+    // The model's next request carries what tdd undid.
+    let served = api.served();
+    let last = served
+        .requests
+        .last()
+        .map(|(_, _, body)| body.to_string())
+        .unwrap_or_default();
+    assert!(
+        last.contains("tdd undid it") && last.contains("tests/test_sub.py"),
+        "{last}"
+    );
 }

@@ -87,17 +87,10 @@ pub struct Imported {
 /// [`Ledger::import`] checks of what it appends, for a caller that must not create a
 /// ledger for a chain it would refuse.
 pub fn check_chain(events: &[StoredEvent]) -> Result<(), ImportRefused> {
-    let mut prev = GENESIS_HASH;
-    for (i, event) in events.iter().enumerate() {
-        if let Some(reason) = unlinked(event, i as u64 + 1, prev) {
-            return Err(ImportRefused::Broken {
-                id: event.id,
-                reason,
-            });
-        }
-        prev = &event.hash;
+    match first_broken(events, 1, GENESIS_HASH) {
+        Some((id, reason)) => Err(ImportRefused::Broken { id, reason }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 impl Ledger {
@@ -187,16 +180,13 @@ impl Ledger {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .map_err(sql_err(&path))?;
-        for event in events
-            .iter()
-            .skip(usize::try_from(local).unwrap_or(usize::MAX))
-        {
-            if let Some(reason) = unlinked(event, local + appended + 1, &prev) {
-                return Ok(Err(ImportRefused::Broken {
-                    id: event.id,
-                    reason,
-                }));
-            }
+        let appending = events
+            .get(usize::try_from(local).unwrap_or(usize::MAX)..)
+            .unwrap_or_default();
+        if let Some((id, reason)) = first_broken(appending, local + 1, &prev) {
+            return Ok(Err(ImportRefused::Broken { id, reason }));
+        }
+        for event in appending {
             insert
                 .execute(params![
                     i64::try_from(event.id).unwrap_or(i64::MAX),
@@ -242,7 +232,8 @@ fn continues(events: &[StoredEvent], local: u64, head: &str) -> Result<(), Impor
     Ok(())
 }
 
-/// Why `event`, expected as event `id` after the hash `prev`, does not belong there.
+/// Why `event`, expected as event `id` after the hash `prev`, does not belong there:
+/// its number or its link (its own contents are [`unsound`]'s).
 fn unlinked(event: &StoredEvent, id: u64, prev: &str) -> Option<String> {
     if event.id != id {
         return Some(format!(
@@ -254,14 +245,73 @@ fn unlinked(event: &StoredEvent, id: u64, prev: &str) -> Option<String> {
     if event.prev_hash != expected_prev {
         return Some("its prev_hash does not match the event before it".to_string());
     }
+    None
+}
+
+/// Why `event`'s own contents are not an event of a chain: they do not hash to its hash,
+/// or its payload is not JSON.
+fn unsound(event: &StoredEvent) -> Option<&'static str> {
     if !event.hashes_right() {
-        return Some("its contents do not match its hash (the event was edited)".to_string());
+        return Some("its contents do not match its hash (the event was edited)");
     }
     // Checked for being JSON without building it: a published chain holds megabytes.
     if serde_json::from_str::<serde::de::IgnoredAny>(&event.payload).is_err() {
-        return Some("its payload is not JSON".to_string());
+        return Some("its payload is not JSON");
     }
     None
+}
+
+/// The first of `events` (expected as events `first_id`, `first_id + 1`, ... after the
+/// hash `prev`) that does not belong there, with its id and why. Each event's own
+/// contents are checked on every core, the links in order.
+fn first_broken(events: &[StoredEvent], first_id: u64, prev: &str) -> Option<(u64, String)> {
+    let contents = on_every_core(
+        events,
+        unsound,
+        Some("it could not be checked (a checking thread failed)"),
+    );
+    let mut prev = prev;
+    for ((i, event), unsound) in events.iter().enumerate().zip(contents) {
+        let reason =
+            unlinked(event, first_id + i as u64, prev).or_else(|| unsound.map(str::to_string));
+        if let Some(reason) = reason {
+            return Some((event.id, reason));
+        }
+        prev = &event.hash;
+    }
+    None
+}
+
+/// `f` of each of `items`, in order, computed on as many threads as the machine has
+/// cores; the items of a thread that panicked get `fallback`.
+fn on_every_core<T: Sync, R: Send + Clone>(
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+    fallback: R,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if threads < 2 || items.len() < 64 {
+        return items.iter().map(&f).collect();
+    }
+    let size = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = items
+            .chunks(size)
+            .map(|chunk| {
+                let handle = scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>());
+                (chunk.len(), handle)
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|(len, handle)| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| vec![fallback.clone(); len])
+            })
+            .collect()
+    })
 }
 
 #[cfg(test)]

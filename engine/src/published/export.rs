@@ -149,8 +149,42 @@ pub(super) fn read_events(
     objects: &crate::run::scan::Checked,
     export: &Export,
 ) -> Result<Result<Vec<StoredEvent>, String>, GitError> {
-    let mut events: Vec<StoredEvent> = Vec::new();
+    // The blobs read (and checked against their ids) in turn, then decoded on every core.
+    let mut blobs = Vec::with_capacity(export.chunks.len());
     for (first, id) in &export.chunks {
+        blobs.push((*first, blob(objects, id)?));
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(blobs.len().max(1));
+    let per = blobs.len().div_ceil(threads).max(1);
+    let decoded: Vec<Result<Vec<StoredEvent>, String>> = std::thread::scope(|scope| {
+        let parts: Vec<_> = blobs
+            .chunks(per)
+            .map(|part| {
+                let handle = scope.spawn(move || {
+                    part.iter()
+                        .map(|(first, data)| decode_chunk(*first, data))
+                        .collect::<Vec<_>>()
+                });
+                (part, handle)
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|(part, handle)| {
+                handle.join().unwrap_or_else(|_| {
+                    part.iter()
+                        .map(|(first, _)| {
+                            Err(format!("{} could not be decoded", chunk_name(*first)))
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    });
+    let mut events: Vec<StoredEvent> = Vec::new();
+    for ((first, _), chunk) in blobs.iter().zip(decoded) {
         if *first != events.len() as u64 + 1 {
             return Ok(Err(format!(
                 "its chunk {} does not follow event {}",
@@ -158,21 +192,9 @@ pub(super) fn read_events(
                 events.len()
             )));
         }
-        let data = blob(objects, id)?;
-        for (line_no, line) in data.split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            match serde_json::from_slice::<StoredEvent>(line) {
-                Ok(event) => events.push(event),
-                Err(e) => {
-                    return Ok(Err(format!(
-                        "line {} of {} is not an event: {e}",
-                        line_no + 1,
-                        chunk_name(*first)
-                    )));
-                }
-            }
+        match chunk {
+            Ok(chunk) => events.extend(chunk),
+            Err(why) => return Ok(Err(why)),
         }
     }
     let last = events.last().map(|e| (e.id, e.hash.as_str()));
@@ -189,6 +211,27 @@ pub(super) fn read_events(
         )));
     }
     Ok(Ok(events))
+}
+
+/// The events of the chunk that starts at event `first`, one stored event per line.
+fn decode_chunk(first: u64, data: &[u8]) -> Result<Vec<StoredEvent>, String> {
+    let mut events = Vec::new();
+    for (line_no, line) in data.split(|b| *b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<StoredEvent>(line) {
+            Ok(event) => events.push(event),
+            Err(e) => {
+                return Err(format!(
+                    "line {} of {} is not an event: {e}",
+                    line_no + 1,
+                    chunk_name(first)
+                ));
+            }
+        }
+    }
+    Ok(events)
 }
 
 /// The entries of tree `id`: name, whether a tree, id.

@@ -219,12 +219,19 @@ impl RunState {
             suite_ids: BTreeSet::new(),
         };
         for event in events {
-            state.events += 1;
-            if let Some(typed) = decode::<RunEvent>(event, RunEvent::KINDS)? {
-                state.apply(typed);
-            }
+            state.follow(event)?;
         }
         Ok(Some(state))
+    }
+
+    /// The state with `event` (recorded after those it was projected from) applied, as
+    /// [`RunState::project`] would have it with `event` last.
+    pub(crate) fn follow(&mut self, event: &Event) -> Result<(), EventError> {
+        self.events += 1;
+        if let Some(typed) = decode::<RunEvent>(event, RunEvent::KINDS)? {
+            self.apply(typed);
+        }
+        Ok(())
     }
 
     fn cycle_mut(&mut self, n: u32) -> Option<&mut CycleState> {

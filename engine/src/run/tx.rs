@@ -113,7 +113,7 @@ pub(crate) fn adopt_run(
     run_id: &str,
 ) -> Result<(Option<String>, Option<super::Projected>), crate::integrity::IntegrityError> {
     let mut ledger = Ledger::open(database)?;
-    let mut events = ledger.events(Some(run_id))?;
+    let events = ledger.events(Some(run_id))?;
     let Some(state) = RunState::project(&events).map_err(crate::ledger::LedgerError::from)? else {
         return Ok((None, None));
     };
@@ -122,23 +122,23 @@ pub(crate) fn adopt_run(
         return Ok((None, None));
     }
     let head = crate::git::Git::new(work_tree).text(["rev-parse", "HEAD"])?;
-    events.push(ledger.record(
+    let recorded = ledger.record(
         Some(run_id),
         &super::RunEvent::RunAdopted(super::events::RunAdopted {
             worktree: here,
             from: state.worktree.clone(),
             head,
         }),
-    )?);
+    )?;
     // The run as it stands now, for the command that took it in to read without
     // folding its events again.
-    let projected = match RunState::project(&events).map_err(crate::ledger::LedgerError::from)? {
-        Some(now) => Some(super::Projected {
-            anchor: ledger.anchor()?,
-            state: now,
-        }),
-        None => None,
-    };
+    let mut now = state.clone();
+    now.follow(&recorded)
+        .map_err(crate::ledger::LedgerError::from)?;
+    let projected = Some(super::Projected {
+        anchor: ledger.anchor()?,
+        state: now,
+    });
     Ok((Some(state.worktree), projected))
 }
 

@@ -16,11 +16,72 @@ pub struct FleetArgs {
     /// Every repository in the ledger home, not only this one.
     #[arg(long)]
     all_repos: bool,
+    /// Show the fleet again every SECONDS (2 when not given) until interrupted: on a
+    /// terminal the table is redrawn in place; in JSON (--json, or stdout not a
+    /// terminal) each refresh is a `fleet` event, an NDJSON line on stderr.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "2")]
+    watch: Option<u64>,
+    /// With --watch, stop after this many refreshes and answer with the last.
+    #[arg(long, value_name = "N", requires = "watch")]
+    count: Option<u64>,
 }
 
 /// Runs `tdd fleet`.
 pub fn cmd_fleet(ctx: &Ctx, args: FleetArgs) -> Result<Outcome, CommandError> {
-    let dirs = if args.all_repos {
+    let dirs = ledger_dirs(ctx, args.all_repos)?;
+    let Some(every) = args.watch else {
+        return Ok(answer(&rows(&dirs)?));
+    };
+    if every == 0 {
+        return Err(CommandError::bad_input(
+            "watch_interval_invalid",
+            "--watch takes a number of seconds of 1 or more",
+        )
+        .hint("tdd fleet --watch 2"));
+    }
+    let mut shown = 0u64;
+    loop {
+        let rows = rows(&dirs)?;
+        shown += 1;
+        if args.count.is_some_and(|n| shown >= n) {
+            return Ok(answer(&rows));
+        }
+        let table = tdd_report::fleet::text(&rows);
+        let header = format!(
+            "tdd fleet, every {every}s, at {} (Ctrl-C to stop)\n",
+            tdd_engine::ledger::clock::now_rfc3339()
+        );
+        if ctx.out.is_json() {
+            ctx.out.progress(
+                "fleet",
+                json!({ "runs": rows }),
+                &format!("{header}{table}"),
+            );
+        } else {
+            // Text goes to a terminal only: home and clear, then the table, redrawn in
+            // place.
+            crate::output::write_out(&format!("\x1b[H\x1b[2J{header}{table}"));
+        }
+        // A refresh interval, not a synchronisation: nothing waits on it.
+        std::thread::sleep(std::time::Duration::from_secs(every));
+    }
+}
+
+/// The fleet of `dirs` as of now.
+fn rows(dirs: &[std::path::PathBuf]) -> Result<Vec<tdd_report::fleet::FleetRow>, CommandError> {
+    let now = tdd_engine::ledger::clock::unix_seconds();
+    tdd_report::fleet::fleet(dirs, now).map_err(crate::commands::report::report_error)
+}
+
+/// The answer for `rows`: the table, and `data.runs`.
+fn answer(rows: &[tdd_report::fleet::FleetRow]) -> Outcome {
+    Outcome::new(json!({ "runs": rows }), tdd_report::fleet::text(rows))
+}
+
+/// The ledger directories the fleet reads: this repository's, or with `all_repos` every
+/// repository's in the ledger home.
+fn ledger_dirs(ctx: &Ctx, all_repos: bool) -> Result<Vec<std::path::PathBuf>, CommandError> {
+    Ok(if all_repos {
         let home = ledger_home(ctx)?;
         let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(home.join("repos"))
             .into_iter()
@@ -33,12 +94,7 @@ pub fn cmd_fleet(ctx: &Ctx, args: FleetArgs) -> Result<Outcome, CommandError> {
         dirs
     } else {
         vec![ctx.ledger_location()?.dir]
-    };
-    let now = tdd_engine::ledger::clock::unix_seconds();
-    let rows =
-        tdd_report::fleet::fleet(&dirs, now).map_err(crate::commands::report::report_error)?;
-    let text = tdd_report::fleet::text(&rows);
-    Ok(Outcome::new(json!({ "runs": rows }), text))
+    })
 }
 
 /// The ledger home, found as for this repository; outside a repository, from

@@ -65,4 +65,34 @@ fn fleet_shows_the_running_leaf_while_a_conductor_writes_and_the_end_after() {
     assert_eq!(run["state"], "completed", "{fleet}");
     assert_eq!(run["leaf"], Value::Null);
     assert_eq!((&run["step"], &run["of"]), (&1.into(), &1.into()));
+    // Watched: each refresh but the last is a `fleet` event, the last the answer.
+    let out = env
+        .tdd()
+        .args(["fleet", "--watch", "1", "--count", "2", "--json"])
+        .output()
+        .expect("tdd runs");
+    assert_eq!(crate::support::code(&out), 0);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &Value| e["event"] == "fleet")
+        .collect();
+    assert_eq!(events.len(), 1, "{out:?}");
+    assert_eq!(events[0]["runs"][0]["state"], "completed");
+    let answer = crate::support::envelope(&out);
+    assert_eq!(answer["data"]["runs"][0]["state"], "completed", "{answer}");
+    // On a terminal the screen is cleared and the table redrawn under a line that says
+    // when; the last is the answer.
+    let (code, text) = env.on_terminal(&["fleet", "--watch", "1", "--count", "2"]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(text.matches("\x1b[H\x1b[2J").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("tdd fleet, every 1s, at ").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("completed").count(), 2, "{text}");
+    let (code, refused) = env.json(&["fleet", "--watch", "0"]);
+    assert_eq!(code, 2, "{refused}");
+    assert_eq!(refused["error"]["reason"], "watch_interval_invalid");
 }

@@ -8,7 +8,8 @@ use super::LedgerError;
 use super::sql_err;
 
 /// Values read from an event's payload by JSON path (`$.worktree`), in the order the
-/// paths were asked for: `None` where the payload has nothing at that path.
+/// paths were asked for: `None` where the payload has nothing at that path (or a JSON
+/// null).
 pub type Fields = Vec<Option<serde_json::Value>>;
 
 /// Where a run stands: fields of its first event, when its newest event was recorded,
@@ -82,48 +83,59 @@ impl Ledger {
             }
         }
         bounds.sort_by_key(|(_, first, _)| *first);
-        // `json_quote` keeps each value's JSON type (a string stays quoted, an array
-        // stays JSON); a payload with nothing at a path gives SQL NULL (`json_type` is
-        // NULL there, and `'null'` for a JSON null).
-        let selected: String = (0..fields.len())
-            .map(|i| {
-                let n = i + 2;
-                format!(
-                    ", CASE WHEN json_type(payload, ?{n}) IS NULL THEN NULL \
-                     ELSE json_quote(json_extract(payload, ?{n})) END"
-                )
-            })
-            .collect();
+        // One parse of each payload: `json_extract` with two or more paths answers a JSON
+        // array of their values (null where a path leads nowhere); a lone path is asked
+        // twice so that the answer is an array all the same.
+        let mut paths: Vec<&str> = fields.to_vec();
+        if paths.len() == 1 {
+            paths.push(paths[0]);
+        }
+        let selected = if paths.is_empty() {
+            "NULL".to_string()
+        } else {
+            let params: Vec<String> = (0..paths.len()).map(|i| format!("?{}", i + 2)).collect();
+            format!("json_extract(payload, {})", params.join(", "))
+        };
         let mut by_id = tx
             .prepare(&format!(
-                "SELECT kind, at{selected} FROM events WHERE id = ?1"
+                "SELECT kind, {selected} FROM events WHERE id = ?1"
             ))
             .map_err(sql_err(&path))?;
-        let mut read = |id: i64| -> Result<Option<(String, String, Fields)>, LedgerError> {
+        let mut read = |id: i64| -> Result<Option<(String, Fields)>, LedgerError> {
             let mut params: Vec<rusqlite::types::Value> = vec![id.into()];
             params.extend(
-                fields
+                paths
                     .iter()
-                    .map(|f| rusqlite::types::Value::from(f.to_string())),
+                    .map(|p| rusqlite::types::Value::from(p.to_string())),
             );
             by_id
                 .query_row(rusqlite::params_from_iter(params), |r| {
                     let kind: String = r.get(0)?;
-                    let at: String = r.get(1)?;
-                    let mut values = Vec::with_capacity(fields.len());
-                    for i in 0..fields.len() {
-                        let text: Option<String> = r.get(i + 2)?;
-                        values.push(text.and_then(|t| serde_json::from_str(&t).ok()));
-                    }
-                    Ok((kind, at, values))
+                    let text: Option<String> = r.get(1)?;
+                    let mut values: Vec<serde_json::Value> = text
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or_default();
+                    values.resize(fields.len().max(values.len()), serde_json::Value::Null);
+                    let fields: Fields = values
+                        .into_iter()
+                        .take(fields.len())
+                        .map(|v| (!v.is_null()).then_some(v))
+                        .collect();
+                    Ok((kind, fields))
                 })
                 .optional()
                 .map_err(sql_err(&path))
         };
+        let mut at_of = tx
+            .prepare("SELECT at FROM events WHERE id = ?1")
+            .map_err(sql_err(&path))?;
+        // MAX over the run's entries of those kinds: a seek per kind in the index by run
+        // and kind (schema 2), where a walk back through the run would read every event
+        // of a run that has none of them.
         let mut newest_of = tx
             .prepare(
-                "SELECT id FROM events WHERE run_id = ?1 \
-                 AND kind IN (SELECT value FROM json_each(?2)) ORDER BY id DESC LIMIT 1",
+                "SELECT MAX(id) FROM events WHERE run_id = ?1 \
+                 AND kind IN (SELECT value FROM json_each(?2))",
             )
             .map_err(sql_err(&path))?;
         let sets: Vec<String> = newest
@@ -132,23 +144,26 @@ impl Ledger {
             .collect();
         let mut heads = Vec::new();
         for (run_id, first, last) in bounds {
-            let Some((kind, _, first)) = read(first)? else {
+            let Some((kind, first)) = read(first)? else {
                 continue;
             };
             if kind != first_kind {
                 continue;
             }
-            let Some((_, last_at, _)) = read(last)? else {
+            let Some(last_at) = at_of
+                .query_row([last], |r| r.get::<_, String>(0))
+                .optional()
+                .map_err(sql_err(&path))?
+            else {
                 continue;
             };
             let mut found = Vec::with_capacity(sets.len());
             for set in &sets {
                 let id: Option<i64> = newest_of
                     .query_row(rusqlite::params![run_id, set], |r| r.get(0))
-                    .optional()
                     .map_err(sql_err(&path))?;
                 found.push(match id {
-                    Some(id) => read(id)?.map(|(kind, _, fields)| (kind, fields)),
+                    Some(id) => read(id)?,
                     None => None,
                 });
             }

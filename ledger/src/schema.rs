@@ -8,10 +8,11 @@ use super::LedgerError;
 use super::sql_err;
 
 /// The newest schema this binary writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migrations in order; entry `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -37,7 +38,15 @@ CREATE TRIGGER events_no_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'the tdd ledger is append-only'); END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'the tdd ledger is append-only'); END;
-"#];
+"#,
+    // Reads by kind without a walk: a run's newest event of some kinds (where it
+    // stands, where it moved: `tdd fleet`), and every event of some kinds (the run
+    // starts, the commits the check looks up).
+    r#"
+CREATE INDEX events_by_run_kind ON events (run_id, kind, id);
+CREATE INDEX events_by_kind ON events (kind, id);
+"#,
+];
 
 /// Names of the triggers that make `events` append-only; verify checks they still exist.
 pub(crate) const GUARDS: &[&str] = &["events_no_update", "events_no_delete"];

@@ -25,16 +25,8 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and not a.isdigit()]
-TDD = os.path.abspath(ARGS[0]) if ARGS else os.path.join(ROOT, "target/release/tdd")
-
-
-def flag(name, default):
-    if name in sys.argv:
-        return int(sys.argv[sys.argv.index(name) + 1])
-    return default
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import TDD, commit_project, flag, scripted  # noqa: E402  (the binary, flags and leaf scripts as the other benches take them)
 
 STEPS = flag("--steps", 4)
 # Iterations of the busy loop each test runs (about 0.2 s of one core here).
@@ -91,32 +83,15 @@ def calc(done, stub=None):
     return body
 
 
-def toml_str(text):
-    return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '"""'
-
-
 def fixture():
-    cycles = "".join(
-        f"  - n: {k}\n    project: app\n    title: plus {k}\n    test: app::calc.f{k}_adds\n"
-        f"    files: [calc.py]\n    stub_expected: [calc.py]\n    criterion: \"{k}\"\n"
-        for k in range(1, STEPS + 1)
+    return scripted(
+        STEPS,
+        lambda k: (f"  - n: {k}\n    project: app\n    title: plus {k}\n    test: app::calc.f{k}_adds\n"
+                   f"    files: [calc.py]\n    stub_expected: [calc.py]\n    criterion: \"{k}\"\n"),
+        lambda k: [(f"tests/f{k}.py", f"FN = 'f{k}'\nARG = 1\nEXPECT = {1 + k}\n"), ("calc.py", calc(k - 1, k))],
+        lambda k: [("calc.py", calc(k))],
+        "app::calc.f${TDD_STEP}_adds",
     )
-    plan = toml_str("---\ncycles:\n" + cycles + "---\n")
-    out = ['version = 1\n', '[[leaf]]\nrole = "planner"\n[[leaf.do]]\naction = "write"\n'
-           f'path = ".tdd/issue-1.md"\ncontent = {plan}\n']
-    for k in range(1, STEPS + 1):
-        test = f"FN = 'f{k}'\nARG = 1\nEXPECT = {1 + k}\n"
-        out.append(
-            f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "red"\n'
-            f'[[leaf.do]]\naction = "write"\npath = "tests/f{k}.py"\ncontent = {toml_str(test)}\n'
-            f'[[leaf.do]]\naction = "write"\npath = "calc.py"\ncontent = {toml_str(calc(k - 1, k))}\n'
-            f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "green"\n'
-            f'[[leaf.do]]\naction = "write"\npath = "calc.py"\ncontent = {toml_str(calc(k))}\n'
-        )
-    out.append('[[leaf]]\nrole = "developer"\nphase = "refactor"\n[[leaf.do]]\naction = "print"\ntext = "nothing to tidy\\n"\n')
-    out.append('[[leaf]]\nrole = "verifier"\n[[leaf.do]]\naction = "run"\nargv = ["sh", "-c", "tdd test \\"app::calc.f${TDD_STEP}_adds\\""]\n'
-               '[[leaf.do]]\naction = "verdict"\ndecision = "accept"\nreason = "ran it"\n')
-    return "".join(out)
 
 
 def project(home):
@@ -140,17 +115,7 @@ def project(home):
     }
     for k in range(1, START_TESTS + 1):
         files[f"tests/s{k}.py"] = f"FN = 's{k}'\nARG = {k}\nEXPECT = {k}\n"
-    for path, text in files.items():
-        with open(os.path.join(repo, path), "w") as f:
-            f.write(text)
-    with open(os.path.join(home, "fixture.toml"), "w") as f:
-        f.write(fixture())
-    issue = os.path.join(home, "issue-1.md")
-    with open(issue, "w") as f:
-        f.write("# Plus\n\n## Acceptance criteria\n\n" + "".join(f"- [ ] `f{k}(1)` is {1 + k}\n" for k in range(1, STEPS + 1)))
-    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "calc"]):
-        subprocess.run(argv, cwd=repo, env=env, check=True)
-    return repo, env, issue
+    return repo, env, commit_project(home, repo, env, files, fixture(), STEPS)
 
 
 def workers_running():

@@ -47,28 +47,57 @@ def toml_str(text):
     return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '"""'
 
 
-def fixture():
-    cycles = "".join(
-        f"  - n: {k}\n    project: app\n    title: plus {k}\n    test: app::calc::f{k} adds\n"
-        f"    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"{k}\"\n"
-        for k in range(1, STEPS + 1)
-    )
-    plan = toml_str("---\ncycles:\n" + cycles + "---\n")
+def scripted(steps, cycle, red, green, target):
+    """The scripted provider's fixture for an issue of `steps` steps: the planner writes
+    the plan whose cycles `cycle(k)` gives (YAML lines), developer k writes `red(k)` in RED
+    and `green(k)` in GREEN (lists of (path, content)), REFACTOR tidies nothing, and every
+    verifier runs `tdd test` of `target` (a shell word, with `$TDD_STEP` for the step)
+    and accepts."""
+    plan = toml_str("---\ncycles:\n" + "".join(cycle(k) for k in range(1, steps + 1)) + "---\n")
     out = ['version = 1\n', '[[leaf]]\nrole = "planner"\n[[leaf.do]]\naction = "write"\n'
            f'path = ".tdd/issue-1.md"\ncontent = {plan}\n']
-    for k in range(1, STEPS + 1):
-        test = f"#[test]\nfn adds() {{\n    assert_eq!(calc::f{k}(1), {1 + k});\n}}\n"
-        out.append(
-            f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "red"\n'
-            f'[[leaf.do]]\naction = "write"\npath = "tests/f{k}.rs"\ncontent = {toml_str(test)}\n'
-            f'[[leaf.do]]\naction = "write"\npath = "src/lib.rs"\ncontent = {toml_str(lib(k - 1, k))}\n'
-            f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "green"\n'
-            f'[[leaf.do]]\naction = "write"\npath = "src/lib.rs"\ncontent = {toml_str(lib(k))}\n'
-        )
+
+    def writes(files):
+        return "".join(f'[[leaf.do]]\naction = "write"\npath = "{path}"\ncontent = {toml_str(text)}\n'
+                       for path, text in files)
+
+    for k in range(1, steps + 1):
+        out.append(f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "red"\n' + writes(red(k)))
+        out.append(f'[[leaf]]\nrole = "developer"\nstep = {k}\nphase = "green"\n' + writes(green(k)))
     out.append('[[leaf]]\nrole = "developer"\nphase = "refactor"\n[[leaf.do]]\naction = "print"\ntext = "nothing to tidy\\n"\n')
-    out.append('[[leaf]]\nrole = "verifier"\n[[leaf.do]]\naction = "run"\nargv = ["sh", "-c", "tdd test \\"app::calc::f$TDD_STEP adds\\""]\n'
+    out.append('[[leaf]]\nrole = "verifier"\n[[leaf.do]]\naction = "run"\n'
+               f'argv = ["sh", "-c", "tdd test \\"{target}\\""]\n'
                '[[leaf.do]]\naction = "verdict"\ndecision = "accept"\nreason = "ran it"\n')
     return "".join(out)
+
+
+def fixture():
+    return scripted(
+        STEPS,
+        lambda k: (f"  - n: {k}\n    project: app\n    title: plus {k}\n    test: app::calc::f{k} adds\n"
+                   f"    files: [src/lib.rs]\n    stub_expected: [src/lib.rs]\n    criterion: \"{k}\"\n"),
+        lambda k: [(f"tests/f{k}.rs", f"#[test]\nfn adds() {{\n    assert_eq!(calc::f{k}(1), {1 + k});\n}}\n"),
+                   ("src/lib.rs", lib(k - 1, k))],
+        lambda k: [("src/lib.rs", lib(k))],
+        "app::calc::f$TDD_STEP adds",
+    )
+
+
+def commit_project(home, repo, env, files, leaves, steps):
+    """Writes `files` into `repo` and commits them as its first commit, the scripted
+    leaves' fixture `leaves` as `home/fixture.toml`, and an issue of `steps` criteria
+    as `home/issue-1.md`, whose path it returns."""
+    for path, text in files.items():
+        with open(os.path.join(repo, path), "w") as f:
+            f.write(text)
+    with open(os.path.join(home, "fixture.toml"), "w") as f:
+        f.write(leaves)
+    issue = os.path.join(home, "issue-1.md")
+    with open(issue, "w") as f:
+        f.write("# Plus\n\n## Acceptance criteria\n\n" + "".join(f"- [ ] `f{k}(1)` is {1 + k}\n" for k in range(1, steps + 1)))
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "calc"]):
+        subprocess.run(argv, cwd=repo, env=env, check=True)
+    return issue
 
 
 def conduct(prefix, extra=()):
@@ -90,16 +119,7 @@ def conduct(prefix, extra=()):
                     '[conductor]\nprovider = "scripted"\nverifier_provider = "scripted"\n\n'
                     f'[provider.scripted]\nargs = ["{os.path.join(home, "fixture.toml")}"]\n',
     }
-    for path, text in files.items():
-        with open(os.path.join(repo, path), "w") as f:
-            f.write(text)
-    with open(os.path.join(home, "fixture.toml"), "w") as f:
-        f.write(fixture())
-    issue = os.path.join(home, "issue-1.md")
-    with open(issue, "w") as f:
-        f.write("# Plus\n\n## Acceptance criteria\n\n" + "".join(f"- [ ] `f{k}(1)` is {1 + k}\n" for k in range(1, STEPS + 1)))
-    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "calc"]):
-        subprocess.run(argv, cwd=repo, env=env, check=True)
+    issue = commit_project(home, repo, env, files, fixture(), STEPS)
     started = time.monotonic()
     done = subprocess.run([TDD, "conduct", issue, "--json", *extra], cwd=repo, env=env, capture_output=True, text=True)
     conducted = time.monotonic() - started

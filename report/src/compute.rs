@@ -437,10 +437,10 @@ fn runs(events: &RunEvents) -> Vec<SuiteRun> {
 }
 
 /// The files a revert restored or removed, as a list for a person.
-pub(crate) fn reverted_files(r: &tdd_engine::run::events::LockedFileReverted) -> String {
-    r.restored
+pub(crate) fn reverted_files(restored: &[String], removed: &[String]) -> String {
+    restored
         .iter()
-        .chain(&r.removed)
+        .chain(removed)
         .cloned()
         .collect::<Vec<_>>()
         .join(", ")
@@ -502,12 +502,7 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     "{}'s {} changed locked files, restored by the hook: {}",
                     r.harness,
                     r.tool,
-                    r.restored
-                        .iter()
-                        .chain(&r.removed)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    reverted_files(&r.restored, &r.removed)
                 ),
             }),
             RunEvent::LockedFileReverted(r) => marks.push(Mark {
@@ -519,7 +514,7 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     r.n,
                     r.phase.trailer(),
                     r.kind.replace('_', " "),
-                    reverted_files(r)
+                    reverted_files(&r.restored, &r.removed)
                 ),
             }),
             _ => {}

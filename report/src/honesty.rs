@@ -64,7 +64,7 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                 format!(
                     "locked files changed and reverted ({}): {}",
                     r.kind.replace('_', " "),
-                    crate::compute::reverted_files(r)
+                    crate::compute::reverted_files(&r.restored, &r.removed)
                 ),
             ),
             RunEvent::HookDenied(d) => push(
@@ -87,12 +87,7 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                     r.harness,
                     r.tool,
                     r.latency_ms,
-                    r.restored
-                        .iter()
-                        .chain(&r.removed)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    crate::compute::reverted_files(&r.restored, &r.removed)
                 ),
             ),
             RunEvent::RedFirstViolation(v) => push(

@@ -16,6 +16,18 @@ fn confined(policy: &Policy, script: &str) -> (i32, String) {
     )
 }
 
+/// Runs `sh -c script` under `policy`'s rules prepared once and given `tmp` as a
+/// private TMPDIR per run, as runners get them.
+fn with_private_tmp(policy: &Policy, tmp: &Path, script: &str) -> std::process::Output {
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", script]);
+    Confinement::prepare(policy)
+        .expect("rules")
+        .with_private_tmp(tmp)
+        .install(&mut command);
+    command.output().expect("sh runs")
+}
+
 fn dirs() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = std::fs::canonicalize(dir.path()).expect("canonical");
@@ -286,13 +298,7 @@ fn a_private_tmp_holds_its_quota_and_leaves_nothing_on_disk() {
         "{err}"
     );
     p.private_tmp = None;
-    let mut command = Command::new("/bin/sh");
-    command.args(["-c", &script]);
-    Confinement::prepare(&p)
-        .expect("rules")
-        .with_private_tmp(&tmp)
-        .install(&mut command);
-    let out = command.output().expect("sh runs");
+    let out = with_private_tmp(&p, &tmp, &script);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("No space left"), "{err}");
     // What the program wrote was its own and went with it.
@@ -328,13 +334,7 @@ fn a_private_tmp_brings_shared_memory_of_its_own() {
     );
     // Prepared rules given a private tmp per run, as runners get them.
     p.private_tmp = None;
-    let mut command = Command::new("/bin/sh");
-    command.args(["-c", &script]);
-    Confinement::prepare(&p)
-        .expect("rules")
-        .with_private_tmp(&tmp)
-        .install(&mut command);
-    let out = command.output().expect("sh runs");
+    let out = with_private_tmp(&p, &tmp, &script);
     assert!(
         out.status.success(),
         "{}",

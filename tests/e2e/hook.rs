@@ -31,9 +31,20 @@ pub(crate) fn in_green() -> Env {
 /// Runs `tdd hook HARNESS pre-tool-use` with `event` on stdin: the exit code, stdout
 /// and stderr.
 fn hook(env: &Env, harness: &str, event: &Value) -> (i32, String, String) {
+    hook_on(env, harness, "pre-tool-use", event)
+}
+
+/// Runs `tdd hook HARNESS post-tool-use` with `event` on stdin.
+fn after(env: &Env, harness: &str, event: &Value) -> (i32, String, String) {
+    hook_on(env, harness, "post-tool-use", event)
+}
+
+/// Runs `tdd hook HARNESS HOOK_EVENT` with `event` on stdin: the exit code, stdout and
+/// stderr.
+fn hook_on(env: &Env, harness: &str, hook_event: &str, event: &Value) -> (i32, String, String) {
     let out = env
         .tdd()
-        .args(["hook", harness, "pre-tool-use"])
+        .args(["hook", harness, hook_event])
         .write_stdin(event.to_string())
         .output()
         .expect("tdd runs");
@@ -272,22 +283,6 @@ fn a_session_that_starts_in_green_is_told_the_cycle_its_target_and_what_is_locke
             assert!(context.contains(said), "{said} not in: {context}");
         }
     }
-}
-
-/// Runs `tdd hook HARNESS post-tool-use` with `event` on stdin: the exit code, stdout
-/// and stderr.
-fn after(env: &Env, harness: &str, event: &Value) -> (i32, String, String) {
-    let out = env
-        .tdd()
-        .args(["hook", harness, "post-tool-use"])
-        .write_stdin(event.to_string())
-        .output()
-        .expect("tdd runs");
-    (
-        crate::support::code(&out),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

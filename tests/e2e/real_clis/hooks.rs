@@ -46,38 +46,12 @@ fn claude_code_is_denied_a_locked_write_before_it_happens_and_told_why() {
             Step::text("Done."),
         ],
     );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(bin.join("claude"))
-        .args([
-            "-p",
-            "Make the target pass.",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
-        .args(["--permission-mode", "acceptEdits", "--strict-mcp-config"])
-        .arg("--settings")
-        .arg(&settings)
-        .args(["--allowedTools", "Write", "Edit", "Bash(sed:*)"])
-        .current_dir(env.root())
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", env.home.path())
-        .env("LANG", "C.UTF-8")
-        .env("TDD_LEDGER_HOME", env.ledger_home.path())
-        .envs(claude_env(&api))
-        .stdin(Stdio::null())
-        .output()
-        .expect("claude runs");
-    let stream = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stream}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stream = claude_p(
+        &bin,
+        &env,
+        &api,
+        &settings,
+        &["Write", "Edit", "Bash(sed:*)"],
     );
     assert_eq!(api.served().scripted, 4, "{stream}");
     // Neither write happened: the bytes are the committed test's.
@@ -130,6 +104,31 @@ fn claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_
             Step::text("Done."),
         ],
     );
+    let stream = claude_p(&bin, &env, &api, &settings, &["Bash(python3:*)"]);
+    // The command ran, and the hook after it put the committed test back.
+    assert_eq!(std::fs::read(&test).expect("the test"), before, "{stream}");
+    // The model's next request carries what tdd undid.
+    let served = api.served();
+    let last = served
+        .requests
+        .last()
+        .map(|(_, _, body)| body.to_string())
+        .unwrap_or_default();
+    assert!(
+        last.contains("tdd undid it") && last.contains("tests/test_sub.py"),
+        "{last}"
+    );
+}
+
+/// `claude -p` in `env`'s work tree against `api`, with the hooks of `settings` and the
+/// tools `allowed`; its stream, once it has succeeded.
+fn claude_p(
+    bin: &std::path::Path,
+    env: &crate::support::Env,
+    api: &FakeApi,
+    settings: &std::path::Path,
+    allowed: &[&str],
+) -> String {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -145,35 +144,24 @@ fn claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_
         ])
         .args(["--permission-mode", "acceptEdits", "--strict-mcp-config"])
         .arg("--settings")
-        .arg(&settings)
-        .args(["--allowedTools", "Bash(python3:*)"])
+        .arg(settings)
+        .arg("--allowedTools")
+        .args(allowed)
         .current_dir(env.root())
         .env_clear()
         .env("PATH", path)
         .env("HOME", env.home.path())
         .env("LANG", "C.UTF-8")
         .env("TDD_LEDGER_HOME", env.ledger_home.path())
-        .envs(claude_env(&api))
+        .envs(claude_env(api))
         .stdin(Stdio::null())
         .output()
         .expect("claude runs");
-    let stream = String::from_utf8_lossy(&out.stdout);
+    let stream = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{stream}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The command ran, and the hook after it put the committed test back.
-    assert_eq!(std::fs::read(&test).expect("the test"), before, "{stream}");
-    // The model's next request carries what tdd undid.
-    let served = api.served();
-    let last = served
-        .requests
-        .last()
-        .map(|(_, _, body)| body.to_string())
-        .unwrap_or_default();
-    assert!(
-        last.contains("tdd undid it") && last.contains("tests/test_sub.py"),
-        "{last}"
-    );
+    stream
 }

@@ -385,6 +385,13 @@ pub fn after_tool(reason: &str) -> String {
     format!("{answer}\n")
 }
 
+/// The answer that keeps the agent from ending its turn, with `reason` as what to do
+/// next, in the `Stop` format Claude Code and Codex share.
+pub fn keep_going(reason: &str) -> String {
+    let answer = serde_json::json!({ "decision": "block", "reason": reason });
+    format!("{answer}\n")
+}
+
 /// The answer that adds `context` to the agent's session at its start, in the
 /// `SessionStart` format Claude Code and Codex share.
 pub fn session_context(context: &str) -> String {

@@ -51,6 +51,11 @@ impl Harness {
         format!("tdd hook {} post-tool-use", self.as_str())
     }
 
+    /// The command its `Stop` entry runs.
+    pub fn stop_command(self) -> String {
+        format!("tdd hook {} stop", self.as_str())
+    }
+
     /// The command its `SessionStart` entry runs.
     pub fn session_command(self) -> String {
         format!("tdd hook {} session-start", self.as_str())
@@ -76,7 +81,7 @@ pub enum WireError {
 }
 
 /// The settings `existing` (the file's text, if there is one) with `harness`'s
-/// `PreToolUse`, `PostToolUse` and `SessionStart` entries for `tdd hook` added, and whether anything
+/// `PreToolUse`, `PostToolUse`, `Stop` and `SessionStart` entries for `tdd hook` added, and whether anything
 /// changed: an event that already has an entry running the command gets none. Every
 /// other key and entry is kept as it is.
 pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), WireError> {
@@ -111,6 +116,11 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
                 "matcher": harness.shell_matcher(),
                 "hooks": [{ "type": "command", "command": harness.after_command() }],
             }),
+        ),
+        (
+            "Stop",
+            "hooks.Stop",
+            json!({ "hooks": [{ "type": "command", "command": harness.stop_command() }] }),
         ),
         (
             "SessionStart",
@@ -171,12 +181,16 @@ mod tests {
 
     #[test]
     fn the_entry_is_added_beside_the_users_own_and_only_once() {
-        let mine = r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}], "Stop": []}}"#;
+        let mine = r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}], "Notification": []}}"#;
         let (text, changed) = wire(Harness::Claude, Some(mine)).expect("wired");
         assert!(changed);
         let value: Value = serde_json::from_str(&text).expect("json");
         assert_eq!(value["model"], "opus");
-        assert_eq!(value["hooks"]["Stop"], json!([]));
+        assert_eq!(value["hooks"]["Notification"], json!([]));
+        assert_eq!(
+            value["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "tdd hook claude stop"
+        );
         let pre = value["hooks"]["PreToolUse"].as_array().expect("list");
         assert_eq!(pre.len(), 2);
         assert_eq!(pre[0]["hooks"][0]["command"], "./lint.sh");

@@ -39,6 +39,7 @@ pub use anchor::COMMIT_STARTED;
 pub use anchor::LEDGER_TRAILER;
 pub use chain::GENESIS_HASH;
 pub use chain::event_hash;
+pub use heads::Fields;
 pub use heads::RunHead;
 pub use location::DATABASE_FILE;
 pub use location::LedgerLocation;

@@ -11,8 +11,8 @@ const CALC: &str = "def add(a, b):\n    return a + b\n";
 const PLAN: &str = "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n---\n";
 const TEST: &str = "from calc import sub\n\ndef test_sub():\n    assert sub(5, 2) == 3\n";
 
-/// A pytest project whose run is in GREEN (the failing test committed).
-pub(crate) fn in_green() -> Env {
+/// A pytest project whose run is in RED (no test for the cycle yet; `sub` a stub).
+pub(crate) fn in_red() -> Env {
     let env = Env::new();
     env.pytest_calc(crate::engine_green_runs::LOCKS, PLAN);
     env.write(
@@ -21,6 +21,12 @@ pub(crate) fn in_green() -> Env {
     );
     env.commit_all("calc");
     assert_eq!(env.json(&["run", "start", "--plan", ".tdd/plan.md"]).0, 0);
+    env
+}
+
+/// A pytest project whose run is in GREEN (the failing test committed).
+pub(crate) fn in_green() -> Env {
+    let env = in_red();
     env.write("tests/test_sub.py", TEST);
     let (code, value) = env.json(&["advance"]);
     assert_eq!(code, 0, "{value}");
@@ -344,4 +350,68 @@ fn a_shell_command_that_changed_a_locked_test_is_undone_right_after_and_the_agen
     std::fs::write(&test, "x").expect("write");
     let (code, stdout, _) = after(&env, "claude", &write);
     assert_eq!((code, stdout.trim()), (0, ""));
+}
+
+/// `tdd hook HARNESS stop` as the CLI sends it: the parsed answer, or `None` when the
+/// turn may end.
+fn stop(env: &Env, harness: &str) -> Option<Value> {
+    let event = json!({
+        "session_id": "s", "hook_event_name": "Stop", "stop_hook_active": false,
+        "cwd": env.root(),
+    });
+    let (code, stdout, stderr) = hook_on(env, harness, "stop", &event);
+    assert_eq!(code, 0, "{stderr}");
+    (!stdout.trim().is_empty()).then(|| serde_json::from_str(&stdout).expect("JSON"))
+}
+
+#[test]
+fn in_green_the_turn_does_not_end_while_the_target_fails_and_never_more_than_three_times() {
+    let env = in_green();
+    // The target runs now and fails: the turn goes on, told what the gate wants.
+    let kept = stop(&env, "claude").expect("kept going");
+    assert_eq!(kept["decision"], "block", "{kept}");
+    let reason = kept["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("tests/test_sub.py::test_sub")
+            && reason.contains("GREEN wants it to pass")
+            && reason.contains("tdd advance"),
+        "{reason}"
+    );
+    assert!(stop(&env, "codex").is_some());
+    assert!(stop(&env, "claude").is_some());
+    // Three in a row: the fourth ends the turn, and the run says so.
+    assert_eq!(stop(&env, "claude"), None);
+    let (_, log) = env.json(&["log", "render"]);
+    assert!(
+        log.to_string()
+            .contains("refusing it 3 times in a row in GREEN"),
+        "{log}"
+    );
+    // The count starts again after that.
+    assert!(stop(&env, "claude").is_some());
+    // With the behaviour implemented the target passes: the turn may end.
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return a - b\n"),
+    );
+    assert_eq!(stop(&env, "claude"), None);
+}
+
+#[test]
+fn in_red_the_turn_does_not_end_before_the_target_fails_on_an_assertion() {
+    let env = in_red();
+    // No test yet: the target is not found.
+    let kept = stop(&env, "claude").expect("kept going");
+    let reason = kept["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("is not_found") && reason.contains("RED wants it to fail on an assertion"),
+        "{reason}"
+    );
+    // The failing test written, with the stub in place: the gate would accept RED.
+    env.write("tests/test_sub.py", TEST);
+    env.write(
+        "calc.py",
+        &format!("{CALC}\ndef sub(a, b):\n    return 0\n"),
+    );
+    assert_eq!(stop(&env, "claude"), None);
 }

@@ -402,6 +402,10 @@ fn init_hooks_wires_tdd_hook_beside_the_users_own_entries_once() {
     let codex = std::fs::read_to_string(env.root().join(".codex/hooks.json")).expect("codex");
     assert!(codex.contains("tdd hook codex pre-tool-use"), "{codex}");
     assert!(codex.contains("tdd hook codex post-tool-use"), "{codex}");
+    assert_eq!(
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "tdd hook claude stop"
+    );
     // The command wired is one `tdd hook` takes: with no run, a write is let through.
     let bin = assert_cmd::cargo::cargo_bin("tdd");
     let argv: Vec<&str> = command.split(' ').skip(1).collect();

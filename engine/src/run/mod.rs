@@ -72,6 +72,7 @@ pub use testing::TestReport;
 pub use testing::TestRequest;
 pub use tx::RunTx;
 pub use tx::RunView;
+pub use tx::STOP_TOOL;
 pub(crate) use tx::adopt_run;
 pub(crate) use tx::import_published;
 

@@ -172,7 +172,38 @@ impl RunView<'_> {
         let locks = super::PhaseLocks::for_cycle(&self.engine.config, planned, cycle.phase)?;
         Ok(Some((state, locks)))
     }
+
+    /// How many times in a row, since the open cycle's phase began, a hook kept the
+    /// agent from ending its turn (`hook_denied` of the tool `Stop`), for `run_id`.
+    pub fn stops_denied_in_phase(&self, run_id: &str) -> Result<u32, RunError> {
+        let Some(ledger) = &self.ledger else {
+            return Ok(0);
+        };
+        let events = ledger.typed::<super::RunEvent>(
+            Some(run_id),
+            &[
+                "cycle_opened",
+                "phase_changed",
+                "rolled_back",
+                "hook_denied",
+                "note",
+            ],
+        )?;
+        let mut denied = 0;
+        for (_, event) in events.iter().rev() {
+            match event {
+                super::RunEvent::HookDenied(d) if d.tool == STOP_TOOL => denied += 1,
+                super::RunEvent::HookDenied(_) => {}
+                // A note ends the streak: the hook writes one when it lets a turn end.
+                _ => break,
+            }
+        }
+        Ok(denied)
+    }
 }
+
+/// The tool name a denied end of turn is recorded under.
+pub const STOP_TOOL: &str = "Stop";
 
 #[cfg(test)]
 mod tests {

@@ -165,3 +165,37 @@ fn claude_p(
     );
     stream
 }
+
+#[test]
+fn claude_code_is_kept_from_ending_its_turn_in_red_before_the_target_fails() {
+    let name = "claude_code_is_kept_from_ending_its_turn_in_red_before_the_target_fails";
+    let Some(clis) = clis_dir(name) else {
+        return;
+    };
+    let bin = bin_dir(&clis, "claude");
+    let env = crate::hook::in_red();
+    let tdd = assert_cmd::cargo::cargo_bin("tdd");
+    let settings = env.home.path().join("hook-settings.json");
+    let hooks = json!({ "hooks": { "Stop": [{ "hooks": [{
+        "type": "command", "command": format!("'{}' hook claude stop", tdd.display()),
+    }] }] }});
+    std::fs::write(&settings, hooks.to_string()).expect("settings");
+    // The model says it is done at once, every time it is asked.
+    let api = FakeApi::start(
+        Api::Anthropic,
+        (0..4).map(|_| Step::text("Done.")).collect(),
+    );
+    let stream = claude_p(&bin, &env, &api, &settings, &["Read"]);
+    let served = api.served();
+    // The first end of the turn was refused, and the model was told why.
+    assert!(served.scripted >= 2, "{stream}");
+    let told = served
+        .requests
+        .iter()
+        .map(|(_, _, body)| body.to_string())
+        .find(|body| body.contains("not done yet"))
+        .unwrap_or_default();
+    assert!(told.contains("RED wants it to fail"), "{stream}");
+    // Never more than three refusals in a row: the session ended.
+    assert!(served.scripted <= 4, "{stream}");
+}

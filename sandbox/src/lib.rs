@@ -442,16 +442,21 @@ impl Confinement {
         let apply = move || -> std::io::Result<()> {
             limits::apply_memory(&limits)?;
             // The mounts first: once Landlock holds, no mount can change.
-            if let Some(mounts) = &mounts {
-                mounts.apply()?;
-            }
+            let shm_mounted = match &mounts {
+                Some(mounts) => mounts.apply()?,
+                None => false,
+            };
             if let Some(mut ruleset) = ruleset.take() {
                 // A private shared-memory directory is granted on the root of its new
                 // mount: Landlock passes over a directory a mount hides, so a rule on
                 // it made before the mount would not reach what is written there. An
                 // open of a short prepared path and one landlock_add_rule, no allocation
                 // on success.
-                if let Some(shm) = mounts.as_ref().and_then(|m| m.private_shared_memory()) {
+                if let Some(shm) = mounts
+                    .as_ref()
+                    .and_then(|m| m.private_shared_memory())
+                    .filter(|_| shm_mounted)
+                {
                     let fd = nix::fcntl::open(
                         shm,
                         nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,

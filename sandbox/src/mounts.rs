@@ -99,8 +99,10 @@ impl ReadOnly {
     }
 
     /// Runs in the child between fork and exec: only system calls, on strings made
-    /// before the fork.
-    pub(crate) fn apply(&self) -> std::io::Result<()> {
+    /// before the fork. Whether the private shared-memory directory was mounted: a
+    /// kernel that refuses that one mount leaves the machine's in place, unwritable as
+    /// before, and the program runs all the same.
+    pub(crate) fn apply(&self) -> std::io::Result<bool> {
         let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
         if self.pid {
             flags |= CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
@@ -142,16 +144,22 @@ impl ReadOnly {
                 none,
             )?;
         }
-        for (dir, options) in self.tmp.iter().chain(&self.shm) {
+        let memory = |dir: &PathBuf, options: &String| {
             nix::mount::mount(
                 Some("tmpfs"),
                 dir,
                 Some("tmpfs"),
                 MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
                 Some(options.as_str()),
-            )?;
+            )
+        };
+        if let Some((dir, options)) = &self.tmp {
+            memory(dir, options)?;
         }
-        Ok(())
+        Ok(self
+            .shm
+            .as_ref()
+            .is_some_and(|(dir, options)| memory(dir, options).is_ok()))
     }
 
     /// Runs in the child between fork and exec, last: with a PID namespace, forks the
@@ -312,7 +320,7 @@ pub(crate) fn available() -> bool {
         // SAFETY: `ReadOnly::apply` on an empty probe: unshare, prctl and writes of id
         // maps built on the stack to /proc/self; no allocation, no lock.
         unsafe {
-            crate::pre_exec(&mut command, move || probe.apply());
+            crate::pre_exec(&mut command, move || probe.apply().map(|_| ()));
         }
         command.status().is_ok_and(|s| s.success())
     })
@@ -362,7 +370,7 @@ pub(crate) fn net_namespaces() -> bool {
         // built on the stack, and the loopback socket and ioctls on a stack request; no
         // allocation, no lock.
         unsafe {
-            crate::pre_exec(&mut command, move || probe.apply());
+            crate::pre_exec(&mut command, move || probe.apply().map(|_| ()));
         }
         command.status().is_ok_and(|s| s.success())
     })

@@ -70,9 +70,9 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
                 tdd_leaves::hook::deny(&reason)
             })
         }),
-        EventArg::PostToolUse => post_tool_use(ctx, harness, started)
+        EventArg::PostToolUse => super::hook_turn::post_tool_use(ctx, harness, started)
             .map(|reverted| reverted.map(|reason| tdd_leaves::hook::after_tool(&reason))),
-        EventArg::Stop => stop(ctx, harness, started)
+        EventArg::Stop => super::hook_turn::stop(ctx, harness, started)
             .map(|blocked| blocked.map(|reason| tdd_leaves::hook::keep_going(&reason))),
         EventArg::SessionStart => {
             session_start(ctx).map(|context| context.map(|c| tdd_leaves::hook::session_context(&c)))
@@ -147,154 +147,8 @@ fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
     )))
 }
 
-/// The bracket's second half, after a shell command ran: the locked files it changed
-/// since the phase began are restored (the gate's own revert, recorded as
-/// `hook_reverted`), and the reason names them for the agent. `None` for a tool that is
-/// no shell (its writes were judged before it ran), with no run or cycle open, or when
-/// the command changed no locked file.
-fn post_tool_use(
-    ctx: &Ctx,
-    harness: &str,
-    started: std::time::Instant,
-) -> Result<Option<String>, CommandError> {
-    let text = read_event()?;
-    let call =
-        ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
-    if !call.is_shell()
-        || !ctx
-            .work_tree()?
-            .join(tdd_engine::config::CONFIG_FILE)
-            .exists()
-    {
-        return Ok(None);
-    }
-    let engine = ctx.engine()?;
-    if engine.status()?.is_none() {
-        return Ok(None);
-    }
-    let call = tdd_engine::run::events::HookReverted {
-        n: None,
-        harness: harness.to_string(),
-        tool: call.tool.clone(),
-        restored: Vec::new(),
-        removed: Vec::new(),
-        latency_ms: 0,
-    };
-    let Some(reverted) = engine.begin()?.revert_after_tool(call, started)? else {
-        return Ok(None);
-    };
-    let mut undone = Vec::new();
-    if !reverted.restored.is_empty() {
-        undone.push(format!("restored {}", reverted.restored.join(", ")));
-    }
-    if !reverted.removed.is_empty() {
-        undone.push(format!("removed {}", reverted.removed.join(", ")));
-    }
-    Ok(Some(format!(
-        "tdd: that command changed files locked in this phase, and tdd undid it: {}. They stay as the phase began until the phase moves; `tdd status` says what is locked and what to do instead.",
-        undone.join("; ")
-    )))
-}
-
-/// How many times in a row, in one phase, the end of a turn is refused before it is let
-/// through (and a note says so): the agent may be stuck, and a person should look.
-const STOP_LIMIT: u32 = 3;
-
-/// Why the agent must not end its turn yet, or `None` when it may: in RED while a target
-/// does not fail by an assertion, in GREEN while one does not pass, each run now in the
-/// work tree as `tdd test` runs it. Other phases, no run or no open cycle: it may. After
-/// [`STOP_LIMIT`] refusals in a row in one phase the turn ends, and a note says so.
-fn stop(
-    ctx: &Ctx,
-    harness: &str,
-    started: std::time::Instant,
-) -> Result<Option<String>, CommandError> {
-    use tdd_engine::observe::TargetStatus;
-    use tdd_engine::run::Phase;
-    read_event()?;
-    if !ctx
-        .work_tree()?
-        .join(tdd_engine::config::CONFIG_FILE)
-        .exists()
-    {
-        return Ok(None);
-    }
-    let engine = ctx.engine()?;
-    let view = engine.view()?;
-    let Some((state, locks)) = view.locks()? else {
-        return Ok(None);
-    };
-    let Some((cycle, planned)) = state.current_cycle() else {
-        return Ok(None);
-    };
-    let (wanted, words) = match locks.phase() {
-        Phase::AwaitingTest | Phase::AwaitingPin => (
-            TargetStatus::FailedAssertion,
-            "RED wants it to fail on an assertion: write the failing test (and a stub, if the cycle declares one)",
-        ),
-        Phase::AwaitingImpl => (
-            TargetStatus::Passed,
-            "GREEN wants it to pass: implement the behaviour",
-        ),
-        _ => return Ok(None),
-    };
-    let denied = view.stops_denied_in_phase(&state.run_id)?;
-    if denied >= STOP_LIMIT {
-        let text = format!(
-            "the stop hook let the turn end after refusing it {denied} times in a row in {}",
-            phase_name(locks.phase())
-        );
-        engine.begin_unlocked()?.note(&text)?;
-        return Ok(None);
-    }
-    let targets = cycle
-        .target_override
-        .clone()
-        .map_or_else(|| planned.tests.clone(), |t| vec![t]);
-    let report = engine.test(
-        tdd_engine::run::TestRequest::Targets {
-            ids: &targets,
-            project: planned.projects.first().map(String::as_str),
-        },
-        None,
-        &ctx.out,
-    )?;
-    let off: Vec<String> = report
-        .targets
-        .iter()
-        .filter(|v| v.status != wanted)
-        .map(|v| {
-            let status = serde_json::to_value(v.status)
-                .ok()
-                .and_then(|s| s.as_str().map(str::to_string))
-                .unwrap_or_default();
-            format!("`{}` is {status}", v.id)
-        })
-        .collect();
-    if off.is_empty() {
-        return Ok(None);
-    }
-    let reason = format!(
-        "tdd: not done yet. Cycle {} ({}) is in {}, and its target, run now, is not where the gate wants it: {}. {words}; then `tdd advance`.",
-        planned.n,
-        planned.title,
-        phase_name(locks.phase()),
-        off.join(", ")
-    );
-    let denied = tdd_engine::run::events::HookDenied {
-        n: None,
-        harness: harness.to_string(),
-        tool: tdd_engine::run::STOP_TOOL.to_string(),
-        paths: targets,
-        reason: reason.clone(),
-        latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    };
-    engine.begin_unlocked()?.hook_denied(denied)?;
-    Ok(Some(reason))
-}
-
 /// The event on stdin, read whole (at most [`MAX_EVENT`] bytes).
-fn read_event() -> Result<String, CommandError> {
+pub(super) fn read_event() -> Result<String, CommandError> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_EVENT + 1)
@@ -436,7 +290,8 @@ fn protected(relative: &str) -> Option<&'static str> {
     None
 }
 
-fn phase_name(phase: tdd_engine::run::Phase) -> &'static str {
+/// The phase as the agent's instructions name it (`RED`, `GREEN`, ...).
+pub(super) fn phase_name(phase: tdd_engine::run::Phase) -> &'static str {
     use tdd_engine::run::Phase;
     match phase {
         Phase::AwaitingTest => "RED",

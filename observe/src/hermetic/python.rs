@@ -90,8 +90,11 @@ pub(crate) fn venv_base(venv: &Path) -> Vec<(PathBuf, &'static str)> {
     };
     let mut found = Vec::new();
     for name in ["bin/python3", "bin/python"] {
+        // An interpreter is a file: a link that leads to a directory (`/`, say) names
+        // nothing to pin.
         if let Ok(real) = std::fs::canonicalize(venv.join(name))
             && !real.starts_with(venv)
+            && real.is_file()
         {
             found.push((real, "the interpreter"));
             break;

@@ -521,29 +521,4 @@ mod tests {
             9
         );
     }
-
-    /// The same ledger (the first schema) opened for writing is brought to this schema
-    /// (the indexes by kind), its chain untouched, and it takes new events.
-    #[test]
-    fn a_ledger_of_the_first_schema_is_brought_up_to_date_when_opened_for_writing() {
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/ledgers/demo-0.1.0.sqlite3");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let copy = dir.path().join("ledger.sqlite3");
-        std::fs::copy(&fixture, &copy).expect("copy the fixture");
-        let mut ledger = crate::ledger::Ledger::open(&copy).expect("opens");
-        assert_eq!(
-            ledger.schema_version().expect("version"),
-            crate::ledger::SCHEMA_VERSION
-        );
-        assert_eq!(ledger.verify().expect("verifies").broken, None);
-        assert_eq!(ledger.count().expect("counts"), 187);
-        let note = RunEvent::Note(Note {
-            n: None,
-            text: "after the migration".into(),
-        });
-        ledger.record(None, &note).expect("appends");
-        assert_eq!(ledger.verify().expect("verifies").broken, None);
-        assert_eq!(ledger.count().expect("counts"), 188);
-    }
 }

@@ -111,11 +111,7 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
 fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
     read_event()?;
     // A repository tdd is not set up in has no assignment to give.
-    if !ctx
-        .work_tree()?
-        .join(tdd_engine::config::CONFIG_FILE)
-        .exists()
-    {
+    if !set_up(ctx)? {
         return Ok(None);
     }
     let engine = ctx.engine()?;
@@ -145,6 +141,15 @@ fn session_start(ctx: &Ctx) -> Result<Option<String>, CommandError> {
         phase_name(phase),
         phase.verb().words()
     )))
+}
+
+/// Whether tdd is set up in this repository (its `tdd.toml` is there): elsewhere a hook
+/// has no run to speak for.
+pub(super) fn set_up(ctx: &Ctx) -> Result<bool, CommandError> {
+    Ok(ctx
+        .work_tree()?
+        .join(tdd_engine::config::CONFIG_FILE)
+        .exists())
 }
 
 /// The event on stdin, read whole (at most [`MAX_EVENT`] bytes).

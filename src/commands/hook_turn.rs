@@ -6,6 +6,7 @@ use tdd_leaves::hook::ToolCall;
 
 use super::hook::phase_name;
 use super::hook::read_event;
+use super::hook::set_up;
 use crate::context::Ctx;
 use crate::error::CommandError;
 
@@ -22,12 +23,7 @@ pub(super) fn post_tool_use(
     let text = read_event()?;
     let call =
         ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
-    if !call.is_shell()
-        || !ctx
-            .work_tree()?
-            .join(tdd_engine::config::CONFIG_FILE)
-            .exists()
-    {
+    if !call.is_shell() || !set_up(ctx)? {
         return Ok(None);
     }
     let engine = ctx.engine()?;
@@ -73,11 +69,7 @@ pub(super) fn stop(
 ) -> Result<Option<String>, CommandError> {
     use tdd_engine::run::Phase;
     read_event()?;
-    if !ctx
-        .work_tree()?
-        .join(tdd_engine::config::CONFIG_FILE)
-        .exists()
-    {
+    if !set_up(ctx)? {
         return Ok(None);
     }
     let engine = ctx.engine()?;

@@ -27,9 +27,6 @@ pub(super) fn post_tool_use(
         return Ok(None);
     }
     let engine = ctx.engine()?;
-    if engine.status()?.is_none() {
-        return Ok(None);
-    }
     let call = tdd_engine::run::events::HookReverted {
         n: None,
         harness: harness.to_string(),

@@ -245,6 +245,14 @@ fn with_no_run_nothing_is_locked_but_git_internals() {
     env.commit_all("calc");
     assert_eq!(write(&env, env.root().join("tests/test_sub.py")), None);
     assert!(write(&env, ".git/config").is_some());
+    // After a shell command with no run there is nothing to restore, and nothing said.
+    let shell = tool(
+        &env,
+        "Bash",
+        json!({ "command": "echo x > tests/test_sub.py" }),
+    );
+    let (code, stdout, stderr) = after(&env, "claude", &shell);
+    assert_eq!((code, stdout.trim()), (0, ""), "{stderr}");
 }
 
 /// Runs `tdd hook HARNESS session-start` with a start event: exit code and stdout.

@@ -76,13 +76,15 @@ impl RunTx<'_> {
     /// the locked files it changed since the phase began are restored to the phase's
     /// base, those it created removed, by the same rule and the same revert the gate
     /// uses ([`super::PhaseLocks::lock_of`]), and the call is recorded as `hook_reverted`.
-    /// `Ok(None)` when it changed no locked file, or no cycle is open.
+    /// `Ok(None)` when it changed no locked file, or no run is active or cycle open.
     pub fn revert_after_tool(
         mut self,
         mut call: events::HookReverted,
         started: std::time::Instant,
     ) -> Result<Option<events::HookReverted>, RunError> {
-        let state = self.active()?;
+        let Some(state) = self.engine.active_run(&self.ledger)? else {
+            return Ok(None);
+        };
         let Some((cycle, planned)) = state.current_cycle() else {
             return Ok(None);
         };

@@ -46,6 +46,11 @@ pub struct LeafStarted {
     /// none was asked for, and in events written before confinement existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The version its CLI printed (`x.y.z`); absent for a provider that runs no
+    /// versioned CLI, when the CLI would not say, and in events written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_version: Option<String>,
 }
 
 /// The payload of `leaf_aborted`.
@@ -76,6 +81,12 @@ pub struct LeafFinished {
     pub cost_usd: Option<f64>,
     /// Wall time, when the supervisor measured it.
     pub duration_ms: Option<u64>,
+    /// The files of its work directory whose bytes differ between its start and its
+    /// end (added, changed, removed or changed in kind), as the engine's scan of the
+    /// bytes on disk sees them, before any revert; absent when a scan failed and in
+    /// events written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub touched: Option<Vec<String>>,
 }
 
 /// The payload of `verdict_refused`.

@@ -118,6 +118,10 @@ pub struct LeafRun {
     collected: bool,
     /// The CLI's version and, when it is untested, a warning, for the response.
     cli: Option<crate::versions::CliCheck>,
+    /// Where it works.
+    workdir: PathBuf,
+    /// Its work directory's bytes just before it was launched, when they could be read.
+    before: Option<tdd_engine::run::Snapshot>,
 }
 
 impl std::fmt::Debug for LeafRun {
@@ -362,6 +366,8 @@ impl Leaves {
             state: State::Prepared(Box::new(spec)),
             collected: false,
             cli,
+            workdir: request.workdir.clone(),
+            before: None,
         })
     }
 
@@ -479,6 +485,8 @@ impl Leaves {
             run.state = State::AbortedBeforeStart;
             return Err(LeafError::Aborted { id: run.id.clone() });
         }
+        // Read before it is launched, so every change it makes counts as its own.
+        run.before = tdd_engine::run::Snapshot::scan(&run.workdir).ok();
         let handle = self.supervisor.launch(spec)?;
         let sandbox = handle
             .launch_record()
@@ -490,6 +498,7 @@ impl Leaves {
             leaf_id: run.id.clone(),
             supervisor_id: handle.id().to_string(),
             sandbox,
+            cli_version: run.cli.as_ref().and_then(|cli| cli.version.clone()),
         });
         ledger.record(run.run_id.as_deref(), &event)?;
         run.state = State::Running(Box::new(handle));
@@ -649,6 +658,7 @@ impl Leaves {
                 usage: response.usage,
                 cost_usd: response.cost_usd,
                 duration_ms: exit.duration_ms,
+                touched: touched(&run.workdir, run.before.as_ref()),
             });
             self.ledger()?.record(run.run_id.as_deref(), &event)?;
             run.collected = true;
@@ -659,6 +669,16 @@ impl Leaves {
     fn ledger(&self) -> Result<Ledger, LedgerError> {
         Ledger::open(&self.database)
     }
+}
+
+/// The files of `workdir` that differ from `before`, its bytes when the leaf was
+/// launched; `None` when either scan failed (the leaf's record says nothing rather than
+/// something wrong).
+fn touched(workdir: &Path, before: Option<&tdd_engine::run::Snapshot>) -> Option<Vec<String>> {
+    let before = before?;
+    let after = tdd_engine::run::Snapshot::scan(workdir).ok()?;
+    let changes = before.changes_to(workdir, &after).ok()?;
+    Some(changes.into_iter().map(|c| c.path).collect())
 }
 
 /// `sandbox` completed for one leaf: a confined leaf may also write its own files

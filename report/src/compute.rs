@@ -303,6 +303,7 @@ fn leaves(events: &RunEvents) -> Vec<Leaf> {
                 let leaf = entry(&mut order, &mut by_id, &s.leaf_id);
                 leaf.started_at = event.at.clone();
                 leaf.sandbox = s.sandbox.clone();
+                leaf.cli_version = s.cli_version.clone();
             }
             LeavesEvent::LeafFinished(f) => {
                 let leaf = entry(&mut order, &mut by_id, &f.leaf_id);
@@ -320,6 +321,7 @@ fn leaves(events: &RunEvents) -> Vec<Leaf> {
                     output: u.output_tokens,
                 });
                 leaf.cost_usd = f.cost_usd;
+                leaf.touched = f.touched.clone();
             }
             LeavesEvent::LeafAborted(a) => {
                 let leaf = entry(&mut order, &mut by_id, &a.leaf_id);

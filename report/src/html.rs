@@ -147,18 +147,20 @@ fn leaves(report: &RunReport) -> Markup {
         table class="leaves" {
             tr {
                 th { "leaf" } th { "step" } th { "phase" } th { "CLI" } th { "model" } th { "time" }
-                th { "ended" } th { "sandbox" } th { "tokens in/out" } th { "cost" } th { "reverted" } th { "verdict" }
+                th { "ended" } th { "sandbox" } th { "tokens in/out" } th { "cost" } th { "files touched" } th { "reverted" } th { "verdict" }
             }
             @for l in &report.leaves {
                 tr class=(if l.ok { "" } else { "bad" }) {
                     td { code { (l.id) } }
-                    td { (l.step) } td { (l.phase) } td { (l.provider) }
+                    td { (l.step) } td { (l.phase) }
+                    td { (l.provider) @if let Some(v) = &l.cli_version { " " (v) } }
                     td { (l.model.as_deref().unwrap_or("-")) }
                     td { (l.duration_ms.map_or_else(|| "-".to_string(), seconds)) }
                     td { (l.ended.as_deref().unwrap_or("running")) }
                     td { (l.sandbox.as_deref().unwrap_or("-")) }
                     td { (l.tokens.map_or_else(|| "-".to_string(), |t| format!("{} / {}", t.input + t.cache_read + t.cache_write, t.output))) }
                     td { (l.cost_usd.map_or_else(|| "-".to_string(), |c| format!("${c:.4}"))) }
+                    td { (l.touched.as_ref().map_or_else(|| "not recorded".to_string(), |t| if t.is_empty() { "none".to_string() } else { t.join(", ") })) }
                     td { (l.reverted.join(", ")) }
                     td { (l.verdict.as_deref().unwrap_or("")) }
                 }

@@ -155,6 +155,8 @@ pub struct Leaf {
     pub role: String,
     /// The provider that ran it (`claude`, `codex`, `scripted`, ...).
     pub provider: String,
+    /// The version its CLI printed, when the provider runs a versioned CLI.
+    pub cli_version: Option<String>,
     /// The model its command line names, when it names one.
     pub model: Option<String>,
     /// The step (0 for the planner).
@@ -179,6 +181,10 @@ pub struct Leaf {
     pub tokens: Option<Tokens>,
     /// Its cost, when its CLI reported one.
     pub cost_usd: Option<f64>,
+    /// The files of its work directory it changed (added, changed, removed), as the
+    /// bytes on disk showed them at its start and end; `None` where that was not
+    /// recorded.
+    pub touched: Option<Vec<String>>,
     /// Files of its phase the engine reverted (locked files it changed).
     pub reverted: Vec<String>,
     /// Its verdict, for a verifier.

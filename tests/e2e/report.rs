@@ -140,6 +140,42 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
         .expect("tests table");
     let rows = &rows[..rows.find("</table>").expect("end")];
     assert_eq!(rows.matches("<tr").count(), tests.len() + 1, "{rows}");
+    // Each developer's changes, read from the bytes on disk at its start and end: a RED
+    // developer adds a test, and the page lists them.
+    let touched_in = |phase: &str| -> Vec<String> {
+        report["leaves"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["role"] == "developer" && l["phase"] == phase)
+            .flat_map(|l| {
+                l["touched"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{l}"))
+            })
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect()
+    };
+    let red = touched_in("red");
+    assert!(red.iter().any(|p| p.starts_with("tests/")), "{red:?}");
+    // The demo's GREEN developer also edits its locked test: touched, and reverted.
+    let reverted: Vec<&str> = report["leaves"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["phase"] == "green")
+        .flat_map(|l| l["reverted"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    let green = touched_in("green");
+    let tests_touched: Vec<&String> = green.iter().filter(|p| p.starts_with("tests/")).collect();
+    assert!(!tests_touched.is_empty(), "{green:?}");
+    assert!(
+        tests_touched.iter().all(|p| reverted.contains(&p.as_str())),
+        "{green:?} {reverted:?}"
+    );
+    assert!(html.contains(&red[0]) && html.contains("files touched"));
     // What the page shows of the run: the demo's one REJECT, its verdicts, a verified ledger.
     assert_eq!(report["header"]["outcome"], "completed");
     assert_eq!(report["header"]["verdicts"]["reject"], 1, "{report}");

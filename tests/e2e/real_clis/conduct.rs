@@ -216,6 +216,46 @@ fn assert_costs(env: &Env, roles: &[&str], reports: bool) {
     }
 }
 
+/// The run report's leaves name the CLI's version, as the CLI printed it, and the
+/// files each developer changed: the test and the stub in RED, the implementation in
+/// GREEN, nothing in a REFACTOR that had nothing to do.
+fn assert_leaves_reported(env: &Env, cli: &str) {
+    let out = env
+        .tdd()
+        .args(["report", "--json"])
+        .output()
+        .expect("report");
+    let value = crate::support::envelope(&out);
+    let leaves = value["data"]["report"]["leaves"]
+        .as_array()
+        .expect("leaves")
+        .clone();
+    assert!(!leaves.is_empty(), "{value}");
+    for leaf in &leaves {
+        assert_eq!(leaf["provider"], cli, "{leaf}");
+        let version = leaf["cli_version"].as_str().unwrap_or_default();
+        assert!(
+            version.split('.').count() == 3 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{leaf}"
+        );
+    }
+    let touched = |phase: &str| -> Vec<String> {
+        let leaf = leaves
+            .iter()
+            .find(|l| l["role"] == "developer" && l["phase"] == phase)
+            .unwrap_or_else(|| panic!("a {phase} developer: {leaves:?}"));
+        leaf["touched"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{leaf}"))
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(touched("red"), ["src/lib.rs", "tests/sub.rs"]);
+    assert_eq!(touched("green"), ["src/lib.rs"]);
+    assert_eq!(touched("refactor"), Vec::<String>::new());
+}
+
 /// Every verdict of the run was an ACCEPT, one per phase, each given by a verifier
 /// that ran the target itself (the engine refuses an ACCEPT without that run).
 fn assert_three_accepts(env: &Env) {
@@ -294,6 +334,7 @@ fn claude_code_conducts_a_whole_issue() {
     assert_tokens_add_up(&env, &api, &["planner", "developer", "verifier"]);
     assert_costs(&env, &["planner", "developer", "verifier"], true);
     assert_three_accepts(&env);
+    assert_leaves_reported(&env, "claude");
 }
 
 /// A codex turn that runs `cmd` in its shell.
@@ -364,6 +405,7 @@ fn codex_conducts_a_whole_issue() {
     // codex's stream carries no cost.
     assert_costs(&env, &["planner", "developer", "verifier"], false);
     assert_three_accepts(&env);
+    assert_leaves_reported(&env, "codex");
 }
 
 /// What aider is answered for `path`: one SEARCH/REPLACE block that makes the file

@@ -60,6 +60,10 @@ pub struct Options {
     pub place: Place,
     /// The command-line parser's check of what a leaf asks the relay to run.
     pub relay_args: crate::relay::ArgsCheck,
+    /// The run report's header figures for the top of the draft PR.
+    pub pr_figures: crate::report::Figures,
+    /// Where a reviewer finds the run report.
+    pub report_place: crate::report::ReportPlace,
 }
 
 /// What a resume does when the running `tdd` binary is not the one the run started with.

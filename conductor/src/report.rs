@@ -2,6 +2,7 @@
 //! a bail's comment.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
@@ -17,6 +18,38 @@ use crate::events::PhaseVerdict;
 use crate::events::StepDone;
 use crate::forge::CommitStatus;
 use crate::forge::StatusState;
+
+/// The run report's header figures as markdown for the top of the draft PR, for the
+/// conduct `conduct` of the ledger at `database` (its work tree `work_tree`); with
+/// `complete`, every step is done although the run's end is not recorded yet. `None`
+/// when they cannot be computed: the PR is written without them. The report crate,
+/// which sits above this one, computes them from the ledger alone.
+pub type Figures =
+    fn(database: &Path, work_tree: &Path, conduct: &str, complete: bool) -> Option<String>;
+
+/// Where a reviewer finds the run report, as the draft PR names it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ReportPlace {
+    /// `report.html` in the run directory, written when the conduct ends.
+    #[default]
+    RunDirectory,
+    /// An artifact of a GitHub Actions workflow run, uploaded as `tdd ci init github`'s
+    /// workflow does ([`artifact_name`]).
+    ActionsArtifact {
+        /// The workflow run's page, where its artifacts are listed.
+        run_url: String,
+        /// The workflow run's id (`GITHUB_RUN_ID`).
+        run_id: String,
+        /// Its attempt (`GITHUB_RUN_ATTEMPT`).
+        attempt: String,
+    },
+}
+
+/// The name of the artifact that holds the run report of `issue` in the workflow run
+/// `run_id`, attempt `attempt`: the name `tdd ci init github`'s workflow uploads under.
+pub fn artifact_name(issue: u64, run_id: &str, attempt: &str) -> String {
+    format!("tdd-issue-{issue}-run-{run_id}-{attempt}")
+}
 
 /// One step's record, as the ledger tells it (entries of a reset attempt dropped).
 #[derive(Debug, Default)]
@@ -209,11 +242,20 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
         .text(["show", &format!("refs/heads/{}:{}", c.branch, c.plan_path)])
         .unwrap_or_default();
     let checklist: Vec<&str> = plan.lines().filter(|l| l.starts_with("- [")).collect();
+    let figures = (c.options.pr_figures)(
+        c.journal.database(),
+        &c.work_tree,
+        c.journal.conduct(),
+        complete,
+    )
+    .map(|figures| format!("## Run\n\n{figures}\n"))
+    .unwrap_or_default();
     let mut out = format!(
-        "{} #{}.\n\n{}\n\n## Steps\n\n{}\n",
+        "{} #{}.\n\n{}\n\n{figures}## Steps ({})\n\n{}\n",
         if complete { "Closes" } else { "Work on" },
         c.issue.number(),
         c.issue.body(),
+        report_link(c),
         checklist.join("\n")
     );
     let run = run_events(c)?;
@@ -241,17 +283,52 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
     if let Some(line) = sandbox_line(c)? {
         out.push_str(&format!("\n{line}\n"));
     }
-    out.push_str(&format!(
-        "\n**Run report:** the timeline, the tests by checkpoint and the evidence of every gate are in `report.html` in the run directory (`{}`) once the run ends; `tdd report --run {}` writes it again wherever this repository's ledger is.\n",
-        c.dir.display(),
-        c.journal.conduct()
-    ));
+    out.push_str(&format!("\n**Run report:** {}\n", report_where(c)));
     out.push_str(&format!(
         "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
         c.cursor.run_id.as_deref().unwrap_or("-")
     ));
     Ok(out)
+}
+
+/// The step table's link to the run report.
+fn report_link(c: &Conductor<'_>) -> String {
+    match &c.options.report_place {
+        ReportPlace::RunDirectory => {
+            format!("run report: `{}`", c.dir.join("report.html").display())
+        }
+        ReportPlace::ActionsArtifact {
+            run_url,
+            run_id,
+            attempt,
+        } => format!(
+            "[run report]({run_url}#artifacts): `report.html` in the artifact `{}`",
+            artifact_name(c.issue.number(), run_id, attempt)
+        ),
+    }
+}
+
+/// Where the run report is, in a sentence.
+fn report_where(c: &Conductor<'_>) -> String {
+    let again = format!(
+        "`tdd report --run {}` writes it again wherever this repository's ledger is",
+        c.journal.conduct()
+    );
+    match &c.options.report_place {
+        ReportPlace::RunDirectory => format!(
+            "the timeline, the tests by checkpoint and the evidence of every gate are in `report.html` in the run directory (`{}`) once the run ends; {again}.",
+            c.dir.display()
+        ),
+        ReportPlace::ActionsArtifact {
+            run_url,
+            run_id,
+            attempt,
+        } => format!(
+            "the timeline, the tests by checkpoint and the evidence of every gate are in `report.html` in the artifact `{}` of [the workflow run]({run_url}) once the job ends; {again}.",
+            artifact_name(c.issue.number(), run_id, attempt)
+        ),
+    }
 }
 
 /// The "Sandbox" line: how many of the issue's leaves ran under each confinement

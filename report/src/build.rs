@@ -31,14 +31,53 @@ pub(crate) struct RunEvents {
 /// Reads the ledger at `database` and computes the report of the run `which` names
 /// (the last one conducted, or started, in `work_tree` by default).
 pub fn build(database: &Path, work_tree: &Path, which: &Which) -> Result<RunReport, ReportError> {
+    build_as_of(database, work_tree, which, AsOf::Now)
+}
+
+/// How much of the ledger a report covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsOf {
+    /// Every event recorded so far.
+    Now,
+    /// The events up to the conduct's newest step done, bail or stop (all of them when
+    /// it has none yet): a report of the same run that is the same until the run moves
+    /// again, whatever bookkeeping follows (a draft PR written twice reads the same).
+    LastMilestone,
+}
+
+/// The conductor's events after which a run stands still until it moves again.
+const MILESTONES: &[&str] = &["conduct_step_done", "conduct_bailed", "conduct_stopped"];
+
+/// [`build`], covering the events `as_of` says; the seal's event count and chain head
+/// are the ledger's at the last event covered, whether it verifies is the whole chain's.
+pub fn build_as_of(
+    database: &Path,
+    work_tree: &Path,
+    which: &Which,
+    as_of: AsOf,
+) -> Result<RunReport, ReportError> {
     let ledger = Ledger::open_read_only(database)?.ok_or_else(|| ReportError::NoLedger {
         database: database.to_path_buf(),
     })?;
-    let all = ledger.events(None)?;
-    let events = select(&all, work_tree, which)?;
+    let mut all = ledger.events(None)?;
+    let mut events = select(&all, work_tree, which)?;
+    if as_of == AsOf::LastMilestone
+        && let Some(cut) = events
+            .conductor
+            .iter()
+            .rev()
+            .find(|(e, _)| MILESTONES.contains(&e.kind.as_str()))
+            .map(|(e, _)| e.id)
+    {
+        all.retain(|e| e.id <= cut);
+        events = select(&all, work_tree, which)?;
+    }
     let verification = ledger.verify()?;
     let seal = Seal {
-        events: ledger.count()?,
+        events: match as_of {
+            AsOf::Now => ledger.count()?,
+            AsOf::LastMilestone => all.len() as u64,
+        },
         chain_head: all.last().map(|e| e.hash.clone()),
         verified: verification.broken.is_none(),
         problem: verification.broken.map(|b| match b.event_id {

@@ -13,12 +13,15 @@ mod honesty;
 pub mod html;
 pub mod metrics;
 pub mod model;
+pub mod pr;
 mod timeline;
 
 use std::path::PathBuf;
 
+pub use build::AsOf;
 pub use build::all_runs;
 pub use build::build;
+pub use build::build_as_of;
 pub use model::RunReport;
 
 /// Which run to report.

@@ -107,6 +107,8 @@ pub fn default_options(forge: ForgeSpec) -> Result<Options, CommandError> {
         new_binary: NewBinary::Refuse,
         place: Place::AsConfigured,
         relay_args: crate::cli::relayable,
+        pr_figures: tdd_report::pr::figures,
+        report_place: report_place(),
     })
 }
 
@@ -250,6 +252,28 @@ pub fn conduct(ctx: &Ctx, options: Options) -> Result<Outcome, CommandError> {
         ))
         .hint("run `tdd conduct` again to resume")
         .data(json!({ "mode": mode, "run": data(&s) }))),
+    }
+}
+
+/// Where the draft PR says the run report is: inside a GitHub Actions job, the
+/// artifact `tdd ci init github`'s workflow uploads; elsewhere the run directory.
+fn report_place() -> tdd_conductor::ReportPlace {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let actions = var("GITHUB_ACTIONS").is_some_and(|v| v == "true");
+    match (
+        actions,
+        var("GITHUB_SERVER_URL"),
+        var("GITHUB_REPOSITORY"),
+        var("GITHUB_RUN_ID"),
+    ) {
+        (true, Some(server), Some(repository), Some(run_id)) => {
+            tdd_conductor::ReportPlace::ActionsArtifact {
+                run_url: format!("{server}/{repository}/actions/runs/{run_id}"),
+                attempt: var("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".to_string()),
+                run_id,
+            }
+        }
+        _ => tdd_conductor::ReportPlace::RunDirectory,
     }
 }
 

@@ -77,6 +77,12 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
             && pr.contains("tdd report --run conduct-"),
         "{pr}"
     );
+    // It opens with the report's header figures, and its step table names the page.
+    assert!(pr.contains("## Run\n\n| outcome | wall time |"), "{pr}");
+    assert!(
+        pr.contains(&format!("## Steps (run report: `{written}`)")),
+        "{pr}"
+    );
     let repo = dir.join("calc");
     let out = env
         .tdd()
@@ -176,6 +182,16 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
         "{green:?} {reverted:?}"
     );
     assert!(html.contains(&red[0]) && html.contains("files touched"));
+    // The PR's figures are the report's: the leaves and the verdicts, the run completed.
+    let h = &report["header"];
+    let row = format!(
+        " | {} | {} accepted, {} rejected, {} refused by the engine | ",
+        h["leaves"], h["verdicts"]["accept"], h["verdicts"]["reject"], h["verdicts"]["refused"]
+    );
+    assert!(
+        pr.contains("| completed | ") && pr.contains(&row),
+        "{row}\n{pr}"
+    );
     // What the page shows of the run: the demo's one REJECT, its verdicts, a verified ledger.
     assert_eq!(report["header"]["outcome"], "completed");
     assert_eq!(report["header"]["verdicts"]["reject"], 1, "{report}");

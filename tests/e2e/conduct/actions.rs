@@ -199,6 +199,9 @@ impl<'a> Runner<'a> {
                         .env("GITHUB_EVENT_PATH", &event_path)
                         .env("GITHUB_OUTPUT", &output)
                         .env("GITHUB_REPOSITORY", "acme/calc")
+                        .env("GITHUB_SERVER_URL", "https://github.com")
+                        .env("GITHUB_RUN_ID", run_id.to_string())
+                        .env("GITHUB_RUN_ATTEMPT", "1")
                         .env("GITHUB_API_URL", self.github.uri())
                         .env("GITHUB_WORKSPACE", &workspace)
                         .env("RUNNER_TEMP", &temp)
@@ -328,6 +331,20 @@ fn a_labelled_issue_is_conducted_and_a_job_killed_halfway_resumes_on_the_next_ru
     // The run comment and one per step, each once; one draft PR.
     assert_eq!(state.comments.len(), 3, "{:#?}", state.comments);
     assert_eq!(state.pulls.len(), 1, "{:#?}", state.pulls);
+    // The PR carries the run report's header figures, and its step table points at the
+    // report in the artifact the job that finished uploaded.
+    let body = state.pulls[0]["body"].as_str().expect("a body");
+    assert!(body.contains("## Run\n\n| outcome | wall time |"), "{body}");
+    assert!(
+        body.contains("| completed |") && body.contains("verifies: "),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "## Steps ([run report](https://github.com/acme/calc/actions/runs/102#artifacts): `report.html` in the artifact `tdd-issue-1-run-102-1`)"
+        ),
+        "{body}"
+    );
 }
 
 #[test]

@@ -32,9 +32,11 @@ impl Ledger {
     /// payload `fields` (JSON paths) of that event, the time of its newest event, and
     /// for each of `newest` (sets of kinds) its newest event of those kinds with the same
     /// fields. One read transaction, so the view is consistent while others append.
-    /// Costs an index walk and a few point reads per run; the fields are read by
-    /// SQLite's JSON functions, so no payload is decoded whole (a `run_started` holds
-    /// the pinned environment, kilobytes).
+    /// One statement walks the index by kind for `first_kind` and seeks each run's
+    /// bounds and newest events in the index by run and kind (schema 2), then each
+    /// newest event is read by its id; the fields are read by SQLite's JSON functions, so
+    /// no payload is decoded into Rust whole (a `run_started` holds the pinned
+    /// environment, kilobytes).
     pub fn run_heads(
         &self,
         first_kind: &str,
@@ -43,127 +45,75 @@ impl Ledger {
     ) -> Result<Vec<RunHead>, LedgerError> {
         let path = self.path.clone();
         let tx = self.conn.unchecked_transaction().map_err(sql_err(&path))?;
-        // Each run id once, by skipping through the run index (a seek per run, never a
-        // walk of every entry), then each run's first and last event by seeks too.
-        let mut runs = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare(
-                    "WITH RECURSIVE r(run) AS ( \
-                       SELECT MIN(run_id) FROM events WHERE run_id IS NOT NULL \
-                       UNION ALL \
-                       SELECT (SELECT MIN(run_id) FROM events WHERE run_id > r.run) \
-                       FROM r WHERE r.run IS NOT NULL) \
-                     SELECT run FROM r WHERE run IS NOT NULL",
+        // One statement for every run: its first event found through the index by kind,
+        // then its last event and its newest of each set of kinds by seeks in the run
+        // index; only then the few newest events are read, each by its id.
+        let mut params: Vec<rusqlite::types::Value> = vec![first_kind.to_string().into()];
+        let first = extract("s.payload", fields, &mut params);
+        let mut sets = String::new();
+        for kinds in newest {
+            let mut places = Vec::with_capacity(kinds.len());
+            for kind in *kinds {
+                params.push(kind.to_string().into());
+                places.push(format!("?{}", params.len()));
+            }
+            sets.push_str(&if places.is_empty() {
+                ", NULL".to_string()
+            } else {
+                format!(
+                    ", (SELECT MAX(id) FROM events WHERE run_id = s.run_id AND kind IN ({}))",
+                    places.join(", ")
                 )
-                .map_err(sql_err(&path))?;
-            let rows = stmt
-                .query_map([], |r| r.get::<_, String>(0))
-                .map_err(sql_err(&path))?;
-            for row in rows {
-                runs.push(row.map_err(sql_err(&path))?);
-            }
+            });
         }
-        let mut bounds = Vec::new();
-        {
-            let mut first = tx
-                .prepare("SELECT MIN(id) FROM events WHERE run_id = ?1")
-                .map_err(sql_err(&path))?;
-            let mut last = tx
-                .prepare("SELECT MAX(id) FROM events WHERE run_id = ?1")
-                .map_err(sql_err(&path))?;
-            for run in runs {
-                let a: i64 = first
-                    .query_row([&run], |r| r.get(0))
-                    .map_err(sql_err(&path))?;
-                let b: i64 = last
-                    .query_row([&run], |r| r.get(0))
-                    .map_err(sql_err(&path))?;
-                bounds.push((run, a, b));
-            }
-        }
-        bounds.sort_by_key(|(_, first, _)| *first);
-        // One parse of each payload: `json_extract` with two or more paths answers a JSON
-        // array of their values (null where a path leads nowhere); a lone path is asked
-        // twice so that the answer is an array all the same.
-        let mut paths: Vec<&str> = fields.to_vec();
-        if paths.len() == 1 {
-            paths.push(paths[0]);
-        }
-        let selected = if paths.is_empty() {
-            "NULL".to_string()
-        } else {
-            let params: Vec<String> = (0..paths.len()).map(|i| format!("?{}", i + 2)).collect();
-            format!("json_extract(payload, {})", params.join(", "))
-        };
-        let mut by_id = tx
+        let mut stmt = tx
             .prepare(&format!(
-                "SELECT kind, {selected} FROM events WHERE id = ?1"
+                "SELECT s.run_id, {first}, \
+                   (SELECT at FROM events WHERE id = \
+                      (SELECT MAX(id) FROM events WHERE run_id = s.run_id)){sets} \
+                 FROM events s \
+                 WHERE s.kind = ?1 AND s.run_id IS NOT NULL \
+                   AND s.id = (SELECT MIN(id) FROM events WHERE run_id = s.run_id) \
+                 ORDER BY s.id"
             ))
             .map_err(sql_err(&path))?;
-        let mut read = |id: i64| -> Result<Option<(String, Fields)>, LedgerError> {
-            let mut params: Vec<rusqlite::types::Value> = vec![id.into()];
-            params.extend(
-                paths
-                    .iter()
-                    .map(|p| rusqlite::types::Value::from(p.to_string())),
-            );
-            by_id
-                .query_row(rusqlite::params_from_iter(params), |r| {
-                    let kind: String = r.get(0)?;
-                    let text: Option<String> = r.get(1)?;
-                    let mut values: Vec<serde_json::Value> = text
-                        .and_then(|t| serde_json::from_str(&t).ok())
-                        .unwrap_or_default();
-                    values.resize(fields.len().max(values.len()), serde_json::Value::Null);
-                    let fields: Fields = values
-                        .into_iter()
-                        .take(fields.len())
-                        .map(|v| (!v.is_null()).then_some(v))
-                        .collect();
-                    Ok((kind, fields))
-                })
-                .optional()
-                .map_err(sql_err(&path))
-        };
-        let mut at_of = tx
-            .prepare("SELECT at FROM events WHERE id = ?1")
-            .map_err(sql_err(&path))?;
-        // MAX over the run's entries of those kinds: a seek per kind in the index by run
-        // and kind (schema 2), where a walk back through the run would read every event
-        // of a run that has none of them.
-        let mut newest_of = tx
-            .prepare(
-                "SELECT MAX(id) FROM events WHERE run_id = ?1 \
-                 AND kind IN (SELECT value FROM json_each(?2))",
-            )
-            .map_err(sql_err(&path))?;
-        let sets: Vec<String> = newest
-            .iter()
-            .map(|kinds| serde_json::to_string(kinds).unwrap_or_else(|_| "[]".into()))
-            .collect();
-        let mut heads = Vec::new();
-        for (run_id, first, last) in bounds {
-            let Some((kind, first)) = read(first)? else {
-                continue;
-            };
-            if kind != first_kind {
-                continue;
+        let mut found: Vec<(String, Fields, String, Vec<Option<i64>>)> = Vec::new();
+        {
+            let mut rows = stmt
+                .query(rusqlite::params_from_iter(params))
+                .map_err(sql_err(&path))?;
+            while let Some(row) = rows.next().map_err(sql_err(&path))? {
+                let run_id: String = row.get(0).map_err(sql_err(&path))?;
+                let first: Option<String> = row.get(1).map_err(sql_err(&path))?;
+                let last_at: String = row.get(2).map_err(sql_err(&path))?;
+                let mut ids = Vec::with_capacity(newest.len());
+                for i in 0..newest.len() {
+                    ids.push(row.get::<_, Option<i64>>(3 + i).map_err(sql_err(&path))?);
+                }
+                found.push((run_id, split(first.as_deref(), fields.len()), last_at, ids));
             }
-            let Some(last_at) = at_of
-                .query_row([last], |r| r.get::<_, String>(0))
-                .optional()
-                .map_err(sql_err(&path))?
-            else {
-                continue;
-            };
-            let mut found = Vec::with_capacity(sets.len());
-            for set in &sets {
-                let id: Option<i64> = newest_of
-                    .query_row(rusqlite::params![run_id, set], |r| r.get(0))
-                    .map_err(sql_err(&path))?;
-                found.push(match id {
-                    Some(id) => read(id)?,
+        }
+        let mut params: Vec<rusqlite::types::Value> = vec![rusqlite::types::Value::Null];
+        let selected = extract("payload", fields, &mut params);
+        let mut by_id = tx
+            .prepare(&format!("SELECT kind, {selected} FROM events WHERE id = ?1"))
+            .map_err(sql_err(&path))?;
+        let mut heads = Vec::with_capacity(found.len());
+        for (run_id, first, last_at, ids) in found {
+            let mut newest = Vec::with_capacity(ids.len());
+            for id in ids {
+                newest.push(match id {
+                    Some(id) => {
+                        params[0] = id.into();
+                        by_id
+                            .query_row(rusqlite::params_from_iter(params.iter()), |r| {
+                                let kind: String = r.get(0)?;
+                                let text: Option<String> = r.get(1)?;
+                                Ok((kind, split(text.as_deref(), fields.len())))
+                            })
+                            .optional()
+                            .map_err(sql_err(&path))?
+                    }
                     None => None,
                 });
             }
@@ -171,9 +121,42 @@ impl Ledger {
                 run_id,
                 first,
                 last_at,
-                newest: found,
+                newest,
             });
         }
         Ok(heads)
     }
+}
+
+/// The SQL that reads `fields` (JSON paths) of the payload `column` in one parse, its
+/// paths bound as parameters appended to `params`: `json_extract` with two or more
+/// paths answers a JSON array of their values (null where a path leads nowhere), so a
+/// lone path is asked twice to get an array all the same.
+fn extract(column: &str, fields: &[&str], params: &mut Vec<rusqlite::types::Value>) -> String {
+    let mut paths: Vec<&str> = fields.to_vec();
+    if paths.len() == 1 {
+        paths.push(paths[0]);
+    }
+    if paths.is_empty() {
+        return "NULL".to_string();
+    }
+    let mut places = Vec::with_capacity(paths.len());
+    for path in paths {
+        params.push(path.to_string().into());
+        places.push(format!("?{}", params.len()));
+    }
+    format!("json_extract({column}, {})", places.join(", "))
+}
+
+/// The values of [`extract`]'s answer `text`, one per field.
+fn split(text: Option<&str>, fields: usize) -> Fields {
+    let mut values: Vec<serde_json::Value> = text
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default();
+    values.resize(fields.max(values.len()), serde_json::Value::Null);
+    values
+        .into_iter()
+        .take(fields)
+        .map(|v| (!v.is_null()).then_some(v))
+        .collect()
 }

@@ -399,6 +399,9 @@ fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
     append(&mut ledger, Some("run-a"), "note", 2);
     // Started last, first by name: listed by when it started.
     append(&mut ledger, Some("run-0"), "run_started", 0);
+    // A run whose first event is of another kind is not one of them.
+    append(&mut ledger, Some("run-c"), "note", 3);
+    append(&mut ledger, Some("run-c"), "run_started", 0);
     let heads = ledger
         .run_heads(
             "run_started",

@@ -38,6 +38,12 @@ EVENTS = flag("--events", 1_000_000)
 TIMES = flag("--times", 11)
 
 
+def started_of(started, worktree):
+    """The `run_started` payload of a run in `worktree`, as the engine writes it."""
+    started["worktree"] = worktree
+    return json.dumps(started, sort_keys=True, separators=(",", ":"))
+
+
 def main():
     home = tempfile.mkdtemp(prefix="tdd-bench-fleet-")
     ledgers = os.path.join(home, "ledgers")
@@ -79,7 +85,10 @@ def main():
             for e in range(per_run):
                 serial += 1
                 if e == 0:
-                    kind, payload = "run_started", started[0]
+                    # Each run its own start: a run's work tree differs, and SQLite must
+                    # not answer one payload's fields from another's parse.
+                    kind = "run_started"
+                    payload = started_of(json.loads(started[0]), f"{repo}-wt{r:03}-{k:03}")
                 elif e % 20 == 0:
                     kind = "cycle_opened"
                     payload = json.dumps({"n": 1, "phase": "AWAITING_IMPL", "snapshot": "s", "head": "h"})
@@ -98,7 +107,10 @@ def main():
         times.append((time.monotonic() - t) * 1000)
     listed = len(json.loads(out.stdout)["data"]["runs"])
     print(f"tdd fleet --all-repos: {listed} runs listed, median {statistics.median(times):.0f} ms over {TIMES} runs (goal 50 ms)")
-    shutil.rmtree(home)
+    if os.environ.get("KEEP"):
+        print("kept", home)
+    else:
+        shutil.rmtree(home)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,30 @@ use super::sql_err;
 /// null).
 pub type Fields = Vec<Option<serde_json::Value>>;
 
-/// Where a run stands: fields of its first event, when its newest event was recorded,
-/// and the newest event of each set of kinds asked for.
+/// The kind of the event that starts an engine run.
+const RUN_STARTED: &str = "run_started";
+
+/// What the ledger's index of run starts holds of a `run_started` (schema 3), as the
+/// expressions the index was made with: a query that asks exactly these is answered
+/// from the index, without reading the payload.
+const START_FIELDS: [&str; 2] = [
+    "json_extract(payload, '$.worktree')",
+    "json_array_length(payload, '$.plan.cycles')",
+];
+
+/// The first schema with the index of run starts.
+const START_INDEX_SCHEMA: i64 = 3;
+
+/// Where a run stands: where it was started and how long its plan is, when its newest
+/// event was recorded, and the newest event of each set of kinds asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunHead {
     /// The run id.
     pub run_id: String,
-    /// The asked fields of its first event (for an engine run, `run_started`).
-    pub first: Fields,
+    /// The work tree its `run_started` names.
+    pub worktree: Option<String>,
+    /// How many cycles its plan has.
+    pub cycles: Option<u64>,
     /// When its newest event was recorded (UTC RFC 3339).
     pub last_at: String,
     /// For each set of kinds asked for, its newest event of those kinds, if any: the
@@ -28,18 +44,19 @@ pub struct RunHead {
 }
 
 impl Ledger {
-    /// Every run whose first event is of kind `first_kind`, oldest run first, with the
-    /// payload `fields` (JSON paths) of that event, the time of its newest event, and
-    /// for each of `newest` (sets of kinds) its newest event of those kinds with the same
-    /// fields. One read transaction, so the view is consistent while others append.
-    /// One statement walks the index by kind for `first_kind` and seeks each run's
-    /// bounds and newest events in the index by run and kind (schema 2), then each
-    /// newest event is read by its id; the fields are read by SQLite's JSON functions, so
-    /// no payload is decoded into Rust whole (a `run_started` holds the pinned
-    /// environment, kilobytes).
+    /// Every engine run (a run whose first event is a `run_started`), oldest run first,
+    /// with the work tree and plan length of that start, the time of its newest event,
+    /// and for each of `newest` (sets of kinds) its newest event of those kinds with its
+    /// payload `fields` (JSON paths). One read transaction, so the view is consistent
+    /// while others append.
+    ///
+    /// One statement reads the starts from the index of run starts (schema 3; a ledger
+    /// opened read-only at an older schema has its starts read from their payloads) and
+    /// seeks each run's bounds and newest events in the index by run and kind; then
+    /// each newest event is read by its id. Fields are read by SQLite's JSON functions,
+    /// so no payload is decoded into Rust whole.
     pub fn run_heads(
         &self,
-        first_kind: &str,
         newest: &[&[&str]],
         fields: &[&str],
     ) -> Result<Vec<RunHead>, LedgerError> {
@@ -48,8 +65,12 @@ impl Ledger {
         // One statement for every run: its first event found through the index by kind,
         // then its last event and its newest of each set of kinds by seeks in the run
         // index; only then the few newest events are read, each by its id.
-        let mut params: Vec<rusqlite::types::Value> = vec![first_kind.to_string().into()];
-        let first = extract("s.payload", fields, &mut params);
+        let indexed = if self.schema_version()? >= START_INDEX_SCHEMA {
+            "INDEXED BY events_run_starts"
+        } else {
+            ""
+        };
+        let mut params: Vec<rusqlite::types::Value> = Vec::new();
         let mut sets = String::new();
         for kinds in newest {
             let mut places = Vec::with_capacity(kinds.len());
@@ -61,45 +82,61 @@ impl Ledger {
                 ", NULL".to_string()
             } else {
                 format!(
-                    ", (SELECT MAX(id) FROM events WHERE run_id = s.run_id AND kind IN ({}))",
+                    ", (SELECT MAX(id) FROM events AS k WHERE k.run_id = s.run_id AND k.kind IN ({}))",
                     places.join(", ")
                 )
             });
         }
         let mut stmt = tx
             .prepare(&format!(
-                "SELECT s.run_id, {first}, \
-                   (SELECT at FROM events WHERE id = \
-                      (SELECT MAX(id) FROM events WHERE run_id = s.run_id)){sets} \
-                 FROM events s \
-                 WHERE s.kind = ?1 AND s.run_id IS NOT NULL \
-                   AND s.id = (SELECT MIN(id) FROM events WHERE run_id = s.run_id) \
-                 ORDER BY s.id"
+                "SELECT run_id, {}, {}, \
+                   (SELECT at FROM events AS e WHERE e.id = \
+                      (SELECT MAX(id) FROM events AS m WHERE m.run_id = s.run_id)){sets} \
+                 FROM events AS s {indexed} \
+                 WHERE kind = '{RUN_STARTED}' AND run_id IS NOT NULL \
+                   AND id = (SELECT MIN(id) FROM events AS f WHERE f.run_id = s.run_id) \
+                 ORDER BY id",
+                START_FIELDS[0], START_FIELDS[1],
             ))
             .map_err(sql_err(&path))?;
-        let mut found: Vec<(String, Fields, String, Vec<Option<i64>>)> = Vec::new();
+        type Found = (
+            String,
+            Option<String>,
+            Option<u64>,
+            String,
+            Vec<Option<i64>>,
+        );
+        let mut found: Vec<Found> = Vec::new();
         {
             let mut rows = stmt
                 .query(rusqlite::params_from_iter(params))
                 .map_err(sql_err(&path))?;
             while let Some(row) = rows.next().map_err(sql_err(&path))? {
                 let run_id: String = row.get(0).map_err(sql_err(&path))?;
-                let first: Option<String> = row.get(1).map_err(sql_err(&path))?;
-                let last_at: String = row.get(2).map_err(sql_err(&path))?;
+                // A work tree that is not text, or a plan that is not an array, is none.
+                let worktree: Option<String> = row.get(1).ok().flatten();
+                let cycles = row
+                    .get::<_, Option<i64>>(2)
+                    .ok()
+                    .flatten()
+                    .and_then(|n| u64::try_from(n).ok());
+                let last_at: String = row.get(3).map_err(sql_err(&path))?;
                 let mut ids = Vec::with_capacity(newest.len());
                 for i in 0..newest.len() {
-                    ids.push(row.get::<_, Option<i64>>(3 + i).map_err(sql_err(&path))?);
+                    ids.push(row.get::<_, Option<i64>>(4 + i).map_err(sql_err(&path))?);
                 }
-                found.push((run_id, split(first.as_deref(), fields.len()), last_at, ids));
+                found.push((run_id, worktree, cycles, last_at, ids));
             }
         }
         let mut params: Vec<rusqlite::types::Value> = vec![rusqlite::types::Value::Null];
         let selected = extract("payload", fields, &mut params);
         let mut by_id = tx
-            .prepare(&format!("SELECT kind, {selected} FROM events WHERE id = ?1"))
+            .prepare(&format!(
+                "SELECT kind, {selected} FROM events WHERE id = ?1"
+            ))
             .map_err(sql_err(&path))?;
         let mut heads = Vec::with_capacity(found.len());
-        for (run_id, first, last_at, ids) in found {
+        for (run_id, worktree, cycles, last_at, ids) in found {
             let mut newest = Vec::with_capacity(ids.len());
             for id in ids {
                 newest.push(match id {
@@ -119,7 +156,8 @@ impl Ledger {
             }
             heads.push(RunHead {
                 run_id,
-                first,
+                worktree,
+                cycles,
                 last_at,
                 newest,
             });

@@ -18,6 +18,7 @@ mod chain;
 pub mod clock;
 mod heads;
 mod location;
+pub mod parallel;
 pub mod redact;
 mod schema;
 mod transfer;

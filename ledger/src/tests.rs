@@ -383,12 +383,15 @@ fn a_typed_read_gives_the_kinds_asked_for_and_refuses_a_kind_of_another_domain()
 }
 
 #[test]
-fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
-    let (_dir, mut ledger) = fresh();
+fn run_heads_give_each_runs_start_last_and_newest_standing_event() {
+    let (dir, mut ledger) = fresh();
     let append = |ledger: &mut Ledger, run: Option<&str>, kind: &str, n: u32| {
-        ledger
-            .append(run, kind, &serde_json::json!({ "n": n }))
-            .expect("append");
+        let payload = if kind == "run_started" {
+            serde_json::json!({ "n": n, "worktree": format!("/w/{}", run.unwrap_or("-")), "plan": { "cycles": [1, 2, 3] } })
+        } else {
+            serde_json::json!({ "n": n })
+        };
+        ledger.append(run, kind, &payload).expect("append");
     };
     append(&mut ledger, Some("run-a"), "run_started", 0);
     append(&mut ledger, Some("conduct-x"), "conduct_started", 0);
@@ -402,26 +405,65 @@ fn run_heads_give_each_runs_first_last_and_newest_standing_event() {
     // A run whose first event is of another kind is not one of them.
     append(&mut ledger, Some("run-c"), "note", 3);
     append(&mut ledger, Some("run-c"), "run_started", 0);
-    let heads = ledger
-        .run_heads(
-            "run_started",
-            &[&["cycle_opened", "phase_changed"], &["note"]],
-            &["$.n", "$.missing"],
-        )
-        .expect("heads");
-    let n = |v: u32| Some(serde_json::json!(v));
-    let ids: Vec<&str> = heads.iter().map(|h| h.run_id.as_str()).collect();
-    assert_eq!(ids, vec!["run-a", "run-b", "run-0"]);
-    assert!(heads.iter().all(|h| h.first == vec![n(0), None]));
-    assert_eq!(
-        heads[0].newest,
-        vec![
-            Some(("phase_changed".to_string(), vec![n(1), None])),
-            Some(("note".to_string(), vec![n(2), None])),
-        ]
-    );
-    assert_eq!(heads[1].newest, vec![None, None]);
-    assert_eq!(heads[2].newest, vec![None, None]);
-    // The newest event's time: run-a's note is its last.
-    assert!(heads.iter().all(|h| !h.last_at.is_empty()));
+    let check = |ledger: &Ledger| {
+        let heads = ledger
+            .run_heads(
+                &[&["cycle_opened", "phase_changed"], &["note"]],
+                &["$.n", "$.missing"],
+            )
+            .expect("heads");
+        let n = |v: u32| Some(serde_json::json!(v));
+        let ids: Vec<&str> = heads.iter().map(|h| h.run_id.as_str()).collect();
+        assert_eq!(ids, vec!["run-a", "run-b", "run-0"]);
+        for head in &heads {
+            assert_eq!(head.worktree, Some(format!("/w/{}", head.run_id)));
+            assert_eq!(head.cycles, Some(3));
+        }
+        assert_eq!(
+            heads[0].newest,
+            vec![
+                Some(("phase_changed".to_string(), vec![n(1), None])),
+                Some(("note".to_string(), vec![n(2), None])),
+            ]
+        );
+        assert_eq!(heads[1].newest, vec![None, None]);
+        assert_eq!(heads[2].newest, vec![None, None]);
+        // The newest event's time: run-a's note is its last.
+        assert!(heads.iter().all(|h| !h.last_at.is_empty()));
+    };
+    check(&ledger);
+    // The starts are read from the index of run starts, not from their payloads.
+    let path = dir.path().join(DATABASE_FILE);
+    drop(ledger);
+    {
+        let conn = rusqlite::Connection::open(&path).expect("sqlite");
+        let plan: Vec<String> = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT run_id, json_extract(payload, '$.worktree'), \
+                 json_array_length(payload, '$.plan.cycles') FROM events INDEXED BY \
+                 events_run_starts WHERE kind = 'run_started'",
+            )
+            .expect("plan")
+            .query_map([], |r| r.get::<_, String>(3))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        assert!(
+            plan.iter().any(|p| p.contains("events_run_starts")),
+            "{plan:?}"
+        );
+        // A ledger of the schema before that index, opened read-only, answers the same.
+        conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
+            .expect("downgrade");
+    }
+    let old = Ledger::open_read_only(&path)
+        .expect("opens")
+        .expect("a ledger");
+    assert_eq!(old.schema_version().expect("version"), 2);
+    check(&old);
+    // Opened for writing, it gets the index back.
+    drop(old);
+    let ledger = Ledger::open(&path).expect("opens");
+    assert_eq!(ledger.schema_version().expect("version"), SCHEMA_VERSION);
+    check(&ledger);
 }

@@ -265,11 +265,9 @@ fn unsound(event: &StoredEvent) -> Option<&'static str> {
 /// hash `prev`) that does not belong there, with its id and why. Each event's own
 /// contents are checked on every core, the links in order.
 fn first_broken(events: &[StoredEvent], first_id: u64, prev: &str) -> Option<(u64, String)> {
-    let contents = on_every_core(
-        events,
-        unsound,
-        Some("it could not be checked (a checking thread failed)"),
-    );
+    let contents = crate::parallel::on_every_core(events, 64, unsound, |_| {
+        Some("it could not be checked (a checking thread failed)")
+    });
     let mut prev = prev;
     for ((i, event), unsound) in events.iter().enumerate().zip(contents) {
         let reason =
@@ -280,38 +278,6 @@ fn first_broken(events: &[StoredEvent], first_id: u64, prev: &str) -> Option<(u6
         prev = &event.hash;
     }
     None
-}
-
-/// `f` of each of `items`, in order, computed on as many threads as the machine has
-/// cores; the items of a thread that panicked get `fallback`.
-fn on_every_core<T: Sync, R: Send + Clone>(
-    items: &[T],
-    f: impl Fn(&T) -> R + Sync,
-    fallback: R,
-) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if threads < 2 || items.len() < 64 {
-        return items.iter().map(&f).collect();
-    }
-    let size = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = items
-            .chunks(size)
-            .map(|chunk| {
-                let handle = scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>());
-                (chunk.len(), handle)
-            })
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|(len, handle)| {
-                handle
-                    .join()
-                    .unwrap_or_else(|_| vec![fallback.clone(); len])
-            })
-            .collect()
-    })
 }
 
 #[cfg(test)]

@@ -29,17 +29,17 @@ const STANDING: &[&str] = &[
 /// The kinds that move a run to another work tree (a clone took it in).
 const MOVED: &[&str] = &["run_adopted"];
 
-/// The payload fields the fleet reads, by JSON path; [`Field`] names their places.
-const FIELDS: &[&str] = &["$.worktree", "$.plan.cycles", "$.n", "$.phase", "$.to"];
+/// The payload fields the fleet reads of a run's newest events, by JSON path; [`Field`]
+/// names their places.
+const FIELDS: &[&str] = &["$.worktree", "$.n", "$.phase", "$.to"];
 
 /// The place of each of [`FIELDS`].
 #[derive(Clone, Copy)]
 enum Field {
     Worktree = 0,
-    Cycles = 1,
-    N = 2,
-    Phase = 3,
-    To = 4,
+    N = 1,
+    Phase = 2,
+    To = 3,
 }
 
 /// The value of `field` among `fields`.
@@ -79,21 +79,39 @@ pub struct FleetRow {
 /// The runs of the repositories whose ledger directories are `dirs`, as of `now`
 /// (Unix seconds). A directory without a ledger has no runs.
 pub fn fleet(dirs: &[PathBuf], now: u64) -> Result<Vec<FleetRow>, ReportError> {
+    // Each ledger is a file of its own: they are read on every core at once.
+    let read = tdd_engine::ledger::parallel::on_every_core(
+        dirs,
+        2,
+        |dir| rows_of(dir, now),
+        |dir| {
+            Err(ReportError::Unreadable {
+                path: dir.join(tdd_engine::ledger::DATABASE_FILE),
+            })
+        },
+    );
     let mut rows = Vec::new();
-    for dir in dirs {
-        let database = dir.join(tdd_engine::ledger::DATABASE_FILE);
-        let Some(ledger) = Ledger::open_read_only(&database)? else {
-            continue;
-        };
-        let repository = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        for head in ledger.run_heads("run_started", &[STANDING, MOVED], FIELDS)? {
-            rows.push(row(dir, &repository, &head, now));
-        }
+    for part in read {
+        rows.extend(part?);
     }
     Ok(rows)
+}
+
+/// The runs of the one repository whose ledger directory is `dir`.
+fn rows_of(dir: &Path, now: u64) -> Result<Vec<FleetRow>, ReportError> {
+    let database = dir.join(tdd_engine::ledger::DATABASE_FILE);
+    let Some(ledger) = Ledger::open_read_only(&database)? else {
+        return Ok(Vec::new());
+    };
+    let repository = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(ledger
+        .run_heads(&[STANDING, MOVED], FIELDS)?
+        .iter()
+        .map(|head| row(dir, &repository, head, now))
+        .collect())
 }
 
 fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> FleetRow {
@@ -110,10 +128,10 @@ fn row(dir: &Path, repository: &str, head: &RunHead, now: u64) -> FleetRow {
             .unwrap_or_default()
             .to_string()
     };
-    row.worktree = text(field(&head.first, Field::Worktree));
-    row.of = field(&head.first, Field::Cycles)
-        .and_then(serde_json::Value::as_array)
-        .map_or(0, |cycles| u32::try_from(cycles.len()).unwrap_or(u32::MAX));
+    row.worktree = head.worktree.clone().unwrap_or_default();
+    row.of = head
+        .cycles
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
     // A run a clone took in is driven from the work tree it moved to last.
     if let Some(Some((_, moved))) = head.newest.get(1) {
         let to = text(field(moved, Field::Worktree));

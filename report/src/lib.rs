@@ -51,6 +51,12 @@ pub enum ReportError {
         /// The id asked for.
         id: String,
     },
+    /// A ledger could not be read (the thread reading it failed).
+    #[error("the ledger {} could not be read", path.display())]
+    Unreadable {
+        /// The ledger's database.
+        path: PathBuf,
+    },
     /// The ledger could not be read.
     #[error(transparent)]
     Ledger(#[from] tdd_engine::ledger::LedgerError),

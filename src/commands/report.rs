@@ -81,6 +81,8 @@ pub fn report_error(err: ReportError) -> CommandError {
         }
         ReportError::NotFound { .. } => CommandError::bad_input("run_not_found", err.to_string())
             .hint("`tdd status` names the active run; `tdd ledger export` lists every event with its `run_id`"),
+        // Only a thread that panicked says this: a bug in tdd, as a panic is.
+        ReportError::Unreadable { .. } => CommandError::internal("ledger_unreadable", err.to_string()),
         ReportError::Ledger(e) => e.into(),
         ReportError::Event(e) => tdd_engine::ledger::LedgerError::from(e).into(),
     }

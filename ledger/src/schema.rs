@@ -49,10 +49,12 @@ CREATE INDEX events_by_kind ON events (kind, id);
     // Where each run was started and how long its plan is, held in an index of the
     // `run_started` events alone, so `tdd fleet` answers without reading a start's
     // payload (the pinned environment, kilobytes). The expressions are
-    // `heads::START_FIELDS`, character for character.
+    // `heads::START_FIELDS`, character for character; `kind` is a column of it too, or
+    // SQLite would read each row to check the kind the index's own clause implies.
     r#"
 CREATE INDEX events_run_starts ON events (
     run_id,
+    kind,
     json_extract(payload, '$.worktree'),
     json_array_length(payload, '$.plan.cycles')
 ) WHERE kind = 'run_started';

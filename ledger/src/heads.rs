@@ -61,73 +61,43 @@ impl Ledger {
         fields: &[&str],
     ) -> Result<Vec<RunHead>, LedgerError> {
         let path = self.path.clone();
-        let tx = self.conn.unchecked_transaction().map_err(sql_err(&path))?;
-        // One statement for every run: its first event found through the index by kind,
-        // then its last event and its newest of each set of kinds by seeks in the run
-        // index; only then the few newest events are read, each by its id.
-        let indexed = if self.schema_version()? >= START_INDEX_SCHEMA {
-            "INDEXED BY events_run_starts"
-        } else {
-            ""
-        };
-        let mut params: Vec<rusqlite::types::Value> = Vec::new();
-        let mut sets = String::new();
-        for kinds in newest {
-            let mut places = Vec::with_capacity(kinds.len());
-            for kind in *kinds {
-                params.push(kind.to_string().into());
-                places.push(format!("?{}", params.len()));
-            }
-            sets.push_str(&if places.is_empty() {
-                ", NULL".to_string()
-            } else {
-                format!(
-                    ", (SELECT MAX(id) FROM events AS k WHERE k.run_id = s.run_id AND k.kind IN ({}))",
-                    places.join(", ")
-                )
-            });
-        }
-        let mut stmt = tx
-            .prepare(&format!(
-                "SELECT run_id, {}, {}, \
-                   (SELECT at FROM events AS e WHERE e.id = \
-                      (SELECT MAX(id) FROM events AS m WHERE m.run_id = s.run_id)){sets} \
-                 FROM events AS s {indexed} \
-                 WHERE kind = '{RUN_STARTED}' AND run_id IS NOT NULL \
-                   AND id = (SELECT MIN(id) FROM events AS f WHERE f.run_id = s.run_id) \
-                 ORDER BY id",
-                START_FIELDS[0], START_FIELDS[1],
-            ))
+        // Every page is read once: a small cache recycles its memory instead of taking
+        // fresh memory (and a page fault) for each page read. Set back after.
+        let cache: i64 = self
+            .conn
+            .query_row("PRAGMA cache_size", [], |r| r.get(0))
             .map_err(sql_err(&path))?;
-        type Found = (
-            String,
-            Option<String>,
-            Option<u64>,
-            String,
-            Vec<Option<i64>>,
-        );
-        let mut found: Vec<Found> = Vec::new();
-        {
-            let mut rows = stmt
-                .query(rusqlite::params_from_iter(params))
-                .map_err(sql_err(&path))?;
-            while let Some(row) = rows.next().map_err(sql_err(&path))? {
-                let run_id: String = row.get(0).map_err(sql_err(&path))?;
-                // A work tree that is not text, or a plan that is not an array, is none.
-                let worktree: Option<String> = row.get(1).ok().flatten();
-                let cycles = row
-                    .get::<_, Option<i64>>(2)
-                    .ok()
-                    .flatten()
-                    .and_then(|n| u64::try_from(n).ok());
-                let last_at: String = row.get(3).map_err(sql_err(&path))?;
-                let mut ids = Vec::with_capacity(newest.len());
-                for i in 0..newest.len() {
-                    ids.push(row.get::<_, Option<i64>>(4 + i).map_err(sql_err(&path))?);
-                }
-                found.push((run_id, worktree, cycles, last_at, ids));
-            }
+        self.conn
+            .pragma_update(None, "cache_size", -256)
+            .map_err(sql_err(&path))?;
+        let heads = self.run_heads_read(newest, fields);
+        self.conn
+            .pragma_update(None, "cache_size", cache)
+            .map_err(sql_err(&path))?;
+        heads
+    }
+
+    /// [`Ledger::run_heads`]' reads, in one transaction: one statement for every run
+    /// (its start from the index of run starts, its last event and its newest of each
+    /// set of kinds by seeks in the run indexes), then the few newest events by id.
+    fn run_heads_read(
+        &self,
+        newest: &[&[&str]],
+        fields: &[&str],
+    ) -> Result<Vec<RunHead>, LedgerError> {
+        let path = self.path.clone();
+        let tx = self.conn.unchecked_transaction().map_err(sql_err(&path))?;
+        let indexed = self.schema_version()? >= START_INDEX_SCHEMA;
+        let (sql, params) = starts_sql(newest, indexed);
+        let mut stmt = tx.prepare(&sql).map_err(sql_err(&path))?;
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params))
+            .map_err(sql_err(&path))?;
+        let mut starts = Vec::new();
+        while let Some(row) = rows.next().map_err(sql_err(&path))? {
+            starts.push(Start::read(row, newest.len()).map_err(sql_err(&path))?);
         }
+        drop(rows);
         let mut params: Vec<rusqlite::types::Value> = vec![rusqlite::types::Value::Null];
         let selected = extract("payload", fields, &mut params);
         let mut by_id = tx
@@ -135,35 +105,105 @@ impl Ledger {
                 "SELECT kind, {selected} FROM events WHERE id = ?1"
             ))
             .map_err(sql_err(&path))?;
-        let mut heads = Vec::with_capacity(found.len());
-        for (run_id, worktree, cycles, last_at, ids) in found {
-            let mut newest = Vec::with_capacity(ids.len());
-            for id in ids {
+        let mut read = |id: i64| {
+            params[0] = id.into();
+            by_id
+                .query_row(rusqlite::params_from_iter(params.iter()), |r| {
+                    let text: Option<String> = r.get(1)?;
+                    Ok((r.get::<_, String>(0)?, split(text.as_deref(), fields.len())))
+                })
+                .optional()
+                .map_err(sql_err(&path))
+        };
+        let mut heads = Vec::with_capacity(starts.len());
+        for start in starts {
+            let mut newest = Vec::with_capacity(start.newest.len());
+            for id in start.newest {
                 newest.push(match id {
-                    Some(id) => {
-                        params[0] = id.into();
-                        by_id
-                            .query_row(rusqlite::params_from_iter(params.iter()), |r| {
-                                let kind: String = r.get(0)?;
-                                let text: Option<String> = r.get(1)?;
-                                Ok((kind, split(text.as_deref(), fields.len())))
-                            })
-                            .optional()
-                            .map_err(sql_err(&path))?
-                    }
+                    Some(id) => read(id)?,
                     None => None,
                 });
             }
             heads.push(RunHead {
-                run_id,
-                worktree,
-                cycles,
-                last_at,
+                run_id: start.run_id,
+                worktree: start.worktree,
+                cycles: start.cycles,
+                last_at: start.last_at,
                 newest,
             });
         }
         Ok(heads)
     }
+}
+
+/// One row of [`starts_sql`]: a run's start, its last event's time and the ids of its
+/// newest event of each set of kinds.
+struct Start {
+    run_id: String,
+    worktree: Option<String>,
+    cycles: Option<u64>,
+    last_at: String,
+    newest: Vec<Option<i64>>,
+}
+
+impl Start {
+    fn read(row: &rusqlite::Row<'_>, sets: usize) -> rusqlite::Result<Start> {
+        let mut newest = Vec::with_capacity(sets);
+        for i in 0..sets {
+            newest.push(row.get::<_, Option<i64>>(4 + i)?);
+        }
+        Ok(Start {
+            run_id: row.get(0)?,
+            // A work tree that is not text, or a plan that is not an array, is none.
+            worktree: row.get(1).ok().flatten(),
+            cycles: row
+                .get::<_, Option<i64>>(2)
+                .ok()
+                .flatten()
+                .and_then(|n| u64::try_from(n).ok()),
+            last_at: row.get(3)?,
+            newest,
+        })
+    }
+}
+
+/// The statement that reads every run's start (through the index of run starts when
+/// the schema has it), its last event's time and, per set of `newest` kinds, the id of
+/// its newest event of those kinds; with the kinds as its parameters.
+pub(crate) fn starts_sql(newest: &[&[&str]], indexed: bool) -> (String, Vec<rusqlite::types::Value>) {
+    let mut params: Vec<rusqlite::types::Value> = Vec::new();
+    let mut sets = String::new();
+    for kinds in newest {
+        let mut places = Vec::with_capacity(kinds.len());
+        for kind in *kinds {
+            params.push(kind.to_string().into());
+            places.push(format!("?{}", params.len()));
+        }
+        sets.push_str(&if places.is_empty() {
+            ", NULL".to_string()
+        } else {
+            format!(
+                ", (SELECT MAX(id) FROM events AS k WHERE k.run_id = s.run_id AND k.kind IN ({}))",
+                places.join(", ")
+            )
+        });
+    }
+    let indexed = if indexed {
+        "INDEXED BY events_run_starts"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT run_id, {}, {}, \
+           (SELECT at FROM events AS e WHERE e.id = \
+              (SELECT MAX(id) FROM events AS m WHERE m.run_id = s.run_id)){sets} \
+         FROM events AS s {indexed} \
+         WHERE kind = '{RUN_STARTED}' AND run_id IS NOT NULL \
+           AND id = (SELECT MIN(id) FROM events AS f WHERE f.run_id = s.run_id) \
+         ORDER BY id",
+        START_FIELDS[0], START_FIELDS[1],
+    );
+    (sql, params)
 }
 
 /// The SQL that reads `fields` (JSON paths) of the payload `column` in one parse, its

@@ -30,7 +30,7 @@ pub struct FleetArgs {
 pub fn cmd_fleet(ctx: &Ctx, args: FleetArgs) -> Result<Outcome, CommandError> {
     let dirs = ledger_dirs(ctx, args.all_repos)?;
     let Some(every) = args.watch else {
-        return Ok(answer(&rows(&dirs)?));
+        return Ok(answer(ctx, &rows(&dirs)?));
     };
     if every == 0 {
         return Err(CommandError::bad_input(
@@ -44,7 +44,7 @@ pub fn cmd_fleet(ctx: &Ctx, args: FleetArgs) -> Result<Outcome, CommandError> {
         let rows = rows(&dirs)?;
         shown += 1;
         if args.count.is_some_and(|n| shown >= n) {
-            return Ok(answer(&rows));
+            return Ok(answer(ctx, &rows));
         }
         let table = tdd_report::fleet::text(&rows);
         let header = format!(
@@ -73,9 +73,19 @@ fn rows(dirs: &[std::path::PathBuf]) -> Result<Vec<tdd_report::fleet::FleetRow>,
     tdd_report::fleet::fleet(dirs, now).map_err(crate::commands::report::report_error)
 }
 
-/// The answer for `rows`: the table, and `data.runs`.
-fn answer(rows: &[tdd_report::fleet::FleetRow]) -> Outcome {
-    Outcome::new(json!({ "runs": rows }), tdd_report::fleet::text(rows))
+/// The answer for `rows`: `data.runs`, and the table where text is shown.
+fn answer(ctx: &Ctx, rows: &[tdd_report::fleet::FleetRow]) -> Outcome {
+    /// `data`, serialised once, straight from the rows.
+    #[derive(serde::Serialize)]
+    struct Data<'a> {
+        runs: &'a [tdd_report::fleet::FleetRow],
+    }
+    let text = if ctx.out.is_json() {
+        String::new()
+    } else {
+        tdd_report::fleet::text(rows)
+    };
+    Outcome::new(Data { runs: rows }, text)
 }
 
 /// The ledger directories the fleet reads: this repository's, or with `all_repos` every

@@ -170,7 +170,10 @@ impl Start {
 /// The statement that reads every run's start (through the index of run starts when
 /// the schema has it), its last event's time and, per set of `newest` kinds, the id of
 /// its newest event of those kinds; with the kinds as its parameters.
-pub(crate) fn starts_sql(newest: &[&[&str]], indexed: bool) -> (String, Vec<rusqlite::types::Value>) {
+pub(crate) fn starts_sql(
+    newest: &[&[&str]],
+    indexed: bool,
+) -> (String, Vec<rusqlite::types::Value>) {
     let mut params: Vec<rusqlite::types::Value> = Vec::new();
     let mut sets = String::new();
     for kinds in newest {

@@ -441,13 +441,16 @@ fn run_heads_give_each_runs_start_last_and_newest_standing_event() {
         let plan: Vec<String> = conn
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .expect("plan")
-            .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                r.get::<_, String>(3)
+            })
             .expect("rows")
             .collect::<Result<_, _>>()
             .expect("plan rows");
         // Covering: the starts' rows (and their payloads) are not read at all.
         assert!(
-            plan.iter().any(|p| p.contains("COVERING INDEX events_run_starts")),
+            plan.iter()
+                .any(|p| p.contains("COVERING INDEX events_run_starts")),
             "{plan:?}"
         );
         // A ledger of the schema before that index, opened read-only, answers the same.

@@ -173,6 +173,9 @@ pub fn text(metrics: &Metrics) -> String {
         metrics.red_first_violation_rate * 100.0
     );
     let pairs = |map: &BTreeMap<String, f64>, pct: bool| {
+        if map.is_empty() {
+            return "none".to_string();
+        }
         map.iter()
             .map(|(k, v)| {
                 if pct {

@@ -240,17 +240,7 @@ fn the_demos_report_opens_offline_with_a_bar_per_leaf_and_a_row_per_test() {
     // The friction log and the metrics of the same run (it has a REJECT revised and a
     // locked test reverted), as a person reads them.
     let mut settings = crate::snapshots::settings(&env, &[(&dir, "[DEMO]")]);
-    for (pattern, replacement) in [
-        (r"thread '(\w+)' \(\d+\)", "thread '$1' ([TID])"),
-        (r"tokens \d+ in / \d+ out", "tokens [IN] in / [OUT] out"),
-        (r"\(\d+% engine\)", "([SHARE] engine)"),
-        (
-            r"\d+ input, \d+ cache read, \d+ cache write, \d+ output",
-            "[TOKENS]",
-        ),
-    ] {
-        settings.add_filter(pattern, replacement);
-    }
+    crate::snapshots::run_figures(&mut settings, &env);
     let repo = repo.to_str().expect("utf-8");
     let (code, log) = env.on_terminal(&["-C", repo, "log", "render"]);
     assert_eq!(code, 0, "{log}");

@@ -89,6 +89,26 @@ pub(crate) fn settings(env: &Env, extra: &[(&std::path::Path, &str)]) -> insta::
     settings
 }
 
+/// Adds to `settings` the filters for a run's figures, which differ from run to run: a
+/// panic's thread id, token counts, the engine's share of the time, and the work tree's
+/// temporary directory name where a title names the repository.
+pub(crate) fn run_figures(settings: &mut insta::Settings, env: &Env) {
+    if let Some(name) = env.root().file_name().and_then(|n| n.to_str()) {
+        settings.add_filter(&literal(name), "[REPO_NAME]");
+    }
+    for (pattern, replacement) in [
+        (r"thread '(\w+)' \(\d+\)", "thread '$1' ([TID])"),
+        (r"tokens \d+ in / \d+ out", "tokens [IN] in / [OUT] out"),
+        (r"\(\d+% engine\)", "([SHARE] engine)"),
+        (
+            r"\d+ input, \d+ cache read, \d+ cache write, \d+ output",
+            "[TOKENS]",
+        ),
+    ] {
+        settings.add_filter(pattern, replacement);
+    }
+}
+
 /// The output with trailing blanks trimmed per line: a terminal does not show them.
 pub(crate) fn shown(text: &str) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();

@@ -12,6 +12,7 @@ fn a_bail_then_status_then_the_resume_that_finishes_and_a_second_conduct() {
     let env = Env::new();
     let issue = project(&env, &fixture(&good_planner(""), SILENT_VERIFIER));
     let mut settings = crate::snapshots::settings(&env, &[]);
+    crate::snapshots::run_figures(&mut settings, &env);
     settings.set_snapshot_path("../snapshots");
     let snap = |name: &str, text: &str| {
         settings.bind(|| insta::assert_snapshot!(name.to_string(), crate::snapshots::shown(text)));
@@ -33,6 +34,13 @@ fn a_bail_then_status_then_the_resume_that_finishes_and_a_second_conduct() {
             .is_some_and(|d| d.contains("ended without a verdict")),
         "{value}"
     );
+    // The friction log and the metrics of a run that bailed, as a person reads them.
+    let (exit, text) = env.on_terminal(&["log", "render"]);
+    assert_eq!(exit, 0, "{text}");
+    snap("friction_log_after_a_bail", &text);
+    let (exit, text) = env.on_terminal(&["metrics"]);
+    assert_eq!(exit, 0, "{text}");
+    snap("metrics_after_a_bail", &text);
     let (exit, value) = env.json(&["metrics"]);
     assert_eq!(exit, 0, "{value}");
     assert_eq!(

@@ -58,6 +58,7 @@ pub(crate) fn svg(report: &RunReport) -> Markup {
                     x=(x(&leaf.started_at)) y=(lane_y(leaf.step)) width=(width(&leaf.started_at, ms)) height=(ROW - 2.0) rx="2" {
                     title {
                         (leaf.role) " leaf " (leaf.id) " (" (leaf.provider)
+                        @if let Some(version) = &leaf.cli_version { " " (version) }
                         @if let Some(model) = &leaf.model { ", " (model) }
                         "), " (leaf.phase) ", " (seconds(ms))
                         @if let Some(ended) = &leaf.ended { "; " (ended) }

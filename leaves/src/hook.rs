@@ -17,25 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// The agent CLIs whose hook protocol is understood.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Harness {
-    /// Claude Code (`.claude/settings.json` hooks).
-    Claude,
-    /// Codex CLI (`.codex/hooks.json`), the same protocol with `apply_patch`.
-    Codex,
-}
-
-impl Harness {
-    /// The harness named `name` (`claude`, `codex`).
-    pub fn parse(name: &str) -> Option<Harness> {
-        match name {
-            "claude" | "claude-code" => Some(Harness::Claude),
-            "codex" => Some(Harness::Codex),
-            _ => None,
-        }
-    }
-}
+pub use crate::harness::Harness;
 
 /// A hook event that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -60,19 +42,38 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    /// Reads a `PreToolUse` event.
+    /// Reads a `PreToolUse` event in the format Claude Code, Codex and Gemini CLI share
+    /// (`tool_name`, `tool_input`, `cwd`).
     pub fn parse(text: &str) -> Result<ToolCall, HookError> {
+        ToolCall::parse_from(Harness::Claude, text)
+    }
+
+    /// Reads a tool event as `harness` sends it: Copilot CLI names the tool `toolName`
+    /// and gives its arguments as `toolArgs`, a JSON object or a string of one; the
+    /// others send `tool_name` and `tool_input`.
+    pub fn parse_from(harness: Harness, text: &str) -> Result<ToolCall, HookError> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| HookError::NotJson(e.to_string()))?;
         if !value.is_object() {
             return Err(HookError::NotJson("not an object".into()));
         }
+        let (name, args) = match harness {
+            Harness::Copilot => ("toolName", "toolArgs"),
+            Harness::Claude | Harness::Codex | Harness::Gemini => ("tool_name", "tool_input"),
+        };
         let tool = value
-            .get("tool_name")
+            .get(name)
+            .or_else(|| value.get("tool_name"))
             .and_then(Value::as_str)
-            .ok_or(HookError::Missing("tool_name"))?
+            .ok_or(HookError::Missing(name))?
             .to_string();
-        let input = value.get("tool_input").cloned().unwrap_or(Value::Null);
+        let input = match value.get(args).or_else(|| value.get("tool_input")) {
+            // Arguments given as a string of JSON are read as the object they hold.
+            Some(Value::String(text)) => serde_json::from_str(text)
+                .map_err(|e| HookError::NotJson(format!("`{args}`: {e}")))?,
+            Some(other) => other.clone(),
+            None => Value::Null,
+        };
         let cwd = value.get("cwd").and_then(Value::as_str).map(PathBuf::from);
         Ok(ToolCall { tool, input, cwd })
     }
@@ -82,7 +83,7 @@ impl ToolCall {
     pub fn is_shell(&self) -> bool {
         matches!(
             self.tool.as_str(),
-            "Bash" | "shell" | "exec_command" | "local_shell"
+            "Bash" | "shell" | "exec_command" | "local_shell" | "run_shell_command" | "bash"
         )
     }
 
@@ -91,7 +92,10 @@ impl ToolCall {
     pub fn writes(&self) -> Vec<String> {
         let field = |name: &str| self.input.get(name).and_then(Value::as_str);
         match self.tool.as_str() {
-            "Write" | "Edit" | "MultiEdit" | "edit" | "write" => field("file_path")
+            // Claude Code and Codex; Gemini CLI's `write_file` and `replace`; Copilot
+            // CLI's `create` and `edit`.
+            "Write" | "Edit" | "MultiEdit" | "edit" | "write" | "write_file" | "replace"
+            | "create" => field("file_path")
                 .or(field("path"))
                 .map(str::to_string)
                 .into_iter()
@@ -105,19 +109,21 @@ impl ToolCall {
                 .or(field("input"))
                 .map(patch_paths)
                 .unwrap_or_default(),
-            "Bash" | "shell" | "exec_command" | "local_shell" => match &self.input.get("command") {
-                Some(Value::String(line)) => shell_writes(line),
-                // Codex sends argv arrays for its shell tool.
-                Some(Value::Array(argv)) => {
-                    let words: Vec<String> = argv
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect();
-                    command_writes(&words)
+            "Bash" | "shell" | "exec_command" | "local_shell" | "run_shell_command" | "bash" => {
+                match &self.input.get("command") {
+                    Some(Value::String(line)) => shell_writes(line),
+                    // Codex sends argv arrays for its shell tool.
+                    Some(Value::Array(argv)) => {
+                        let words: Vec<String> = argv
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect();
+                        command_writes(&words)
+                    }
+                    _ => Vec::new(),
                 }
-                _ => Vec::new(),
-            },
+            }
             _ => Vec::new(),
         }
     }
@@ -355,53 +361,6 @@ pub fn relative_to(work_tree: &Path, cwd: &Path, path: &str) -> Option<String> {
     let inside = absolute.strip_prefix(work_tree).ok()?;
     let text = inside.to_str()?.to_string();
     (!text.is_empty()).then_some(text)
-}
-
-/// The answer that denies the call, with `reason` shown to the agent.
-pub fn deny(reason: &str) -> String {
-    let answer = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    });
-    format!("{answer}\n")
-}
-
-/// The answer after a tool ran that tells the agent what tdd undid, in the `PostToolUse`
-/// format Claude Code and Codex share: `decision: block` feeds `reason` back to the
-/// model at once (the tool has already run; nothing is blocked but the model's going on
-/// unaware), and the same words go in as added context.
-pub fn after_tool(reason: &str) -> String {
-    let answer = serde_json::json!({
-        "decision": "block",
-        "reason": reason,
-        "hookSpecificOutput": {
-            "hookEventName": "PostToolUse",
-            "additionalContext": reason,
-        }
-    });
-    format!("{answer}\n")
-}
-
-/// The answer that keeps the agent from ending its turn, with `reason` as what to do
-/// next, in the `Stop` format Claude Code and Codex share.
-pub fn keep_going(reason: &str) -> String {
-    let answer = serde_json::json!({ "decision": "block", "reason": reason });
-    format!("{answer}\n")
-}
-
-/// The answer that adds `context` to the agent's session at its start, in the
-/// `SessionStart` format Claude Code and Codex share.
-pub fn session_context(context: &str) -> String {
-    let answer = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    });
-    format!("{answer}\n")
 }
 
 #[cfg(test)]

@@ -5,60 +5,64 @@ use serde_json::Map;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::harness::HookEvent;
 use crate::hook::Harness;
 
 impl Harness {
-    /// Its name as `tdd hook` takes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Harness::Claude => "claude",
-            Harness::Codex => "codex",
-        }
-    }
-
     /// The project settings file its hooks are read from, relative to the work tree.
     pub fn settings_file(self) -> &'static str {
         match self {
             Harness::Claude => ".claude/settings.json",
             Harness::Codex => ".codex/hooks.json",
+            Harness::Gemini => ".gemini/settings.json",
+            Harness::Copilot => ".github/hooks/tdd.json",
         }
     }
 
-    /// The tools its `PreToolUse` entry matches: every tool that writes.
-    fn matcher(self) -> &'static str {
-        match self {
-            Harness::Claude => "Bash|Write|Edit|MultiEdit|NotebookEdit",
-            Harness::Codex => "^(Bash|shell|apply_patch|Edit|Write)$",
+    /// The tools its entry for `event` matches (a regular expression), where the
+    /// harness filters by tool: every tool that writes before a tool runs, the shell
+    /// after (its writes a hook reads only best effort ahead, so they are checked after
+    /// it ran). Copilot CLI's entries match every tool; `tdd hook` lets by what does
+    /// not write.
+    fn matcher(self, event: HookEvent) -> Option<&'static str> {
+        match (self, event) {
+            (Harness::Claude, HookEvent::PreToolUse) => {
+                Some("Bash|Write|Edit|MultiEdit|NotebookEdit")
+            }
+            (Harness::Codex, HookEvent::PreToolUse) => {
+                Some("^(Bash|shell|apply_patch|Edit|Write)$")
+            }
+            (Harness::Gemini, HookEvent::PreToolUse) => {
+                Some("^(write_file|replace|run_shell_command)$")
+            }
+            (Harness::Claude, HookEvent::PostToolUse) => Some("Bash"),
+            (Harness::Codex, HookEvent::PostToolUse) => {
+                Some("^(Bash|shell|exec_command|local_shell)$")
+            }
+            (Harness::Gemini, HookEvent::PostToolUse) => Some("^run_shell_command$"),
+            _ => None,
         }
     }
 
     /// The command its `PreToolUse` entry runs.
     pub fn hook_command(self) -> String {
-        format!("tdd hook {} pre-tool-use", self.as_str())
+        self.command(HookEvent::PreToolUse)
     }
 
-    /// The tools its `PostToolUse` entry matches: the shell, whose writes a hook can only
-    /// read best effort ahead, so they are checked after it ran.
-    fn shell_matcher(self) -> &'static str {
+    /// The entry that runs `tdd hook` for `event`, in the harness's own shape.
+    fn entry(self, event: HookEvent) -> Value {
+        let command = self.command(event);
         match self {
-            Harness::Claude => "Bash",
-            Harness::Codex => "^(Bash|shell|exec_command|local_shell)$",
+            // Copilot CLI: a command per entry, as a shell line, with its timeout.
+            Harness::Copilot => json!({ "type": "command", "bash": command, "timeoutSec": 30 }),
+            _ => {
+                let mut entry = json!({ "hooks": [{ "type": "command", "command": command }] });
+                if let Some(matcher) = self.matcher(event) {
+                    entry["matcher"] = json!(matcher);
+                }
+                entry
+            }
         }
-    }
-
-    /// The command its `PostToolUse` entry runs.
-    pub fn after_command(self) -> String {
-        format!("tdd hook {} post-tool-use", self.as_str())
-    }
-
-    /// The command its `Stop` entry runs.
-    pub fn stop_command(self) -> String {
-        format!("tdd hook {} stop", self.as_str())
-    }
-
-    /// The command its `SessionStart` entry runs.
-    pub fn session_command(self) -> String {
-        format!("tdd hook {} session-start", self.as_str())
     }
 }
 
@@ -77,7 +81,7 @@ pub enum WireError {
     },
     /// It is JSON, but not the shape the CLI reads (`hooks.PreToolUse` a list).
     #[error("`{0}` is not what the CLI expects there")]
-    Shape(&'static str),
+    Shape(String),
 }
 
 /// The settings `existing` (the file's text, if there is one) with `harness`'s
@@ -93,54 +97,31 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
             message: e.to_string(),
         })?,
     };
-    let object = root.as_object_mut().ok_or(WireError::Shape("the file"))?;
+    let object = root
+        .as_object_mut()
+        .ok_or_else(|| WireError::Shape("the file".into()))?;
     let hooks = object
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or(WireError::Shape("hooks"))?;
+        .ok_or_else(|| WireError::Shape("hooks".into()))?;
     let mut changed = false;
-    for (event, shape, entry) in [
-        (
-            "PreToolUse",
-            "hooks.PreToolUse",
-            json!({
-                "matcher": harness.matcher(),
-                "hooks": [{ "type": "command", "command": harness.hook_command() }],
-            }),
-        ),
-        (
-            "PostToolUse",
-            "hooks.PostToolUse",
-            json!({
-                "matcher": harness.shell_matcher(),
-                "hooks": [{ "type": "command", "command": harness.after_command() }],
-            }),
-        ),
-        (
-            "Stop",
-            "hooks.Stop",
-            json!({ "hooks": [{ "type": "command", "command": harness.stop_command() }] }),
-        ),
-        (
-            "SessionStart",
-            "hooks.SessionStart",
-            json!({ "hooks": [{ "type": "command", "command": harness.session_command() }] }),
-        ),
-    ] {
+    for event in HookEvent::ALL {
+        let name = harness.event_name(event);
         let entries = hooks
-            .entry(event)
+            .entry(name)
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
-            .ok_or(WireError::Shape(shape))?;
-        let command = entry["hooks"][0]["command"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if !is_wired(entries, &command) {
-            entries.push(entry);
+            .ok_or_else(|| WireError::Shape(format!("hooks.{name}")))?;
+        if !is_wired(entries, &harness.command(event)) {
+            entries.push(harness.entry(event));
             changed = true;
         }
+    }
+    // Copilot CLI reads only files that say which format they are in.
+    if harness == Harness::Copilot && !object.contains_key("version") {
+        object.insert("version".into(), json!(1));
+        changed = true;
     }
     if !changed {
         return Ok((existing.unwrap_or_default().to_string(), false));
@@ -154,24 +135,29 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
 /// a tool (a file that does not parse runs nothing).
 pub fn wired(harness: Harness, existing: &str) -> bool {
     serde_json::from_str::<Value>(existing).is_ok_and(|root| {
-        root.pointer("/hooks/PreToolUse")
+        root.get("hooks")
+            .and_then(|hooks| hooks.get(harness.event_name(HookEvent::PreToolUse)))
             .and_then(Value::as_array)
             .is_some_and(|pre| is_wired(pre, &harness.hook_command()))
     })
 }
 
+/// Whether one of `entries` runs `command`: a command hook of a matcher group, or (in
+/// Copilot CLI's shape) the entry's own shell line.
 fn is_wired(entries: &[Value], command: &str) -> bool {
+    let runs = |hook: &Value| {
+        ["command", "bash"].iter().any(|key| {
+            hook.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.trim_start().starts_with(command))
+        })
+    };
     entries.iter().any(|entry| {
-        entry
-            .get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(|hooks| {
-                hooks.iter().any(|h| {
-                    h.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(|c| c.trim_start().starts_with(command))
-                })
-            })
+        runs(entry)
+            || entry
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hooks| hooks.iter().any(runs))
     })
 }
 
@@ -216,7 +202,7 @@ mod tests {
         }
         assert!(matches!(
             wire(Harness::Claude, Some(r#"{"hooks": {"PreToolUse": {}}}"#)),
-            Err(WireError::Shape("hooks.PreToolUse"))
+            Err(WireError::Shape(shape)) if shape == "hooks.PreToolUse"
         ));
     }
 }

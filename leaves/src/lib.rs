@@ -13,6 +13,7 @@
 pub mod env;
 pub mod envelope;
 pub mod events;
+pub mod harness;
 pub mod home;
 pub mod hook;
 pub mod hook_config;

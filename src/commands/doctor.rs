@@ -79,7 +79,7 @@ impl Check {
 /// (`tdd init --hooks`); none where no CLI is wired, which is a choice, not a fault.
 fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
     use tdd_leaves::hook::Harness;
-    [Harness::Claude, Harness::Codex]
+    Harness::ALL
         .into_iter()
         .filter_map(|harness| {
             let file = harness.settings_file();

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::Path;
 use std::path::PathBuf;
 
+use tdd_leaves::hook::Harness;
 use tdd_leaves::hook::ToolCall;
 
 use crate::context::Ctx;
@@ -39,6 +40,11 @@ enum HarnessArg {
     Claude,
     /// Codex CLI.
     Codex,
+    /// Gemini CLI (its `BeforeTool`, `AfterTool`, `AfterAgent` and `SessionStart`).
+    Gemini,
+    /// GitHub Copilot CLI (its `preToolUse`, `postToolUse`, `agentStop` and
+    /// `sessionStart`).
+    Copilot,
 }
 
 /// The hook events `tdd hook` answers.
@@ -58,24 +64,25 @@ enum EventArg {
 /// Runs `tdd hook`.
 pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
     let started = std::time::Instant::now();
-    // Claude Code and Codex share these protocols.
     let harness = match args.harness {
-        HarnessArg::Claude => "claude",
-        HarnessArg::Codex => "codex",
+        HarnessArg::Claude => Harness::Claude,
+        HarnessArg::Codex => Harness::Codex,
+        HarnessArg::Gemini => Harness::Gemini,
+        HarnessArg::Copilot => Harness::Copilot,
     };
     let answer = match args.event {
-        EventArg::PreToolUse => pre_tool_use(ctx).map(|denied| {
+        EventArg::PreToolUse => pre_tool_use(ctx, harness).map(|denied| {
             denied.map(|(engine, reason, call, paths)| {
                 record_denial(ctx, &engine, harness, &call, paths, &reason, started);
-                tdd_leaves::hook::deny(&reason)
+                harness.deny(&reason)
             })
         }),
         EventArg::PostToolUse => super::hook_turn::post_tool_use(ctx, harness, started)
-            .map(|reverted| reverted.map(|reason| tdd_leaves::hook::after_tool(&reason))),
+            .map(|reverted| reverted.map(|reason| harness.after_tool(&reason))),
         EventArg::Stop => super::hook_turn::stop(ctx, harness, started)
-            .map(|blocked| blocked.map(|reason| tdd_leaves::hook::keep_going(&reason))),
+            .map(|blocked| blocked.map(|reason| harness.keep_going(&reason))),
         EventArg::SessionStart => {
-            session_start(ctx).map(|context| context.map(|c| tdd_leaves::hook::session_context(&c)))
+            session_start(ctx).map(|context| context.map(|c| harness.session_context(&c)))
         }
     };
     Ok(match answer {
@@ -174,7 +181,7 @@ pub(super) fn read_event() -> Result<String, CommandError> {
 fn record_denial(
     ctx: &Ctx,
     engine: &tdd_engine::run::Engine,
-    harness: &str,
+    harness: Harness,
     call: &ToolCall,
     paths: Vec<String>,
     reason: &str,
@@ -182,7 +189,7 @@ fn record_denial(
 ) {
     let denied = tdd_engine::run::events::HookDenied {
         n: None,
-        harness: harness.to_string(),
+        harness: harness.as_str().to_string(),
         tool: call.tool.clone(),
         paths,
         reason: reason.to_string(),
@@ -202,10 +209,10 @@ fn record_denial(
 type Denied = (tdd_engine::run::Engine, String, ToolCall, Vec<String>);
 
 /// Why the tool call on stdin must not run, or `None` when it may.
-fn pre_tool_use(ctx: &Ctx) -> Result<Option<Denied>, CommandError> {
+fn pre_tool_use(ctx: &Ctx, harness: Harness) -> Result<Option<Denied>, CommandError> {
     let text = read_event()?;
-    let call =
-        ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
+    let call = ToolCall::parse_from(harness, &text)
+        .map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
     let writes = call.writes();
     if writes.is_empty() {
         return Ok(None);
@@ -288,8 +295,10 @@ fn protected(relative: &str) -> Option<&'static str> {
         ".claude/settings.local.json",
         ".codex/hooks.json",
         ".codex/config.toml",
+        ".gemini/settings.json",
     ];
-    if settings.contains(&relative) || relative.starts_with(".claude/hooks/") {
+    let hook_dirs = [".claude/hooks/", ".github/hooks/"];
+    if settings.contains(&relative) || hook_dirs.iter().any(|d| relative.starts_with(d)) {
         return Some("the agent CLI's own settings and hooks");
     }
     None

@@ -2,6 +2,7 @@
 //! check) and when the agent would end its turn.
 
 use tdd_engine::observe::TargetStatus;
+use tdd_leaves::hook::Harness;
 use tdd_leaves::hook::ToolCall;
 
 use super::hook::phase_name;
@@ -17,19 +18,19 @@ use crate::error::CommandError;
 /// the command changed no locked file.
 pub(super) fn post_tool_use(
     ctx: &Ctx,
-    harness: &str,
+    harness: Harness,
     started: std::time::Instant,
 ) -> Result<Option<String>, CommandError> {
     let text = read_event()?;
-    let call =
-        ToolCall::parse(&text).map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
+    let call = ToolCall::parse_from(harness, &text)
+        .map_err(|e| CommandError::bad_input("hook_input", e.to_string()))?;
     if !call.is_shell() || !set_up(ctx)? {
         return Ok(None);
     }
     let engine = ctx.engine()?;
     let call = tdd_engine::run::events::HookReverted {
         n: None,
-        harness: harness.to_string(),
+        harness: harness.as_str().to_string(),
         tool: call.tool.clone(),
         restored: Vec::new(),
         removed: Vec::new(),
@@ -61,7 +62,7 @@ const STOP_LIMIT: u32 = 3;
 /// [`STOP_LIMIT`] refusals in a row in one phase the turn ends, and a note says so.
 pub(super) fn stop(
     ctx: &Ctx,
-    harness: &str,
+    harness: Harness,
     started: std::time::Instant,
 ) -> Result<Option<String>, CommandError> {
     use tdd_engine::run::Phase;
@@ -122,7 +123,7 @@ pub(super) fn stop(
     );
     let denied = tdd_engine::run::events::HookDenied {
         n: None,
-        harness: harness.to_string(),
+        harness: harness.as_str().to_string(),
         tool: tdd_engine::run::STOP_TOOL.to_string(),
         paths: targets,
         reason: reason.clone(),

@@ -46,9 +46,11 @@ pub fn cmd_init(ctx: &Ctx, args: InitArgs) -> Result<Outcome, CommandError> {
                 tdd_leaves::hook::Harness::parse(name).ok_or_else(|| {
                     CommandError::bad_input(
                         "harness_unknown",
-                        format!("--hooks {name}: tdd has hooks for claude and codex"),
+                        format!(
+                            "--hooks {name}: tdd has hooks for claude, codex, gemini and copilot"
+                        ),
                     )
-                    .hint("run `tdd init --hooks claude` or `tdd init --hooks codex`")
+                    .hint("run `tdd init --hooks claude` (or codex, gemini, copilot)")
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -423,3 +423,189 @@ fn in_red_the_turn_does_not_end_before_the_target_fails_on_an_assertion() {
     );
     assert_eq!(stop(&env, "claude"), None);
 }
+
+/// Gemini CLI and Copilot CLI are answered in their own formats: a locked write denied
+/// before it runs (Gemini's `write_file` and shell; Copilot's `edit` with its arguments
+/// as a string of JSON, and its shell), the end of a turn in GREEN refused, a session
+/// told its assignment; `tdd init --hooks` wires both, and doctor says so.
+#[test]
+fn gemini_and_copilot_are_denied_a_locked_write_and_kept_going_in_their_own_formats() {
+    let env = in_green();
+    let test = env.root().join("tests/test_sub.py");
+    let answer = |harness: &str, hook_event: &str, event: Value| -> Value {
+        let (code, stdout, stderr) = hook_on(&env, harness, hook_event, &event);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str(&stdout).unwrap_or(Value::Null)
+    };
+    // Gemini CLI: `decision: deny` with the reason.
+    let gemini = |name: &str, input: Value| {
+        json!({ "session_id": "s", "hook_event_name": "BeforeTool", "tool_name": name,
+                "tool_input": input, "cwd": env.root() })
+    };
+    let denied = answer(
+        "gemini",
+        "pre-tool-use",
+        gemini("write_file", json!({ "file_path": test, "content": "x" })),
+    );
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert!(
+        denied["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("tests/test_sub.py") && r.contains("GREEN")),
+        "{denied}"
+    );
+    let shell = gemini(
+        "run_shell_command",
+        json!({ "command": "sed -i s/3/4/ tests/test_sub.py" }),
+    );
+    assert_eq!(answer("gemini", "pre-tool-use", shell)["decision"], "deny");
+    // The implementation is GREEN's to write: nothing is said.
+    let lib = gemini(
+        "replace",
+        json!({ "file_path": env.root().join("calc.py"), "old_string": "a", "new_string": "b" }),
+    );
+    assert_eq!(answer("gemini", "pre-tool-use", lib), Value::Null);
+    // Copilot CLI: `toolName`, `toolArgs` as a string of JSON; `permissionDecision`.
+    let copilot = |name: &str, args: Value| {
+        json!({ "timestamp": 1_704_614_600_000_u64, "cwd": env.root(), "toolName": name,
+                "toolArgs": args.to_string() })
+    };
+    let denied = answer(
+        "copilot",
+        "pre-tool-use",
+        copilot(
+            "edit",
+            json!({ "path": test, "old_str": "3", "new_str": "4" }),
+        ),
+    );
+    assert_eq!(denied["permissionDecision"], "deny", "{denied}");
+    assert!(
+        denied["permissionDecisionReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("tests/test_sub.py")),
+        "{denied}"
+    );
+    let shell = copilot("bash", json!({ "command": "echo x > tests/test_sub.py" }));
+    assert_eq!(
+        answer("copilot", "pre-tool-use", shell)["permissionDecision"],
+        "deny"
+    );
+    // Arguments that are not JSON: it cannot tell, so it blocks (exit 2).
+    let (code, _, stderr) = hook_on(
+        &env,
+        "copilot",
+        "pre-tool-use",
+        &json!({ "cwd": env.root(), "toolName": "edit", "toolArgs": "{not json" }),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    // Nothing was written by any of this, and each denial is in the ledger by harness.
+    assert_eq!(std::fs::read_to_string(&test).expect("test"), TEST);
+    let (_, export) = env.json(&["ledger", "export"]);
+    let harnesses: Vec<&str> = export["data"]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "hook_denied")
+        .filter_map(|e| e["payload"]["harness"].as_str())
+        .collect();
+    assert_eq!(harnesses, ["gemini", "gemini", "copilot", "copilot"]);
+    // The end of a turn in GREEN with the target failing: Gemini's `AfterAgent` is
+    // denied (the agent goes on), Copilot's `agentStop` blocked with the next prompt.
+    let stop = json!({ "cwd": env.root(), "stop_hook_active": false });
+    assert_eq!(answer("gemini", "stop", stop.clone())["decision"], "deny");
+    let kept = answer("copilot", "stop", stop);
+    assert_eq!(kept["decision"], "block", "{kept}");
+    assert!(
+        kept["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("tdd advance"))
+    );
+    // A session is told its assignment.
+    let start = json!({ "cwd": env.root(), "source": "new" });
+    let told = answer("copilot", "session-start", start.clone());
+    assert!(
+        told["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("GREEN")),
+        "{told}"
+    );
+    let told = answer("gemini", "session-start", start);
+    assert!(
+        told["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("GREEN")),
+        "{told}"
+    );
+}
+
+#[test]
+fn init_hooks_wires_gemini_and_copilot_and_their_files_are_protected() {
+    let env = Env::new();
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    env.write("src/lib.rs", "pub fn f() {}\n");
+    let (code, value) = env.json(&["init", "--hooks", "gemini,copilot"]);
+    assert_eq!(code, 0, "{value}");
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(env.root().join(path)).expect(path))
+            .expect("json")
+    };
+    let gemini = read(".gemini/settings.json");
+    for (event, command) in [
+        ("BeforeTool", "tdd hook gemini pre-tool-use"),
+        ("AfterTool", "tdd hook gemini post-tool-use"),
+        ("AfterAgent", "tdd hook gemini stop"),
+        ("SessionStart", "tdd hook gemini session-start"),
+    ] {
+        assert_eq!(
+            gemini["hooks"][event][0]["hooks"][0]["command"], command,
+            "{gemini}"
+        );
+    }
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"][0]["matcher"],
+        "^(write_file|replace|run_shell_command)$"
+    );
+    let copilot = read(".github/hooks/tdd.json");
+    assert_eq!(copilot["version"], 1, "{copilot}");
+    for (event, command) in [
+        ("preToolUse", "tdd hook copilot pre-tool-use"),
+        ("postToolUse", "tdd hook copilot post-tool-use"),
+        ("agentStop", "tdd hook copilot stop"),
+        ("sessionStart", "tdd hook copilot session-start"),
+    ] {
+        assert_eq!(copilot["hooks"][event][0]["bash"], command, "{copilot}");
+        assert_eq!(copilot["hooks"][event][0]["type"], "command");
+    }
+    // Once: a second run changes nothing.
+    let (code, value) = env.json(&["init", "--hooks", "gemini,copilot"]);
+    assert_eq!(code, 0, "{value}");
+    assert!(
+        value["data"]["hooks"]
+            .as_array()
+            .expect("hooks")
+            .iter()
+            .all(|h| h["changed"] == false),
+        "{value}"
+    );
+    let (_, doctor) = env.json(&["doctor"]);
+    let checks = doctor["data"]["checks"].to_string();
+    assert!(
+        checks.contains("hooks.gemini") && checks.contains("hooks.copilot"),
+        "{doctor}"
+    );
+    // No agent rewrites the hooks that guard it, whatever the phase.
+    for path in [".gemini/settings.json", ".github/hooks/tdd.json"] {
+        let (code, stdout, stderr) = hook_on(
+            &env,
+            "gemini",
+            "pre-tool-use",
+            &json!({ "tool_name": "write_file", "tool_input": { "file_path": path, "content": "{}" },
+                     "cwd": env.root() }),
+        );
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains("\"decision\":\"deny\""), "{path}: {stdout}");
+    }
+}

@@ -454,7 +454,7 @@ fn init_hooks_refuses_settings_that_are_not_json_naming_the_line() {
     assert!(message.contains(".claude/settings.json:3"), "{value}");
     // Refused before anything was written.
     assert!(!env.root().join("tdd.toml").exists());
-    let (code, value) = env.json(&["init", "--hooks", "gemini"]);
+    let (code, value) = env.json(&["init", "--hooks", "cursor"]);
     assert_eq!(code, 2, "{value}");
     assert_eq!(value["error"]["reason"], "harness_unknown");
 }

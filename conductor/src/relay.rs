@@ -39,6 +39,8 @@ use serde::Deserialize;
 use serde::Serialize;
 use tdd_supervisor::ProcessId;
 
+mod sweep;
+
 /// The variable that tells a command inside a leaf where the relay listens.
 pub const RELAY_VAR: &str = "TDD_ENGINE_RELAY";
 
@@ -179,8 +181,11 @@ impl Relay {
         env: BTreeMap<String, String>,
         check: ArgsCheck,
     ) -> std::io::Result<Relay> {
-        let dir = tempfile::Builder::new().prefix("tdd-relay-").tempdir()?;
-        let socket = dir.path().join("engine.sock");
+        // What killed conductors left behind goes first: a relay cleans up after itself
+        // only when it ends.
+        sweep::sweep(&std::env::temp_dir());
+        let dir = tempfile::Builder::new().prefix(sweep::PREFIX).tempdir()?;
+        let socket = dir.path().join(sweep::SOCKET);
         let listener = UnixListener::bind(&socket)?;
         let shared = Arc::new(Shared::default());
         let stop = Arc::new(AtomicBool::new(false));

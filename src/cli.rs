@@ -71,6 +71,7 @@ enum Command {
     Conduct(commands::conduct::ConductArgs),
     Demo(commands::demo::DemoArgs),
     Hook(commands::hook::HookArgs),
+    Mcp(commands::mcp::McpArgs),
     Report(commands::report::ReportArgs),
     #[command(subcommand)]
     Log(commands::log::LogCommand),
@@ -111,6 +112,7 @@ impl Command {
             Command::Conduct(_) => "conduct",
             Command::Demo(_) => "demo",
             Command::Hook(_) => "hook",
+            Command::Mcp(_) => "mcp",
             Command::Report(_) => "report",
             Command::Log(c) => c.name(),
             Command::Metrics(_) => "metrics",
@@ -272,6 +274,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Conduct(args) => commands::conduct::cmd_conduct(&ctx, args),
         Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
         Command::Hook(args) => commands::hook::cmd_hook(&ctx, args),
+        Command::Mcp(args) => commands::mcp::cmd_mcp(&ctx, args),
         Command::Report(args) => commands::report::cmd_report(&ctx, args),
         Command::Log(cmd) => commands::log::cmd_log(&ctx, cmd),
         Command::Metrics(args) => commands::metrics::cmd_metrics(&ctx, args),

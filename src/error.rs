@@ -494,6 +494,11 @@ impl From<RunError> for CommandError {
             RunError::Integrity(e) => e.into(),
             RunError::Git(e) => e.into(),
             RunError::Plan(e) => e.into(),
+            RunError::Observe(
+                tdd_engine::observe::ObserveError::BadTarget { .. }
+                | tdd_engine::observe::ObserveError::OptionTarget { .. },
+            ) => CommandError::bad_input("target_invalid", message)
+                .hint("name a test id as `tdd status` shows it (`project::id`)"),
             RunError::Observe(_) => CommandError::refused("runner_unavailable", message)
                 .hint("check the project's runner with `tdd doctor`"),
             RunError::Glob(_) => CommandError::bad_input("config_invalid", message)

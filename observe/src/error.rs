@@ -30,6 +30,14 @@ pub enum ObserveError {
         /// The project it was resolved against.
         project: String,
     },
+    /// A target id begins with `-`: a runner would take it for an option.
+    #[error(
+        "target `{target}` begins with `-`: a test runner would read it as an option, not a test id"
+    )]
+    OptionTarget {
+        /// The target as given.
+        target: String,
+    },
 }
 
 /// A report that could not be read as the runner's format.

@@ -172,6 +172,13 @@ impl Project {
                 project: self.name.clone(),
             });
         }
+        // Ids go on the runner's command line: one that begins with `-` would be read
+        // as an option (a plugin to load, another root), never as a test.
+        if native.starts_with('-') {
+            return Err(ObserveError::OptionTarget {
+                target: target.to_string(),
+            });
+        }
         Ok(native)
     }
 }

@@ -25,6 +25,7 @@ pub mod leaves;
 pub mod ledger;
 pub mod log;
 pub mod logs;
+pub mod mcp;
 pub mod metrics;
 pub mod note;
 pub mod plan;

@@ -26,6 +26,7 @@ mod leafsupport;
 mod leases;
 mod leaves;
 mod ledger;
+mod mcp;
 mod model_api;
 mod plan;
 mod real_clis;

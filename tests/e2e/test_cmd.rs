@@ -84,6 +84,19 @@ fn a_missing_runner_is_exit_1_and_bad_arguments_exit_2() {
     let (exit, value) = env.json(&["test", "--project", "nope"]);
     assert_eq!(exit, 2);
     assert_eq!(value["error"]["reason"], "unknown_project");
+    // An id that begins with `-` would reach the runner as an option (`-p` loads a
+    // plugin): it is refused before any runner starts.
+    for id in ["--rootdir=/", "py::-p", "-k"] {
+        let (exit, value) = env.json(&["test", "--", id]);
+        assert_eq!(exit, 2, "{id}: {value}");
+        assert_eq!(value["error"]["reason"], "target_invalid", "{value}");
+        assert!(
+            value["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("begins with `-`")),
+            "{value}"
+        );
+    }
     env.write(
         "tdd.toml",
         "[project.py]\nadapter = \"junit\"\ntest_command = \"no-such-runner-anywhere {report}\"\n",

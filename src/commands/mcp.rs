@@ -1,0 +1,194 @@
+//! `tdd mcp`: the engine's read-only questions as an MCP server over stdio, for an agent
+//! that speaks the Model Context Protocol. The agent can ask, never set: no tool moves a
+//! phase, and `test` runs only what `tdd.toml` configures.
+
+use rmcp::Json;
+use rmcp::ServerHandler;
+use rmcp::ServiceExt;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::tool;
+use rmcp::tool_handler;
+use rmcp::tool_router;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::Ctx;
+use crate::error::CommandError;
+use crate::exit::Exit;
+use crate::output::Outcome;
+use crate::output::Raw;
+
+/// Serve the engine over MCP on stdin and stdout until the client closes them: the
+/// tools `status` (where the run stands), `test` (the configured command for a target
+/// or the suite, run by tdd itself) and `explain` (why the last advance was refused
+/// and what to do). No tool moves a phase: `tdd advance` stays the agent's own call.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {}
+
+/// Runs `tdd mcp`.
+pub fn cmd_mcp(ctx: &Ctx, _args: McpArgs) -> Result<Outcome, CommandError> {
+    let tdd = std::env::current_exe().map_err(|e| {
+        CommandError::internal("mcp_failed", format!("cannot find the tdd binary: {e}"))
+    })?;
+    let server = Server::new(tdd, ctx.cwd.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CommandError::internal("mcp_failed", format!("no async runtime: {e}")))?;
+    runtime
+        .block_on(async {
+            let running = server.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        })
+        .map_err(|e| {
+            CommandError::internal("mcp_failed", format!("the MCP session failed: {e}"))
+        })?;
+    // Stdout was the protocol's: nothing more is written to it.
+    Ok(Outcome::raw(Raw::default(), Exit::Ok))
+}
+
+/// What a tool answers: tdd's own envelope for the command it ran.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Answer {
+    /// Whether the command did what was asked.
+    pub ok: bool,
+    /// What it found (the `data` of `tdd <command> --json`).
+    pub data: Value,
+    /// What to do next, in words, when tdd says.
+    pub next: Option<String>,
+    /// Why it did not, in words, when it did not.
+    pub error: Option<String>,
+    /// A command that helps, when it did not.
+    pub hint: Option<String>,
+}
+
+/// The parameters of `test`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TestParams {
+    /// Test ids to run alone (`project::native id`, or the runner's own id); none runs
+    /// every project's whole suite. Only ids: the command is the one `tdd.toml`
+    /// configures.
+    #[serde(default)]
+    pub targets: Vec<String>,
+}
+
+/// What `explain` answers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Explanation {
+    /// Whether the last `tdd advance` of the open cycle was refused.
+    pub refused: bool,
+    /// The cycle and its phase.
+    pub cycle: Option<Value>,
+    /// The refusal as the engine recorded it (reason, what the tests showed).
+    pub refusal: Option<Value>,
+    /// What to do now, in words.
+    pub next: Option<String>,
+}
+
+/// The MCP server: each tool runs one `tdd` command in the server's directory and
+/// answers with its envelope.
+#[derive(Debug, Clone)]
+pub struct Server {
+    tdd: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+    tool_router: ToolRouter<Server>,
+}
+
+#[tool_handler(
+    router = self.tool_router,
+    name = "tdd",
+    instructions = "tdd's engine, read-only: `status` says where the run stands and what to do, `test` runs test ids as tdd runs them, `explain` says why the last advance was refused. Phases move only with `tdd advance`, from what the tests do."
+)]
+impl ServerHandler for Server {}
+
+#[tool_router(router = tool_router)]
+impl Server {
+    fn new(tdd: std::path::PathBuf, cwd: std::path::PathBuf) -> Server {
+        Server {
+            tdd,
+            cwd,
+            tool_router: Server::tool_router(),
+        }
+    }
+
+    /// Where the run stands: the open cycle, its phase and targets, the last refusal.
+    #[tool(
+        name = "status",
+        description = "Where the tdd run stands: the open cycle, its phase, its target tests and what to do next. Read-only."
+    )]
+    async fn status(&self) -> Result<Json<Answer>, String> {
+        Ok(Json(self.run(&["status"]).await?))
+    }
+
+    /// Runs the targets (or the suite) as the engine runs them.
+    #[tool(
+        name = "test",
+        description = "Run test ids (or, with none, every project's suite) with the command tdd.toml configures, as tdd itself runs them, and report each test's outcome. The command cannot be chosen; no phase moves."
+    )]
+    async fn test(
+        &self,
+        Parameters(params): Parameters<TestParams>,
+    ) -> Result<Json<Answer>, String> {
+        let mut argv = vec!["test".to_string(), "--json".to_string(), "--".to_string()];
+        argv.extend(params.targets);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        Ok(Json(self.run(&argv).await?))
+    }
+
+    /// Why the last advance was refused, and what to do.
+    #[tool(
+        name = "explain",
+        description = "Why the last `tdd advance` of the open cycle was refused (what the tests showed) and what to do now. Read-only."
+    )]
+    async fn explain(&self) -> Result<Json<Explanation>, String> {
+        let status = self.run(&["status"]).await?;
+        let refusal = status
+            .data
+            .pointer("/cycle/refusal")
+            .filter(|r| !r.is_null())
+            .cloned();
+        let cycle = status.data.get("cycle").map(|c| {
+            serde_json::json!({ "n": c["n"], "title": c["title"], "phase": c["phase"], "tests": c["tests"] })
+        });
+        Ok(Json(Explanation {
+            refused: refusal.is_some(),
+            cycle,
+            refusal,
+            next: status.next.or(status.error),
+        }))
+    }
+
+    /// Runs `tdd ARGS --json` in the server's directory and reads its envelope.
+    async fn run(&self, args: &[&str]) -> Result<Answer, String> {
+        let mut argv: Vec<&str> = args.to_vec();
+        if !argv.contains(&"--json") {
+            argv.push("--json");
+        }
+        let out = tokio::process::Command::new(&self.tdd)
+            .args(&argv)
+            .current_dir(&self.cwd)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| format!("tdd {} could not run: {e}", args.join(" ")))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let envelope: Value = text
+            .lines()
+            .rev()
+            .find_map(|line| serde_json::from_str(line).ok())
+            .ok_or_else(|| format!("tdd {} answered no envelope", args.join(" ")))?;
+        let words = |v: &Value| v.as_str().map(str::to_string);
+        Ok(Answer {
+            ok: envelope["ok"].as_bool().unwrap_or(false),
+            data: envelope["data"].clone(),
+            next: envelope.pointer("/next_action/detail").and_then(words),
+            error: envelope.pointer("/error/message").and_then(words),
+            hint: envelope.pointer("/error/hint").and_then(words),
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! `tdd mcp` driven by a real MCP client (the SDK's own, over the child's stdio): the
+//! tools it lists, what each answers in a run in GREEN, and that none moves a phase.
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::Value;
+use serde_json::json;
+
+/// The structured answer of tool `name` called with `arguments`.
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    arguments: Value,
+) -> Value {
+    let mut params = CallToolRequestParams::new(name);
+    if let Value::Object(map) = arguments {
+        params = params.with_arguments(map);
+    }
+    let result = client.call_tool(params).await.expect("the tool answers");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.expect("a structured answer")
+}
+
+#[test]
+fn an_mcp_client_asks_where_the_run_stands_runs_the_target_and_moves_nothing() {
+    let env = crate::hook::in_green();
+    let head = env.git(&["rev-parse", "HEAD"]);
+    // A refused advance for `explain` to explain: GREEN with the target still failing.
+    let (code, refused) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{refused}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut command = tokio::process::Command::from(env.tdd_std());
+        command.arg("mcp").current_dir(env.root());
+        let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
+        let client = ().serve(transport).await.expect("the session starts");
+        let info = client.peer_info().expect("server info");
+        assert_eq!(
+            info.server_info.as_ref().map(|i| i.name.as_str()),
+            Some("tdd")
+        );
+        // Three tools, each with its schemas; none that moves a phase.
+        let tools = client.list_all_tools().await.expect("tools");
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["explain", "status", "test"]);
+        for tool in &tools {
+            assert!(tool.output_schema.is_some(), "{tool:?}");
+        }
+        let test = tools.iter().find(|t| t.name == "test").expect("test");
+        assert!(
+            Value::Object((*test.input_schema).clone())["properties"]["targets"].is_object(),
+            "{test:?}"
+        );
+        // Where the run stands, as `tdd status` says it.
+        let status = call(&client, "status", json!({})).await;
+        assert_eq!(status["ok"], true, "{status}");
+        assert_eq!(
+            status["data"]["cycle"]["phase"], "AWAITING_IMPL",
+            "{status}"
+        );
+        // The target, run as tdd runs it: it fails (GREEN has not begun).
+        let ran = call(
+            &client,
+            "test",
+            json!({ "targets": ["tests/test_sub.py::test_sub"] }),
+        )
+        .await;
+        assert!(ran["data"].to_string().contains("failed"), "{ran}");
+        // An id that looks like an option is refused, never handed to the runner.
+        let odd = call(&client, "test", json!({ "targets": ["--all"] })).await;
+        assert_eq!(odd["ok"], false, "{odd}");
+        assert!(
+            odd["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("begins with `-`")),
+            "{odd}"
+        );
+        // Why the advance was refused, and what to do.
+        let why = call(&client, "explain", json!({})).await;
+        assert_eq!(why["refused"], true, "{why}");
+        assert_eq!(why["cycle"]["phase"], "AWAITING_IMPL", "{why}");
+        assert!(why["next"].as_str().is_some_and(|n| !n.is_empty()), "{why}");
+        client.cancel().await.expect("the session ends");
+    });
+    // Nothing moved: the phase, HEAD, the test.
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(status["data"]["cycle"]["phase"], "AWAITING_IMPL");
+    assert_eq!(env.git(&["rev-parse", "HEAD"]), head);
+}

@@ -540,12 +540,7 @@ fn gemini_and_copilot_are_denied_a_locked_write_and_kept_going_in_their_own_form
 
 #[test]
 fn init_hooks_wires_gemini_and_copilot_and_their_files_are_protected() {
-    let env = Env::new();
-    env.write(
-        "Cargo.toml",
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    env.write("src/lib.rs", "pub fn f() {}\n");
+    let env = crate::init::cargo_app();
     let (code, value) = env.json(&["init", "--hooks", "gemini,copilot"]);
     assert_eq!(code, 0, "{value}");
     let read = |path: &str| -> Value {

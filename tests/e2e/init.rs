@@ -368,14 +368,20 @@ fn a_project_without_any_test_gets_the_convention_and_a_warning() {
     assert!(shown.contains("test_paths = [\"tests/\"]"), "{shown}");
 }
 
-#[test]
-fn init_hooks_wires_tdd_hook_beside_the_users_own_entries_once() {
+/// A one-crate cargo project with no tdd.toml yet, for `tdd init --hooks`.
+pub(crate) fn cargo_app() -> Env {
     let env = Env::new();
     env.write(
         "Cargo.toml",
         "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
     );
     env.write("src/lib.rs", "pub fn f() {}\n");
+    env
+}
+
+#[test]
+fn init_hooks_wires_tdd_hook_beside_the_users_own_entries_once() {
+    let env = cargo_app();
     let mine = r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}"#;
     env.write(".claude/settings.json", mine);
     let (code, value) = env.json(&["init", "--hooks", "claude,codex"]);

@@ -48,6 +48,7 @@ use crate::support::Env;
 
 mod conduct;
 mod hooks;
+mod mcp;
 
 const TARGET: &str = "tests/test_duration.py::test_compound_duration";
 

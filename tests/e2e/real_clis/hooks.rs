@@ -52,6 +52,7 @@ fn claude_code_is_denied_a_locked_write_before_it_happens_and_told_why() {
         &api,
         &settings,
         &["Write", "Edit", "Bash(sed:*)"],
+        None,
     );
     assert_eq!(api.served().scripted, 4, "{stream}");
     // Neither write happened: the bytes are the committed test's.
@@ -104,7 +105,7 @@ fn claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_
             Step::text("Done."),
         ],
     );
-    let stream = claude_p(&bin, &env, &api, &settings, &["Bash(python3:*)"]);
+    let stream = claude_p(&bin, &env, &api, &settings, &["Bash(python3:*)"], None);
     // The command ran, and the hook after it put the committed test back.
     assert_eq!(std::fs::read(&test).expect("the test"), before, "{stream}");
     // The model's next request carries what tdd undid.
@@ -120,21 +121,27 @@ fn claude_code_is_told_when_a_shell_command_it_ran_changed_a_locked_test_and_it_
     );
 }
 
-/// `claude -p` in `env`'s work tree against `api`, with the hooks of `settings` and the
-/// tools `allowed`; its stream, once it has succeeded.
-fn claude_p(
+/// `claude -p` in `env`'s work tree against `api`, with the hooks of `settings`, the
+/// tools `allowed` and no MCP server but those of `mcp` (an `--mcp-config` file); its
+/// stream, once it has succeeded.
+pub(super) fn claude_p(
     bin: &std::path::Path,
     env: &crate::support::Env,
     api: &FakeApi,
     settings: &std::path::Path,
     allowed: &[&str],
+    mcp: Option<&std::path::Path>,
 ) -> String {
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new(bin.join("claude"))
+    let mut claude = Command::new(bin.join("claude"));
+    if let Some(config) = mcp {
+        claude.arg("--mcp-config").arg(config);
+    }
+    let out = claude
         .args([
             "-p",
             "Make the target pass.",
@@ -185,7 +192,7 @@ fn claude_code_is_kept_from_ending_its_turn_in_red_before_the_target_fails() {
         Api::Anthropic,
         (0..4).map(|_| Step::text("Done.")).collect(),
     );
-    let stream = claude_p(&bin, &env, &api, &settings, &["Read"]);
+    let stream = claude_p(&bin, &env, &api, &settings, &["Read"], None);
     let served = api.served();
     // The first end of the turn was refused, and the model was told why.
     assert!(served.scripted >= 2, "{stream}");

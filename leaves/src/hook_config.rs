@@ -131,15 +131,37 @@ pub fn wire(harness: Harness, existing: Option<&str>) -> Result<(String, bool), 
     Ok((text, true))
 }
 
+/// The command line the settings text `existing` runs before a tool for `harness`, when
+/// it runs `tdd hook` there: the entry as the harness would run it.
+pub fn wired_command(harness: Harness, existing: &str) -> Option<String> {
+    let root = serde_json::from_str::<Value>(existing).ok()?;
+    let entries = root
+        .get("hooks")?
+        .get(harness.event_name(HookEvent::PreToolUse))?
+        .as_array()?;
+    let command = harness.hook_command();
+    let runs = |hook: &Value| -> Option<String> {
+        ["command", "bash"].iter().find_map(|key| {
+            hook.get(key)
+                .and_then(Value::as_str)
+                .filter(|c| c.trim_start().starts_with(&command))
+                .map(str::to_string)
+        })
+    };
+    entries.iter().find_map(|entry| {
+        runs(entry).or_else(|| {
+            entry
+                .get("hooks")
+                .and_then(Value::as_array)
+                .and_then(|hooks| hooks.iter().find_map(runs))
+        })
+    })
+}
+
 /// Whether the settings text `existing` already runs `tdd hook` for `harness` before
 /// a tool (a file that does not parse runs nothing).
 pub fn wired(harness: Harness, existing: &str) -> bool {
-    serde_json::from_str::<Value>(existing).is_ok_and(|root| {
-        root.get("hooks")
-            .and_then(|hooks| hooks.get(harness.event_name(HookEvent::PreToolUse)))
-            .and_then(Value::as_array)
-            .is_some_and(|pre| is_wired(pre, &harness.hook_command()))
-    })
+    wired_command(harness, existing).is_some()
 }
 
 /// Whether one of `entries` runs `command`: a command hook of a matcher group, or (in

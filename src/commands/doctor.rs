@@ -76,7 +76,9 @@ impl Check {
 }
 
 /// One check per agent CLI whose project settings run `tdd hook` before its tools
-/// (`tdd init --hooks`); none where no CLI is wired, which is a choice, not a fault.
+/// (`tdd init --hooks`), each with its self-test: the wired command, fed a write no
+/// agent may make, must block it. None where no CLI is wired, which is a choice, not a
+/// fault.
 fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
     use tdd_leaves::hook::Harness;
     Harness::ALL
@@ -84,13 +86,26 @@ fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
         .filter_map(|harness| {
             let file = harness.settings_file();
             let text = std::fs::read_to_string(root.join(file)).ok()?;
-            tdd_leaves::hook_config::wired(harness, &text).then(|| {
+            if !tdd_leaves::hook_config::wired(harness, &text) {
+                return None;
+            }
+            let name = format!("hooks.{}", harness.as_str());
+            let test = super::hook_selftest::run(root, harness);
+            Some(if test.blocked {
                 Check::pass(
-                    format!("hooks.{}", harness.as_str()),
+                    name,
                     format!(
-                        "`{}` runs before its tools ({file})",
-                        harness.hook_command()
+                        "`{}` runs before its tools ({file}); its self-test blocked a write to git's internals in {} ms",
+                        harness.hook_command(),
+                        test.latency_ms
                     ),
+                )
+            } else {
+                Check::fail(
+                    name,
+                    Severity::Error,
+                    format!("{file} runs the hook, but its self-test failed: {}", test.detail),
+                    format!("check `command -v tdd` on the harness's PATH, then `tdd hook {} selftest`", harness.as_str()),
                 )
             })
         })

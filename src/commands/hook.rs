@@ -57,6 +57,9 @@ enum EventArg {
     PostToolUse,
     /// When a session starts: the run's current assignment is added to its context.
     SessionStart,
+    /// Not an event: feeds the hook this harness's settings run a write no agent may
+    /// make, in a scratch repository, and checks it is blocked in the harness's format.
+    Selftest,
     /// When the agent would end its turn: kept going while the phase's gate would refuse.
     Stop,
 }
@@ -71,6 +74,7 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
         HarnessArg::Copilot => Harness::Copilot,
     };
     let answer = match args.event {
+        EventArg::Selftest => return selftest(ctx, harness),
         EventArg::PreToolUse => pre_tool_use(ctx, harness).map(|denied| {
             denied.map(|(engine, reason, call, paths)| {
                 record_denial(ctx, &engine, harness, &call, paths, &reason, started);
@@ -110,6 +114,35 @@ pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
             Exit::BadInput,
         ),
     })
+}
+
+/// `tdd hook <harness> selftest`: the wired hook, fed a write to `.git/config` as the
+/// harness would feed it, must block it.
+fn selftest(ctx: &Ctx, harness: Harness) -> Result<Outcome, CommandError> {
+    let root = ctx.work_tree()?;
+    let test = super::hook_selftest::run(&root, harness);
+    let Some(command) = test.command.clone() else {
+        return Err(
+            CommandError::refused("hooks_not_wired", test.detail.clone())
+                .hint(format!("run `tdd init --hooks {}`", harness.as_str()))
+                .data(serde_json::json!(test)),
+        );
+    };
+    if !test.blocked {
+        return Err(CommandError::refused(
+            "hook_selftest_failed",
+            format!("`{command}` did not block a write to git's internals: {}", test.detail),
+        )
+        .hint("check that `tdd` on the harness's PATH is this one (`command -v tdd`), then run the self-test again")
+        .data(serde_json::json!(test)));
+    }
+    let text = format!(
+        "{}: `{command}` blocked a write to .git/config in {} ms ({})\n",
+        harness.as_str(),
+        test.latency_ms,
+        test.detail
+    );
+    Ok(Outcome::new(&test, text))
 }
 
 /// What the agent is to do now, as context for a session that starts: the cycle, its

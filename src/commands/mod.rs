@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod exec;
 pub mod fleet;
 pub mod hook;
+pub mod hook_selftest;
 mod hook_turn;
 pub mod init;
 pub mod init_hooks;

@@ -604,3 +604,76 @@ fn init_hooks_wires_gemini_and_copilot_and_their_files_are_protected() {
         assert!(stdout.contains("\"decision\":\"deny\""), "{path}: {stdout}");
     }
 }
+
+/// `tdd hook <harness> selftest` runs the command each harness's settings wire, as the
+/// harness would, fed a write to git's internals: blocked in every harness's format by
+/// the real `tdd` on `PATH`, and a failure when the `tdd` there lets it through.
+#[test]
+fn the_selftest_proves_the_wired_hook_blocks_and_fails_when_it_does_not() {
+    let env = crate::init::cargo_app();
+    let (code, value) = env.json(&["init", "--hooks", "claude,codex,gemini,copilot"]);
+    assert_eq!(code, 0, "{value}");
+    let bin = assert_cmd::cargo::cargo_bin("tdd");
+    let path_with = |dir: &std::path::Path| {
+        format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    };
+    let real = path_with(bin.parent().expect("bin dir"));
+    let selftest = |harness: &str, path: &str| {
+        let out = env
+            .tdd()
+            .env("PATH", path)
+            .args(["hook", harness, "selftest", "--json"])
+            .output()
+            .expect("tdd runs");
+        (crate::support::code(&out), crate::support::envelope(&out))
+    };
+    for harness in ["claude", "codex", "gemini", "copilot"] {
+        let (code, value) = selftest(harness, &real);
+        assert_eq!(code, 0, "{harness}: {value}");
+        assert_eq!(value["data"]["blocked"], true, "{value}");
+        assert!(
+            value["data"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("git's own state")),
+            "{value}"
+        );
+    }
+    // The user's ledger is not touched: the self-test runs in a scratch repository.
+    assert!(
+        std::fs::read_dir(env.ledger_home.path())
+            .map(|d| d.count() == 0)
+            .unwrap_or(true)
+    );
+    // doctor runs it for each wired harness.
+    let out = env
+        .tdd()
+        .env("PATH", &real)
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let checks = crate::support::envelope(&out)["data"]["checks"].clone();
+    for harness in ["claude", "codex", "gemini", "copilot"] {
+        let check = checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["check"] == format!("hooks.{harness}"))
+            .unwrap_or_else(|| panic!("hooks.{harness}: {checks}"));
+        assert_eq!(check["ok"], true, "{check}");
+    }
+    // A `tdd` on the harness's PATH that answers nothing: the self-test fails.
+    let fake = env.home.path().join("fake-bin");
+    std::fs::create_dir_all(&fake).expect("dir");
+    let script = fake.join("tdd");
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\nexit 0\n").expect("script");
+    let mut perms = std::fs::metadata(&script).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).expect("chmod");
+    let (code, value) = selftest("claude", &path_with(&fake));
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "hook_selftest_failed", "{value}");
+}

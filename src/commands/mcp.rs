@@ -24,7 +24,8 @@ use crate::output::Raw;
 /// Serve the engine over MCP on stdin and stdout until the client closes them: the
 /// tools `status` (where the run stands), `test` (the configured command for a target
 /// or the suite, run by tdd itself) and `explain` (why the last advance was refused
-/// and what to do). No tool moves a phase: `tdd advance` stays the agent's own call.
+/// and what to do), and inside a verifier leaf `verdict`. No tool moves a phase:
+/// `tdd advance` stays the agent's own call.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {}
 
@@ -76,6 +77,28 @@ pub struct TestParams {
     pub targets: Vec<String>,
 }
 
+/// The parameters of `verdict`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct VerdictParams {
+    /// `accept` or `reject`.
+    pub decision: Decision,
+    /// Why, in one or two sentences.
+    pub reason: String,
+    /// Concrete problems, one each.
+    #[serde(default)]
+    pub findings: Vec<String>,
+}
+
+/// A verifier's decision.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// The phase does what the behaviour spec says, by the verifier's own test runs.
+    Accept,
+    /// It does not.
+    Reject,
+}
+
 /// What `explain` answers.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Explanation {
@@ -108,11 +131,41 @@ impl ServerHandler for Server {}
 #[tool_router(router = tool_router)]
 impl Server {
     fn new(tdd: std::path::PathBuf, cwd: std::path::PathBuf) -> Server {
+        let mut tool_router = Server::tool_router();
+        // A verdict is a verifier leaf's to give: outside a leaf the tool is not offered
+        // (and inside one, `tdd verdict` checks the leaf's token and role).
+        if std::env::var_os("TDD_LEAF_ID").is_none() {
+            tool_router.remove_route("verdict");
+        }
         Server {
             tdd,
             cwd,
-            tool_router: Server::tool_router(),
+            tool_router,
         }
+    }
+
+    /// A verifier leaf's verdict, recorded as `tdd verdict` records it.
+    #[tool(
+        name = "verdict",
+        description = "Give this verifier leaf's verdict on the phase: accept (with your own runs of the target as evidence) or reject with findings. Only a verifier leaf can; the engine checks its identity and evidence."
+    )]
+    async fn verdict(
+        &self,
+        Parameters(params): Parameters<VerdictParams>,
+    ) -> Result<Json<Answer>, String> {
+        let decision = match params.decision {
+            Decision::Accept => "accept",
+            Decision::Reject => "reject",
+        };
+        // Each value joined to its option, so one that begins with `-` is still a value.
+        let mut argv = vec![
+            "verdict".to_string(),
+            decision.to_string(),
+            format!("--reason={}", params.reason),
+        ];
+        argv.extend(params.findings.iter().map(|f| format!("--finding={f}")));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        Ok(Json(self.run(&argv).await?))
     }
 
     /// Where the run stands: the open cycle, its phase and targets, the last refusal.

@@ -91,3 +91,43 @@ fn an_mcp_client_asks_where_the_run_stands_runs_the_target_and_moves_nothing() {
     assert_eq!(status["data"]["cycle"]["phase"], "AWAITING_IMPL");
     assert_eq!(env.git(&["rev-parse", "HEAD"]), head);
 }
+
+/// Inside a leaf (its identity in the environment) `verdict` is offered, and the engine
+/// still checks who gives it: a leaf the ledger does not know is refused.
+#[test]
+fn a_verdict_is_offered_inside_a_leaf_and_checked_by_its_token() {
+    let env = crate::hook::in_green();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut command = tokio::process::Command::from(env.tdd_std());
+        command
+            .arg("mcp")
+            .current_dir(env.root())
+            .env("TDD_LEAF_ID", "verifier-i1-s1-green-a1-000000")
+            .env("TDD_LEAF_TOKEN", "not-the-token");
+        let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
+        let client = ().serve(transport).await.expect("the session starts");
+        let tools = client.list_all_tools().await.expect("tools");
+        assert!(tools.iter().any(|t| t.name == "verdict"), "{tools:?}");
+        let answer = call(
+            &client,
+            "verdict",
+            json!({ "decision": "accept", "reason": "-looks fine" }),
+        )
+        .await;
+        assert_eq!(answer["ok"], false, "{answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("verifier-i1-s1-green-a1-000000")),
+            "{answer}"
+        );
+        client.cancel().await.expect("the session ends");
+    });
+    // Nothing was recorded as a verdict.
+    let (_, export) = env.json(&["ledger", "export"]);
+    assert!(!export.to_string().contains("verdict_recorded"), "{export}");
+}

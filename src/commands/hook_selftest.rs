@@ -1,6 +1,8 @@
 //! `tdd hook <harness> selftest`: the hook wired in a harness's settings, run as the
-//! harness runs it, is fed a write no agent may make and must block it in the
-//! harness's own format. `tdd doctor` runs it for every wired harness.
+//! harness runs it (`tdd` found on `PATH`), is fed a write no agent may make and must
+//! block it in the harness's own format. `tdd doctor` runs it for every wired harness.
+//! Only tdd's own line is ever run: a wired line with anything more is reported, not
+//! executed.
 //!
 //! It proves the wiring (the command resolves on `PATH` to a `tdd` that answers, in the
 //! format that harness reads, and blocks), not the harness's own dispatch of its hooks:
@@ -52,7 +54,16 @@ pub fn run(root: &Path, harness: Harness) -> SelfTest {
         return test;
     };
     test.command = Some(command.clone());
-    match feed(harness, &command) {
+    // Only tdd's own line is run: the settings are the repository's, and a line with
+    // more in it (`...; curl ... | sh`) is not tdd's to execute.
+    if command.trim() != harness.hook_command() {
+        test.detail = format!(
+            "not run: the wired line `{command}` is not exactly `{}`; run it by hand if you trust it",
+            harness.hook_command()
+        );
+        return test;
+    }
+    match feed(harness) {
         Ok((blocked, latency_ms, detail)) => {
             test.blocked = blocked;
             test.latency_ms = latency_ms;
@@ -63,10 +74,11 @@ pub fn run(root: &Path, harness: Harness) -> SelfTest {
     test
 }
 
-/// Feeds `command`, run by `sh -c` in a scratch repository as the harness would run it,
-/// a write to that repository's `.git/config`: whether it blocked, how long it took,
-/// and what it said.
-fn feed(harness: Harness, command: &str) -> Result<(bool, u64, String), String> {
+/// Feeds the hook, `tdd hook <harness> pre-tool-use` with `tdd` found on `PATH` as the
+/// harness finds it, run in a scratch repository, a write to that repository's
+/// `.git/config`: whether it blocked, how long it took, and what it said.
+fn feed(harness: Harness) -> Result<(bool, u64, String), String> {
+    let command = harness.hook_command();
     let scratch = tempfile::Builder::new()
         .prefix("tdd-hook-selftest-")
         .tempdir()
@@ -89,8 +101,8 @@ fn feed(harness: Harness, command: &str) -> Result<(bool, u64, String), String> 
     let target = repo.join(".git/config").display().to_string();
     let event = event(harness, &target, &repo);
     let started = Instant::now();
-    let mut child = Command::new("sh")
-        .args(["-c", command])
+    let mut child = Command::new("tdd")
+        .args(["hook", harness.as_str(), "pre-tool-use"])
         .current_dir(&repo)
         .env("TDD_LEDGER_HOME", scratch.path().join("ledgers"))
         .stdin(Stdio::piped())

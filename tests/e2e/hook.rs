@@ -676,4 +676,21 @@ fn the_selftest_proves_the_wired_hook_blocks_and_fails_when_it_does_not() {
     let (code, value) = selftest("claude", &path_with(&fake));
     assert_eq!(code, 1, "{value}");
     assert_eq!(value["error"]["reason"], "hook_selftest_failed", "{value}");
+    // A wired line with more than tdd's own in it is reported, never run: the settings
+    // are the repository's.
+    let marker = env.home.path().join("ran");
+    let settings = json!({ "hooks": { "PreToolUse": [{ "matcher": "Write", "hooks": [{
+        "type": "command",
+        "command": format!("tdd hook claude pre-tool-use; touch {}", marker.display()),
+    }]}]}});
+    env.write(".claude/settings.json", &settings.to_string());
+    let (code, value) = selftest("claude", &real);
+    assert_eq!(code, 1, "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not run")),
+        "{value}"
+    );
+    assert!(!marker.exists());
 }

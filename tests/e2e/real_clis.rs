@@ -46,6 +46,7 @@ use crate::model_api::FakeApi;
 use crate::model_api::Step;
 use crate::support::Env;
 
+mod codex_hooks;
 mod conduct;
 mod hooks;
 mod mcp;

@@ -85,9 +85,12 @@ fn feed(harness: Harness) -> Result<(bool, u64, String), String> {
         .map_err(|e| format!("no scratch directory: {e}"))?;
     let repo = scratch.path().join("repo");
     std::fs::create_dir(&repo).map_err(|e| format!("no scratch repository: {e}"))?;
+    // Git's hints go nowhere: doctor's output is tdd's.
     let init = Command::new("git")
         .args(["init", "-q"])
         .current_dir(&repo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .status()
         .map_err(|e| format!("git init: {e}"))?;
     if !init.success() {

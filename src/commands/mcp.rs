@@ -164,8 +164,7 @@ impl Server {
             format!("--reason={}", params.reason),
         ];
         argv.extend(params.findings.iter().map(|f| format!("--finding={f}")));
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        Ok(Json(self.run(&argv).await?))
+        Ok(Json(self.run(argv).await?))
     }
 
     /// Where the run stands: the open cycle, its phase and targets, the last refusal.
@@ -174,7 +173,7 @@ impl Server {
         description = "Where the tdd run stands: the open cycle, its phase, its target tests and what to do next. Read-only."
     )]
     async fn status(&self) -> Result<Json<Answer>, String> {
-        Ok(Json(self.run(&["status"]).await?))
+        Ok(Json(self.run(vec!["status".into()]).await?))
     }
 
     /// Runs the targets (or the suite) as the engine runs them.
@@ -186,10 +185,10 @@ impl Server {
         &self,
         Parameters(params): Parameters<TestParams>,
     ) -> Result<Json<Answer>, String> {
-        let mut argv = vec!["test".to_string(), "--json".to_string(), "--".to_string()];
+        // After `--`, every id is an id, never an option of tdd's.
+        let mut argv = vec!["test".to_string(), "--".to_string()];
         argv.extend(params.targets);
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        Ok(Json(self.run(&argv).await?))
+        Ok(Json(self.run(argv).await?))
     }
 
     /// Why the last advance was refused, and what to do.
@@ -198,7 +197,7 @@ impl Server {
         description = "Why the last `tdd advance` of the open cycle was refused (what the tests showed) and what to do now. Read-only."
     )]
     async fn explain(&self) -> Result<Json<Explanation>, String> {
-        let status = self.run(&["status"]).await?;
+        let status = self.run(vec!["status".into()]).await?;
         let refusal = status
             .data
             .pointer("/cycle/refusal")
@@ -215,14 +214,11 @@ impl Server {
         }))
     }
 
-    /// Runs `tdd ARGS --json` in the server's directory and reads its envelope.
-    async fn run(&self, args: &[&str]) -> Result<Answer, String> {
-        let mut argv: Vec<&str> = args.to_vec();
-        if !argv.contains(&"--json") {
-            argv.push("--json");
-        }
+    /// Runs `tdd --json ARGS` in the server's directory and reads its envelope.
+    async fn run(&self, args: Vec<String>) -> Result<Answer, String> {
         let out = tokio::process::Command::new(&self.tdd)
-            .args(&argv)
+            .arg("--json")
+            .args(&args)
             .current_dir(&self.cwd)
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)

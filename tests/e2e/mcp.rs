@@ -6,6 +6,28 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 use serde_json::json;
 
+/// A runtime for one test's session.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// An MCP session with `tdd mcp` started in `env`'s work tree with `vars` set.
+async fn session(
+    env: &crate::support::Env,
+    vars: &[(&str, &str)],
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut command = tokio::process::Command::from(env.tdd_std());
+    command
+        .arg("mcp")
+        .current_dir(env.root())
+        .envs(vars.iter().copied());
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
+    ().serve(transport).await.expect("the session starts")
+}
+
 /// The structured answer of tool `name` called with `arguments`.
 async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
@@ -28,15 +50,8 @@ fn an_mcp_client_asks_where_the_run_stands_runs_the_target_and_moves_nothing() {
     // A refused advance for `explain` to explain: GREEN with the target still failing.
     let (code, refused) = env.json(&["advance"]);
     assert_eq!(code, 1, "{refused}");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut command = tokio::process::Command::from(env.tdd_std());
-        command.arg("mcp").current_dir(env.root());
-        let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
-        let client = ().serve(transport).await.expect("the session starts");
+    runtime().block_on(async {
+        let client = session(&env, &[]).await;
         let info = client.peer_info().expect("server info");
         assert_eq!(
             info.server_info.as_ref().map(|i| i.name.as_str()),
@@ -97,19 +112,15 @@ fn an_mcp_client_asks_where_the_run_stands_runs_the_target_and_moves_nothing() {
 #[test]
 fn a_verdict_is_offered_inside_a_leaf_and_checked_by_its_token() {
     let env = crate::hook::in_green();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut command = tokio::process::Command::from(env.tdd_std());
-        command
-            .arg("mcp")
-            .current_dir(env.root())
-            .env("TDD_LEAF_ID", "verifier-i1-s1-green-a1-000000")
-            .env("TDD_LEAF_TOKEN", "not-the-token");
-        let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
-        let client = ().serve(transport).await.expect("the session starts");
+    runtime().block_on(async {
+        let client = session(
+            &env,
+            &[
+                ("TDD_LEAF_ID", "verifier-i1-s1-green-a1-000000"),
+                ("TDD_LEAF_TOKEN", "not-the-token"),
+            ],
+        )
+        .await;
         let tools = client.list_all_tools().await.expect("tools");
         assert!(tools.iter().any(|t| t.name == "verdict"), "{tools:?}");
         let answer = call(

@@ -27,9 +27,11 @@ use crate::config::AdapterKind;
 mod chain;
 mod install;
 mod python;
+mod toolchain;
 
 pub use chain::ChainEntry;
 pub use install::InstallPin;
+pub use toolchain::ToolchainInstall;
 
 /// Variables a deciding run inherits from the environment captured at run start.
 ///
@@ -298,6 +300,37 @@ impl PinnedEnv {
         })
     }
 
+    /// What the Go or cargo toolchain a deciding run of `adapter` starts loads from
+    /// outside the commit, asked in `cwd` with the captured environment and `env` on
+    /// top: the toolchain's installation and the dependencies' sources outside the
+    /// work tree ([`ToolchainInstall`]). `None` for the other adapters, and when the
+    /// toolchain does not answer (a run that needs it fails on its own).
+    pub fn toolchain_install(
+        &self,
+        adapter: AdapterKind,
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Option<ToolchainInstall> {
+        let mut vars: Vec<(String, String)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        vars.extend(env.iter().cloned());
+        match adapter {
+            AdapterKind::Cargo => toolchain::cargo(&vars, cwd),
+            AdapterKind::Go => toolchain::go(&vars, cwd),
+            _ => None,
+        }
+    }
+
+    /// The same, with `name` set to `value` for every deciding run (a variable the
+    /// environment captured is replaced).
+    pub fn with_var(mut self, name: &str, value: &str) -> PinnedEnv {
+        self.vars.insert(name.to_string(), value.to_string());
+        self
+    }
+
     /// The same, with deciding runs that start `name` starting `executable` instead: the
     /// interpreter a shim led to at run start, so that where the shim leads later (a
     /// global version switched) plays no part.
@@ -313,13 +346,22 @@ impl PinnedEnv {
     }
 
     /// The same, with the configuration chain above `tree` pinned (the runner
-    /// configuration files in every directory above it, and cargo's in the captured
-    /// `CARGO_HOME`, else `~/.cargo`): [`PinnedEnv::verify`] then refuses a deciding
+    /// configuration files in every directory above it, cargo's in the captured
+    /// `CARGO_HOME`, else `~/.cargo`, Go's and npm's user configuration in the captured
+    /// home): [`PinnedEnv::verify`] then refuses a deciding
     /// run when any of them appeared, went or changed since.
     pub fn with_config_chain(mut self, tree: &Path) -> PinnedEnv {
-        self.chain = chain::scan(tree, self.cargo_home().as_deref());
+        self.chain = chain::scan(tree, self.cargo_home().as_deref(), self.home().as_deref());
         self.chain_root = Some(tree.to_path_buf());
         self
+    }
+
+    /// The home a deciding run gets, as the run captured it.
+    fn home(&self) -> Option<PathBuf> {
+        self.vars
+            .get("HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
     }
 
     /// Where cargo reads its home configuration from, as the run captured it.
@@ -367,7 +409,7 @@ impl PinnedEnv {
             }
         }
         if let Some(root) = &self.chain_root {
-            let now = chain::scan(root, self.cargo_home().as_deref());
+            let now = chain::scan(root, self.cargo_home().as_deref(), self.home().as_deref());
             if let Some((path, was, now)) = chain::first_change(&self.chain, &now) {
                 return Err(RunnerChanged {
                     name: path.display().to_string(),

@@ -20,6 +20,7 @@ mod integrity_gates;
 mod integrity_ledger;
 mod integrity_objects;
 mod integrity_tests_seen;
+mod integrity_toolchains;
 mod integrity_worktree;
 mod leaf_roles;
 mod leafsupport;

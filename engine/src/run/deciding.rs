@@ -29,11 +29,12 @@ impl Engine {
     }
 
     /// `pinned`, with what the deciding runs load from outside the commit fingerprinted:
-    /// the dependency directories the clean room links from the live tree, and for a
-    /// pytest project where its interpreter imports from (never a directory of the work
-    /// tree or of tdd's own state, whose files are judged or rebuilt for each run). The
-    /// interpreter is then started by the executable it said it is, never through a
-    /// shim again.
+    /// the dependency directories the clean room links from the live tree, for a
+    /// pytest project where its interpreter imports from, for a Go or cargo project its
+    /// toolchain's installation and its dependencies' sources (never a directory of the
+    /// work tree or of tdd's own state, whose files are judged or rebuilt for each run).
+    /// The interpreter (and Go's `go`) is then started by the executable it said it is,
+    /// never through a shim again, and rustup is told the sysroot asked here.
     fn pin_installations(&self, mut pinned: PinnedEnv) -> PinnedEnv {
         let mut roots = Vec::new();
         // The clean room links these of the work tree's root and of each project's.
@@ -69,9 +70,6 @@ impl Engine {
             );
         }
         for config in self.config.project.values() {
-            if config.adapter != AdapterKind::Pytest {
-                continue;
-            }
             let env: Vec<(String, String)> = config
                 .env
                 .iter()
@@ -79,6 +77,26 @@ impl Engine {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let root = self.work_tree.join(&config.root);
+            // Go and cargo: the toolchain's installation and the dependencies' sources
+            // outside the work tree, and the toolchain named so that a version
+            // manager's later choice plays no part.
+            if let Some(toolchain) = pinned.toolchain_install(config.adapter, &env, &root) {
+                for (name, value) in &toolchain.vars {
+                    if !config.env.contains_key(name) {
+                        pinned = pinned.with_var(name, value);
+                    }
+                }
+                if let Some((name, executable)) = toolchain.interpreter
+                    && !config.env.contains_key("PATH")
+                    && pinned.interpreter(&name).is_none()
+                {
+                    pinned = pinned.with_interpreter(&name, executable);
+                }
+                roots.extend(toolchain.roots.into_iter().filter(|(p, _)| !ours(p)));
+            }
+            if config.adapter != AdapterKind::Pytest {
+                continue;
+            }
             let Some(python) = pinned.python_install(&env, &root) else {
                 continue;
             };

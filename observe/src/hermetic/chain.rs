@@ -50,10 +50,15 @@ pub struct ChainEntry {
     pub content: String,
 }
 
+/// The files in the captured home a runner reads its user configuration from: Go's
+/// (`go env -w` writes `GOFLAGS`, `GOTOOLCHAIN`, `GOEXPERIMENT` there) and npm's (which
+/// can hand every script a `node-options`).
+pub const HOME_NAMES: &[&str] = &[".config/go/env", ".npmrc"];
+
 /// Every entry of [`NAMES`] in the directories above `tree` (not in `tree` itself,
-/// whose files are the commit's), and `config`/`config.toml` in `cargo_home`, in a
-/// stable order.
-pub(crate) fn scan(tree: &Path, cargo_home: Option<&Path>) -> Vec<ChainEntry> {
+/// whose files are the commit's), `config`/`config.toml` in `cargo_home` and each of
+/// [`HOME_NAMES`] in `home`, in a stable order.
+pub(crate) fn scan(tree: &Path, cargo_home: Option<&Path>, home: Option<&Path>) -> Vec<ChainEntry> {
     let mut paths: Vec<PathBuf> = tree
         .ancestors()
         .skip(1)
@@ -61,6 +66,9 @@ pub(crate) fn scan(tree: &Path, cargo_home: Option<&Path>) -> Vec<ChainEntry> {
         .collect();
     if let Some(home) = cargo_home {
         paths.extend(["config", "config.toml"].iter().map(|n| home.join(n)));
+    }
+    if let Some(home) = home {
+        paths.extend(HOME_NAMES.iter().map(|n| home.join(n)));
     }
     paths.sort();
     paths.dedup();
@@ -121,27 +129,27 @@ mod tests {
         // The tree's own files are the commit's, not the chain's.
         std::fs::write(tree.join("pytest.ini"), "[pytest]\n").expect("own");
         std::fs::write(dir.path().join("a/pyproject.toml"), "[tool]\n").expect("above");
-        let was = scan(&tree, None);
+        let was = scan(&tree, None, None);
         assert_eq!(was.len(), 1, "{was:?}");
         assert!(was[0].content.starts_with("sha256:"));
-        assert_eq!(first_change(&was, &scan(&tree, None)), None);
+        assert_eq!(first_change(&was, &scan(&tree, None, None)), None);
         // One appears higher up.
         std::fs::create_dir_all(dir.path().join("a/b/.cargo")).expect("cargo");
         std::fs::write(dir.path().join("a/b/.cargo/config.toml"), "[env]\n").expect("cfg");
-        let (path, before, after) = first_change(&was, &scan(&tree, None)).expect("seen");
+        let (path, before, after) = first_change(&was, &scan(&tree, None, None)).expect("seen");
         assert!(path.ends_with("a/b/.cargo/config.toml"));
         assert_eq!((before.as_str(), &after[..7]), ("absent", "sha256:"));
         std::fs::remove_file(dir.path().join("a/b/.cargo/config.toml")).expect("rm");
         // One is rewritten, or becomes a pipe: never opened.
         std::fs::write(dir.path().join("a/pyproject.toml"), "[tool.pytest]\n").expect("edit");
-        assert!(first_change(&was, &scan(&tree, None)).is_some());
+        assert!(first_change(&was, &scan(&tree, None, None)).is_some());
         std::fs::remove_file(dir.path().join("a/pyproject.toml")).expect("rm");
         let made = std::process::Command::new("mkfifo")
             .arg(dir.path().join("a/pyproject.toml"))
             .status()
             .expect("mkfifo");
         assert!(made.success());
-        let now = scan(&tree, None);
+        let now = scan(&tree, None, None);
         assert_eq!(now[0].content, "special");
     }
 }

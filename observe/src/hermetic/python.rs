@@ -5,15 +5,6 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::Duration;
-
-use crate::exec::Scratch;
-use crate::model::Exit;
-use crate::process;
-use crate::process::ProcessSpec;
-
-/// How long the interpreter may take to say where it loads from.
-const ASK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Prints the executable as the interpreter knows itself (a virtual environment's own
 /// link, the versioned binary behind a version-manager shim), then every entry of
@@ -36,31 +27,12 @@ pub(crate) struct Loads {
 /// What the interpreter started as `python` said it loads from; `None` when it did not
 /// answer (a run that needs it fails on its own).
 pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) -> Option<Loads> {
-    let scratch = Scratch::new().ok()?;
-    let (Ok(stdout), Ok(stderr)) = (scratch.capture(), scratch.capture()) else {
-        return None;
-    };
     let argv = vec![
         python.display().to_string(),
         "-c".to_string(),
         ASK.to_string(),
     ];
-    let finished = process::run(&ProcessSpec {
-        argv: &argv,
-        cwd,
-        env,
-        clear_env: true,
-        timeout: ASK_TIMEOUT,
-        stdout: &stdout,
-        stderr: &stderr,
-        confinement: None,
-        tick: None,
-    });
-    if finished.exit != (Exit::Code { code: 0 }) {
-        tracing::warn!(python = %python.display(), exit = ?finished.exit, "the interpreter did not say where it loads from");
-        return None;
-    }
-    let out = crate::exec::read_capped(&stdout).unwrap_or_default();
+    let out = super::toolchain::ask(&argv, env, cwd)?;
     let mut lines = String::from_utf8_lossy(&out)
         .lines()
         .map(PathBuf::from)

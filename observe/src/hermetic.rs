@@ -66,6 +66,14 @@ pub const ALLOWED: &[&str] = &[
     "GIT_CONFIG_NOSYSTEM",
 ];
 
+/// What a project's dependency directory (`node_modules`, `.venv`, `venv` of the live
+/// tree) is called among the pins.
+pub const DEPENDENCY_DIRECTORY: &str = "a dependency directory of the live tree";
+/// What a cargo dependency's sources outside the work tree are called among the pins.
+pub const CARGO_DEPENDENCY: &str = "the source of a cargo dependency";
+/// What a Go module's sources outside the work tree are called among the pins.
+pub const GO_MODULE: &str = "the source of a Go module";
+
 /// The environment and runner pins recorded when a run started.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinnedEnv {
@@ -324,6 +332,43 @@ impl PinnedEnv {
         }
     }
 
+    /// What differs between this pin's dependencies (the dependency directories and
+    /// the dependencies' sources, [`InstallPin::is_dependency`]) and `fresh`'s, taken
+    /// now: each entry that changed, and each root that is new or no longer there, in
+    /// words. Empty when the dependencies are as they were.
+    pub fn dependency_changes(&self, fresh: &PinnedEnv) -> Vec<String> {
+        let was: Vec<&InstallPin> = self.installs.iter().filter(|p| p.is_dependency()).collect();
+        let now: Vec<&InstallPin> = fresh
+            .installs
+            .iter()
+            .filter(|p| p.is_dependency())
+            .collect();
+        let mut changes = Vec::new();
+        for pin in &was {
+            if !now.iter().any(|n| n.root == pin.root) {
+                changes.push(format!("{}: no longer a dependency", pin.root.display()));
+            } else if let Some((path, before, after)) = pin.first_change() {
+                changes.push(format!("{}: {before}, now {after}", path.display()));
+            }
+        }
+        for pin in &now {
+            if !was.iter().any(|w| w.root == pin.root) {
+                changes.push(format!("{}: a new dependency", pin.root.display()));
+            }
+        }
+        changes
+    }
+
+    /// The same, with its dependency pins replaced by those among `installs`; every
+    /// other pin (runners, interpreters, toolchains, the configuration chain) is kept
+    /// as it was, whatever `installs` holds.
+    pub fn with_dependencies_of(mut self, installs: &[InstallPin]) -> PinnedEnv {
+        self.installs.retain(|p| !p.is_dependency());
+        self.installs
+            .extend(installs.iter().filter(|p| p.is_dependency()).cloned());
+        self
+    }
+
     /// The same, with `name` set to `value` for every deciding run (a variable the
     /// environment captured is replaced).
     pub fn with_var(mut self, name: &str, value: &str) -> PinnedEnv {
@@ -534,6 +579,41 @@ mod tests {
         );
         assert_eq!(absolute_path("/usr/bin"), ("/usr/bin".into(), Vec::new()));
         assert_eq!(absolute_path(""), (String::new(), Vec::new()));
+    }
+
+    /// Renewing the dependencies moves only their pins: an installation named among the
+    /// new ones is ignored, and a change to one is still seen; what changed is named.
+    #[test]
+    fn only_dependencies_are_renewed_and_their_changes_named() {
+        let dir = tempfile::tempdir().expect("dir");
+        let site = dir.path().join("site-packages");
+        let modules = dir.path().join("node_modules");
+        std::fs::create_dir_all(&site).expect("site");
+        std::fs::create_dir_all(modules.join("left-pad")).expect("modules");
+        let bin = tempfile::tempdir().expect("bin");
+        let roots = || {
+            vec![
+                (site.clone(), "what python3 imports".to_string()),
+                (modules.clone(), DEPENDENCY_DIRECTORY.to_string()),
+            ]
+        };
+        let pinned = pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations(roots());
+        std::fs::create_dir_all(modules.join("right-pad")).expect("install");
+        std::fs::write(site.join("evil.pth"), "import evil\n").expect("plant");
+        let fresh = pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations(roots());
+        let changes = pinned.dependency_changes(&fresh);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert!(changes[0].contains("right-pad"), "{changes:?}");
+        let renewed = pinned.clone().with_dependencies_of(&fresh.installs);
+        let changed = renewed
+            .verify()
+            .expect_err("the site-packages change is still seen");
+        assert!(changed.name.contains("evil.pth"), "{changed}");
+        std::fs::remove_file(site.join("evil.pth")).expect("unplant");
+        let unchanged = pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations(roots());
+        let renewed = unchanged.clone().with_dependencies_of(&fresh.installs);
+        assert_eq!(renewed.verify(), Ok(()));
+        assert!(unchanged.dependency_changes(&fresh).is_empty());
     }
 
     #[test]

@@ -379,6 +379,7 @@ mod tests {
             stub_expected: vec![],
             modifies_tests: vec![],
             harness: vec![],
+            changes_dependencies: false,
             commit_red: None,
             commit_green: None,
             commit_refactor: None,

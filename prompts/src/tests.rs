@@ -33,6 +33,7 @@ fn demo_cycle() -> PlannedCycle {
         stub_expected: vec![],
         modifies_tests: vec![],
         harness: vec![],
+        changes_dependencies: false,
         commit_red: None,
         commit_green: None,
         commit_refactor: None,

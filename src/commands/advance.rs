@@ -64,6 +64,13 @@ pub fn cmd_advance(ctx: &Ctx, args: AdvanceArgs) -> Result<Outcome, CommandError
             outcome.undeclared.join(", ")
         ));
     }
+    if !outcome.dependencies_changed.is_empty() {
+        text.push_str(&format!(
+            "dependencies changed, as cycle {} declares (pinned anew): {}\n",
+            outcome.cycle,
+            outcome.dependencies_changed.join("; ")
+        ));
+    }
     let next = if outcome.run_complete {
         text.push_str("the run is complete: every cycle is closed\n");
         NextAction::terminal(outcome.next, "every cycle is closed: the run is complete")

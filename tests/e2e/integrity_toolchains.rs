@@ -1,8 +1,9 @@
 //! What a Go or cargo deciding run loads from outside the repository: a dependency's
 //! sources outside the work tree (a cargo path dependency, a Go module replaced by a
-//! directory) and the toolchain a version-manager shim leads to. Each is pinned at
-//! `run start`; a change after it refuses the gate instead of judging code the commit
-//! does not hold.
+//! directory), the toolchain a version-manager shim leads to, the user configuration
+//! in the home. Each is pinned at `run start`; a change after it refuses the gate
+//! instead of judging code the commit does not hold, unless the cycle declares that it
+//! changes dependencies, and then only the dependencies move.
 
 use std::path::Path;
 
@@ -28,63 +29,13 @@ const CARGO_TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5,
 
 #[test]
 fn a_cargo_path_dependency_outside_the_repository_edited_after_run_start_refuses_green() {
-    // A helper crate beside the repository, which the commit depends on by path.
-    let outside = tempfile::tempdir().expect("outside");
-    let helper = outside.path().join("helper");
-    std::fs::create_dir_all(helper.join("src")).expect("helper");
-    std::fs::write(
-        helper.join("Cargo.toml"),
-        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    )
-    .expect("manifest");
-    let wrong = "pub fn diff(_a: i32, _b: i32) -> i32 {\n    0\n}\n";
-    std::fs::write(helper.join("src/lib.rs"), wrong).expect("helper lib");
-    let env = Env::new();
-    env.write(
-        "Cargo.toml",
-        &format!(
-            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n[dependencies]\nhelper = {{ path = \"{}\" }}\n",
-            helper.display()
-        ),
-    );
-    env.write(
-        "src/lib.rs",
-        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
-    );
-    env.write(".gitignore", "target/\n");
-    env.write(
-        "tdd.toml",
-        "[project.app]\nadapter = \"cargo\"\n\n[locks]\nimpl = [\"src/**\"]\ntest = [\"tests/**\"]\n",
-    );
-    env.write(
-        ".tdd/plan.md",
-        "---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    stub_expected: [src/lib.rs]\n---\n",
-    );
-    let locked = std::process::Command::new("cargo")
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(env.root())
-        .status()
-        .expect("cargo");
-    assert!(locked.success());
-    env.commit_all("a crate that adds, with a helper beside it");
-    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
-    assert_eq!(code, 0, "{value}");
-    env.write("tests/sub.rs", CARGO_TEST);
-    let add = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
-    env.write(
-        "src/lib.rs",
-        &format!("{add}\npub fn sub(_a: i32, _b: i32) -> i32 {{\n    0\n}}\n"),
-    );
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 0, "{value}");
-    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    let (env, _outside, lib) = cargo_with_outside_helper("");
     let red = head(&env);
     // GREEN supplied by the helper outside the repository, which no commit holds.
-    let right = "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
-    std::fs::write(helper.join("src/lib.rs"), right).expect("edit outside");
+    std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("edit");
     env.write(
         "src/lib.rs",
-        &format!("{add}\npub fn sub(a: i32, b: i32) -> i32 {{\n    helper::diff(a, b)\n}}\n"),
+        &format!("{CARGO_ADD}\npub fn sub(a: i32, b: i32) -> i32 {{\n    helper::diff(a, b)\n}}\n"),
     );
     let outcome = env.json(&["advance"]);
     assert_runner_changed(&env, &red, outcome, "helper");
@@ -234,4 +185,110 @@ fn a_go_setting_written_into_the_users_configuration_after_run_start_refuses_gre
     );
     let outcome = env.json(&["advance"]);
     assert_runner_changed(&env, &red, outcome, "go/env");
+}
+
+/// A crate at RED whose plan's one cycle carries `extra`, depending by path on a
+/// helper crate outside the repository whose `diff` is wrong; the helper's `lib.rs`.
+fn cargo_with_outside_helper(extra: &str) -> (Env, tempfile::TempDir, std::path::PathBuf) {
+    let outside = tempfile::tempdir().expect("outside");
+    let helper = outside.path().join("helper");
+    std::fs::create_dir_all(helper.join("src")).expect("helper");
+    std::fs::write(
+        helper.join("Cargo.toml"),
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .expect("manifest");
+    let lib = helper.join("src/lib.rs");
+    std::fs::write(&lib, "pub fn diff(_a: i32, _b: i32) -> i32 {\n    0\n}\n").expect("lib");
+    let env = Env::new();
+    env.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n[dependencies]\nhelper = {{ path = \"{}\" }}\n",
+            helper.display()
+        ),
+    );
+    env.write("src/lib.rs", CARGO_ADD);
+    env.write(".gitignore", "target/\n");
+    env.write(
+        "tdd.toml",
+        "[project.app]\nadapter = \"cargo\"\n\n[locks]\nimpl = [\"src/**\"]\ntest = [\"tests/**\"]\n",
+    );
+    env.write(
+        ".tdd/plan.md",
+        &format!("---\ncycles:\n  - n: 1\n    project: app\n    title: subtraction\n    test: app::calc::sub subtracts\n    stub_expected: [src/lib.rs]\n{extra}---\n"),
+    );
+    let locked = std::process::Command::new("cargo")
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(env.root())
+        .status()
+        .expect("cargo");
+    assert!(locked.success());
+    env.commit_all("a crate that adds, with a helper beside it");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    env.write("tests/sub.rs", CARGO_TEST);
+    env.write(
+        "src/lib.rs",
+        &format!("{CARGO_ADD}\npub fn sub(_a: i32, _b: i32) -> i32 {{\n    0\n}}\n"),
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    (env, outside, lib)
+}
+
+const CARGO_ADD: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+
+#[test]
+fn a_cycle_that_declares_a_dependency_change_takes_it_and_records_what_changed() {
+    let (env, _outside, lib) = cargo_with_outside_helper("    changes_dependencies: true\n");
+    // The cycle's work includes its dependency: the helper is fixed, and used.
+    std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("fix");
+    env.write(
+        "src/lib.rs",
+        &format!("{CARGO_ADD}\npub fn sub(a: i32, b: i32) -> i32 {{\n    helper::diff(a, b)\n}}\n"),
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR", "{value}");
+    let changed = value["data"]["dependencies_changed"].to_string();
+    assert!(changed.contains("helper/src"), "what changed: {changed}");
+    let recorded = crate::integrity_gates::events(&env, "dependencies_changed");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0]["changed"].to_string().contains("helper/src"));
+    // Pinned anew: the REFACTOR close, with nothing changed since, records nothing
+    // more, and an edit after GREEN is a change again (taken, and recorded again).
+    std::fs::write(
+        &lib,
+        "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b + 0\n}\n",
+    )
+    .expect("edit");
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "CLOSED", "{value}");
+    assert_eq!(
+        crate::integrity_gates::events(&env, "dependencies_changed").len(),
+        2
+    );
+}
+
+#[test]
+fn a_cycle_that_declares_a_dependency_change_still_refuses_anything_else_changed() {
+    let (env, _outside, lib) = cargo_with_outside_helper("    changes_dependencies: true\n");
+    let red = head(&env);
+    std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("fix");
+    // A runner's user configuration in the captured home is no dependency: it stays
+    // pinned in a cycle that may change its dependencies.
+    std::fs::write(
+        env.home.path().join(".npmrc"),
+        "node-options=--require=/tmp/x\n",
+    )
+    .expect("npmrc");
+    env.write(
+        "src/lib.rs",
+        &format!("{CARGO_ADD}\npub fn sub(a: i32, b: i32) -> i32 {{\n    helper::diff(a, b)\n}}\n"),
+    );
+    let outcome = env.json(&["advance"]);
+    assert_runner_changed(&env, &red, outcome, ".npmrc");
 }

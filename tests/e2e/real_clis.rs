@@ -137,6 +137,7 @@ fn cycle() -> PlannedCycle {
         stub_expected: vec![],
         modifies_tests: vec![],
         harness: vec![],
+        changes_dependencies: false,
         commit_red: None,
         commit_green: None,
         commit_refactor: None,

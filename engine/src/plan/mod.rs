@@ -3,7 +3,8 @@
 //! tdd-cli's vocabulary is accepted unchanged (`cycles`, `annotation_keys`,
 //! `ancillary_files`; per cycle `n`, `project`/`projects`, `title`,
 //! `test`/`tests`, `files`, `stub_expected`, `modifies_tests`, `commit_*`,
-//! `pin_cycle`, `contract_cycle`, `refactor_cycle`, `meta`), plus `criterion`.
+//! `pin_cycle`, `contract_cycle`, `refactor_cycle`, `meta`), plus `criterion`,
+//! `harness` and `changes_dependencies`.
 //! A contract is read from the committed blob, never the working copy, and is
 //! identified by that blob's id and SHA-256.
 
@@ -54,6 +55,13 @@ pub struct PlannedCycle {
     /// Harness files (runner configs, manifests) this cycle may change.
     #[serde(default)]
     pub harness: Vec<String>,
+    /// Whether the cycle installs, removes or upgrades dependencies: its gates then
+    /// take what changed in the dependency directories and the dependencies' sources
+    /// as the cycle's own (recorded as `dependencies_changed`), where any other cycle
+    /// refuses it as `runner_changed`. The interpreter, the toolchains, the runners and
+    /// the configuration chain stay pinned.
+    #[serde(default)]
+    pub changes_dependencies: bool,
     /// Commit messages the plan chose per phase.
     pub commit_red: Option<String>,
     /// See `commit_red`.

@@ -102,6 +102,8 @@ struct RawCycle {
     #[serde(default)]
     harness: Vec<String>,
     #[serde(default)]
+    changes_dependencies: bool,
+    #[serde(default)]
     commit_red: Option<String>,
     #[serde(default)]
     commit_green: Option<String>,
@@ -283,6 +285,7 @@ fn validate_cycle(
         stub_expected: c.stub_expected,
         modifies_tests: c.modifies_tests,
         harness: c.harness,
+        changes_dependencies: c.changes_dependencies,
         commit_red: c.commit_red,
         commit_green: c.commit_green,
         commit_refactor: c.commit_refactor,

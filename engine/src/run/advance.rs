@@ -58,6 +58,11 @@ pub struct AdvanceOutcome {
     pub reverted: Vec<String>,
     /// Changed files outside the cycle's roots, left uncommitted.
     pub undeclared: Vec<String>,
+    /// What changed in the dependencies since they were last pinned, taken as this
+    /// cycle's own because its plan declares `changes_dependencies` (recorded as
+    /// `dependencies_changed`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies_changed: Vec<String>,
     /// The observations the decision rests on.
     pub observations: Vec<Observation>,
     /// What to do next.
@@ -86,6 +91,9 @@ pub(super) struct Ctx<'a> {
     pub(super) head: String,
     /// The tree of `head`, read with it.
     pub(super) head_tree: String,
+    /// What deciding runs see: the run's pinned environment, with the dependencies
+    /// renewed when the cycle declares `changes_dependencies`.
+    pub(super) pinned: Option<std::sync::Arc<crate::observe::hermetic::PinnedEnv>>,
 }
 
 impl Ctx<'_> {
@@ -185,7 +193,7 @@ impl Engine {
         // any gate), its tree is the base of every candidate of the phase.
         let (head, head_tree) = candidate::head_and_tree(&git)?;
         let recorded = cycle.history.last().map(|start| start.head.clone());
-        let ctx = Ctx {
+        let mut ctx = Ctx {
             state: &state,
             planned,
             targets,
@@ -197,6 +205,7 @@ impl Engine {
             next_base: super::snapshot::EarlyScan::default(),
             head: recorded.clone().unwrap_or_else(|| head.clone()),
             head_tree,
+            pinned: state.pinned_env.clone(),
         };
         let blank = AdvanceOutcome {
             run_id: state.run_id.clone(),
@@ -208,6 +217,7 @@ impl Engine {
             red: None,
             reverted: Vec::new(),
             undeclared: Vec::new(),
+            dependencies_changed: Vec::new(),
             observations: Vec::new(),
             next: cycle.phase.verb(),
             run_complete: false,
@@ -235,6 +245,13 @@ impl Engine {
         }
         self.undo_index_flags(ledger, &ctx, flagged)?;
         let mut outcome = blank;
+        if planned.changes_dependencies
+            && matches!(cycle.phase, Phase::AwaitingImpl | Phase::AwaitingRefactor)
+            && let Some((renewed, changed)) = self.renew_dependencies(ledger, &state, cycle.n)?
+        {
+            ctx.pinned = Some(renewed);
+            outcome.dependencies_changed = changed;
+        }
         match cycle.phase {
             Phase::AwaitingTest | Phase::AwaitingPin => {
                 self.red(ledger, &ctx, &mut outcome, progress)?

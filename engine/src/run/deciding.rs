@@ -12,6 +12,9 @@ use crate::observe::Project;
 use crate::observe::hermetic::PinnedEnv;
 use crate::observe::hermetic::runner_programs;
 
+/// The run's pins with the dependencies taken anew, and what changed, in words.
+pub(super) type Renewed = (Arc<PinnedEnv>, Vec<String>);
+
 impl Engine {
     /// The allow-listed environment of this process, with the runners of every configured
     /// project, the configuration chain above the clean room, and what the runners load
@@ -51,7 +54,7 @@ impl Engine {
                 if dir.is_dir() {
                     roots.push((
                         dir.clone(),
-                        "a dependency directory of the live tree".to_string(),
+                        crate::observe::hermetic::DEPENDENCY_DIRECTORY.to_string(),
                     ));
                     venvs.push(dir);
                 }
@@ -114,11 +117,47 @@ impl Engine {
     /// run start. Checked before a gate's first deciding run, and again after its last:
     /// a change to an installation leaves a change time behind it, so one made while the
     /// runs ran, even undone, is seen then.
-    pub(super) fn check_pinned(&self, state: &RunState) -> Result<(), RunError> {
-        match &state.pinned_env {
+    pub(super) fn check_pinned(&self, pinned: Option<&PinnedEnv>) -> Result<(), RunError> {
+        match pinned {
             Some(env) => Ok(env.verify()?),
             None => Ok(()),
         }
+    }
+
+    /// For a cycle whose plan declares `changes_dependencies`: the run's pins with the
+    /// dependencies taken as they are now, and what changed since they were pinned,
+    /// recorded as `dependencies_changed`. `None` when nothing changed (nothing is
+    /// recorded) or the run pinned nothing. Every other pin is kept as it was, so a
+    /// runner, interpreter or toolchain changed in the same cycle is still refused.
+    pub(super) fn renew_dependencies(
+        &self,
+        ledger: &mut tdd_ledger::Ledger,
+        state: &RunState,
+        n: u32,
+    ) -> Result<Option<Renewed>, RunError> {
+        let Some(pinned) = &state.pinned_env else {
+            return Ok(None);
+        };
+        let fresh = self.capture_env();
+        let changed = pinned.dependency_changes(&fresh);
+        if changed.is_empty() {
+            return Ok(None);
+        }
+        let installs: Vec<_> = fresh
+            .installs
+            .into_iter()
+            .filter(|p| p.is_dependency())
+            .collect();
+        ledger.record(
+            Some(&state.run_id),
+            &super::events::RunEvent::DependenciesChanged(super::events::DependenciesChanged {
+                n,
+                changed: changed.clone(),
+                installs: installs.clone(),
+            }),
+        )?;
+        let renewed = pinned.as_ref().clone().with_dependencies_of(&installs);
+        Ok(Some((Arc::new(renewed), changed)))
     }
 
     /// Refuses to act when tdd.toml is not the file the run started with.

@@ -81,6 +81,8 @@ tdd_ledger::typed_events! {
         "hook_reverted" => HookReverted(HookReverted),
         /// The run moved to another work tree: a clone that took in the published ledger.
         "run_adopted" => RunAdopted(RunAdopted),
+        /// A cycle that declares `changes_dependencies` changed them; they are pinned anew.
+        "dependencies_changed" => DependenciesChanged(DependenciesChanged),
     }
 }
 
@@ -324,6 +326,18 @@ pub struct RunAdopted {
     pub head: String,
 }
 
+/// The payload of `dependencies_changed`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DependenciesChanged {
+    /// The cycle whose plan declares `changes_dependencies`.
+    pub n: u32,
+    /// What changed, in words: an entry with what it was and is, a new root, a root
+    /// that is gone.
+    pub changed: Vec<String>,
+    /// The dependencies' fingerprints taken now, which later gates check against.
+    pub installs: Vec<crate::observe::hermetic::InstallPin>,
+}
+
 /// The payload of `note`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Note {
@@ -467,7 +481,8 @@ mod tests {
         assert_eq!(payload, serde_json::json!({ "n": 2, "text": "hello" }));
         assert_eq!(event.kind(), "note");
         assert!(RunEvent::KINDS.contains(&"commit_started"));
-        assert_eq!(RunEvent::KINDS.len(), 31);
+        assert_eq!(RunEvent::KINDS.len(), 32);
+        assert!(RunEvent::KINDS.contains(&"dependencies_changed"));
         let denied = RunEvent::HookDenied(HookDenied {
             n: Some(1),
             harness: "claude".into(),

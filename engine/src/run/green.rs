@@ -106,7 +106,7 @@ impl Engine {
                 Phase::AwaitingRefactor,
             )
         };
-        self.check_pinned(ctx.state)?;
+        self.check_pinned(ctx.pinned.as_deref())?;
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
     }
 
@@ -172,8 +172,8 @@ impl Engine {
         sweep: &[String],
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
-        self.check_pinned(ctx.state)?;
-        let projects = self.in_clean_room(ctx.state.pinned_env.as_ref(), &candidate.tree, sweep)?;
+        self.check_pinned(ctx.pinned.as_deref())?;
+        let projects = self.in_clean_room(ctx.pinned.as_ref(), &candidate.tree, sweep)?;
         let mut alone = Vec::new();
         if ctx.phase == Phase::AwaitingImpl {
             match self.targets_first(ctx, outcome, &projects, progress)? {

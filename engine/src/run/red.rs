@@ -50,7 +50,7 @@ impl Engine {
         let mut decision = None;
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = self.run_project(&name, ctx.state.pinned_env.as_ref())?;
+            let project = self.run_project(&name, ctx.pinned.as_ref())?;
             let adapter = adapter_for(project.config.adapter);
             progress.event(
                 "target_run",

@@ -89,7 +89,7 @@ impl super::Engine {
         }
         for test in &ctx.targets {
             let name = ctx.project_of(test);
-            let project = self.run_project(&name, ctx.state.pinned_env.as_ref())?;
+            let project = self.run_project(&name, ctx.pinned.as_ref())?;
             progress.event(
                 "target_run",
                 json!({ "target": test, "phase": ctx.phase }),
@@ -135,11 +135,8 @@ impl super::Engine {
                 json!({ "target": test }),
                 &format!("sensitivity: running {test} without the implementation..."),
             );
-            let projects = self.in_clean_room(
-                ctx.state.pinned_env.as_ref(),
-                red_tree,
-                std::slice::from_ref(&name),
-            )?;
+            let projects =
+                self.in_clean_room(ctx.pinned.as_ref(), red_tree, std::slice::from_ref(&name))?;
             let Some(project) = projects.first() else {
                 return Err(RunError::UnknownProject { name });
             };

@@ -274,6 +274,7 @@ impl RunState {
             RunEvent::Note(note) => self.notes.push(note.text),
             RunEvent::Annotation(a) => self.annotated(a),
             RunEvent::RunAdopted(a) => self.worktree = a.worktree,
+            RunEvent::DependenciesChanged(e) => self.dependencies_changed(&e),
             // Recorded for people and audits; they do not move the state.
             RunEvent::PlanRegistered(_)
             | RunEvent::RunStarted(_)
@@ -294,6 +295,21 @@ impl RunState {
             | RunEvent::HookReverted(_) => {}
         }
         self.settle_status();
+    }
+
+    /// Later gates check the dependencies against the fingerprints `e` took, if its
+    /// cycle's plan declares `changes_dependencies` (no other cycle's can move a pin);
+    /// every pin but the dependencies' stays as it was.
+    fn dependencies_changed(&mut self, e: &super::events::DependenciesChanged) {
+        let declared = self
+            .plan
+            .cycles
+            .iter()
+            .any(|c| c.n == e.n && c.changes_dependencies);
+        if let (true, Some(pinned)) = (declared, &self.pinned_env) {
+            let renewed = pinned.as_ref().clone().with_dependencies_of(&e.installs);
+            self.pinned_env = Some(std::sync::Arc::new(renewed));
+        }
     }
 
     /// Completed once every cycle is closed or skipped, active otherwise; an abandoned

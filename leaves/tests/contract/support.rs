@@ -192,6 +192,7 @@ pub fn cycle() -> PlannedCycle {
         stub_expected: vec![],
         modifies_tests: vec![],
         harness: vec![],
+        changes_dependencies: false,
         commit_red: None,
         commit_green: None,
         commit_refactor: None,

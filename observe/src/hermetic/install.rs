@@ -85,6 +85,18 @@ impl InstallPin {
         })
     }
 
+    /// Whether this pins a dependency (a dependency directory of the live tree, a cargo
+    /// dependency's or a Go module's sources) rather than a runner's installation: a
+    /// cycle that declares `changes_dependencies` may change those.
+    pub fn is_dependency(&self) -> bool {
+        [
+            super::DEPENDENCY_DIRECTORY,
+            super::CARGO_DEPENDENCY,
+            super::GO_MODULE,
+        ]
+        .contains(&self.what.as_str())
+    }
+
     /// The first difference between this fingerprint and `root` now: the path that
     /// changed, what it was and what it is (`present`, `absent`, `changed since run
     /// start`). An entry below the root is named before the root itself, whose own

@@ -91,12 +91,18 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
         "CARGO_TARGET_DIR".into(),
         scratch.path("target").display().to_string(),
     ));
-    let metadata = ask(
-        &argv(&["cargo", "metadata", "--format-version", "1", "--frozen"]),
-        &env,
-        cwd,
-    )
-    .or_else(|| {
+    // Only the host's packages: a lock file also names other platforms' (`windows`),
+    // which are never downloaded, and `--frozen` would then refuse to answer at all.
+    let host = ask(&argv(&["rustc", "-vV"]), &env, cwd).and_then(|out| {
+        String::from_utf8_lossy(&out)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(|h| h.trim().to_string()))
+    });
+    let mut full = argv(&["cargo", "metadata", "--format-version", "1", "--frozen"]);
+    if let Some(host) = host {
+        full.extend(["--filter-platform".to_string(), host]);
+    }
+    let metadata = ask(&full, &env, cwd).or_else(|| {
         let no_deps = [
             "cargo",
             "metadata",
@@ -112,7 +118,7 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
             .map(|json| package_dirs(&json))
             .unwrap_or_default()
             .into_iter()
-            .map(|dir| (dir, "the source of a cargo dependency".to_string())),
+            .map(|dir| (dir, super::CARGO_DEPENDENCY.to_string())),
     );
     Some(ToolchainInstall {
         roots,
@@ -219,7 +225,7 @@ pub(crate) fn go(env: &[(String, String)], cwd: &Path) -> Option<ToolchainInstal
             })
             .unwrap_or_default()
             .into_iter()
-            .map(|dir| (dir, "the source of a Go module".to_string())),
+            .map(|dir| (dir, super::GO_MODULE.to_string())),
     );
     let go = goroot.join("bin").join("go");
     Some(ToolchainInstall {
@@ -313,6 +319,29 @@ mod tests {
                 root.join("lib/rustlib/x86_64-unknown-linux-gnu"),
             ]
         );
+    }
+
+    /// This workspace's own lock file names packages of other platforms (`windows`)
+    /// that were never downloaded: the host's registry sources are named all the same,
+    /// with the sysroot, and rustup is told the sysroot.
+    #[test]
+    fn a_workspace_with_other_platforms_packages_names_its_registry_sources() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        let Some(found) = cargo(&env, &workspace) else {
+            panic!("rustc and cargo answer in this workspace");
+        };
+        let registry = found
+            .roots
+            .iter()
+            .filter(|(p, what)| {
+                what == super::super::CARGO_DEPENDENCY
+                    && p.components().any(|c| c.as_os_str() == "registry")
+            })
+            .count();
+        assert!(registry > 50, "registry sources named: {registry}");
+        assert!(found.roots.iter().any(|(p, _)| p.ends_with("bin")));
+        assert_eq!(found.vars[0].0, "RUSTUP_TOOLCHAIN");
     }
 
     /// A distribution's `GOROOT` whose `src` is a link elsewhere is pinned where the

@@ -422,6 +422,13 @@ impl PinnedEnv {
     /// bytes through the captured `PATH`, and that the configuration chain, when
     /// pinned, is as it was.
     pub fn verify(&self) -> Result<(), RunnerChanged> {
+        self.verify_runners()?;
+        self.verify_installs()
+    }
+
+    /// [`PinnedEnv::verify`] of the runners and the configuration chain only: a few
+    /// files, checked before a deciding run starts.
+    pub fn verify_runners(&self) -> Result<(), RunnerChanged> {
         let path = self.vars.get("PATH").cloned().unwrap_or_default();
         for pin in &self.runners {
             let changed = |now: String| RunnerChanged {
@@ -444,15 +451,6 @@ impl PinnedEnv {
                 Err(e) => return Err(changed(format!("unreadable ({e})"))),
             }
         }
-        for pin in &self.installs {
-            if let Some((path, was, now)) = pin.first_change() {
-                return Err(RunnerChanged {
-                    name: path.display().to_string(),
-                    was,
-                    now: format!("{now} (in {}, {})", pin.what, pin.root.display()),
-                });
-            }
-        }
         if let Some(root) = &self.chain_root {
             let now = chain::scan(root, self.cargo_home().as_deref(), self.home().as_deref());
             if let Some((path, was, now)) = chain::first_change(&self.chain, &now) {
@@ -460,6 +458,23 @@ impl PinnedEnv {
                     name: path.display().to_string(),
                     was,
                     now,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// [`PinnedEnv::verify`] of what the runners load from outside the commit only (the
+    /// fingerprints, [`InstallPin`]). Each is judged by change time, which any write
+    /// sets for good: a change is seen by every check after it, so this one may run
+    /// beside the deciding runs it guards, whose results count only if it passes.
+    pub fn verify_installs(&self) -> Result<(), RunnerChanged> {
+        for pin in &self.installs {
+            if let Some((path, was, now)) = pin.first_change() {
+                return Err(RunnerChanged {
+                    name: path.display().to_string(),
+                    was,
+                    now: format!("{now} (in {}, {})", pin.what, pin.root.display()),
                 });
             }
         }

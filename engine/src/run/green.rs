@@ -164,6 +164,13 @@ impl Engine {
     ///
     /// A suite whose targets already passed alone runs without them where its runner can
     /// deselect by id, and is judged with their results added: one suite run in total.
+    ///
+    /// The runners and the configuration chain are checked first; the fingerprints of
+    /// what the runners load (thousands of entries) beside the clean room's reset and
+    /// runs: every deciding run's result is discarded when that check fails (a changed
+    /// installation refuses first, whatever the runs said), and a change made while
+    /// they ran leaves a change time the check before the commit sees. So the longest
+    /// check costs the gate nothing on its path.
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,
@@ -172,7 +179,33 @@ impl Engine {
         sweep: &[String],
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
-        self.check_pinned(ctx.pinned.as_deref())?;
+        let pinned = ctx.pinned.as_deref();
+        if let Some(env) = pinned {
+            env.verify_runners()?;
+        }
+        std::thread::scope(|scope| {
+            let check = scope.spawn(|| pinned.map_or(Ok(()), |env| env.verify_installs()));
+            let judged = self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, progress);
+            // A panic in the check is the check's own bug: it goes on as one.
+            match check
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            {
+                Ok(()) => judged,
+                Err(changed) => Err(changed.into()),
+            }
+        })
+    }
+
+    /// [`Engine::judge_in_clean_room`] without the check of the pins.
+    fn judge_pinned_in_clean_room(
+        &self,
+        ctx: &Ctx<'_>,
+        outcome: &mut AdvanceOutcome,
+        candidate: &Candidate,
+        sweep: &[String],
+        progress: &dyn Progress,
+    ) -> Result<Option<Refused>, RunError> {
         let projects = self.in_clean_room(ctx.pinned.as_ref(), &candidate.tree, sweep)?;
         let mut alone = Vec::new();
         if ctx.phase == Phase::AwaitingImpl {

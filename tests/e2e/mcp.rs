@@ -142,3 +142,150 @@ fn a_verdict_is_offered_inside_a_leaf_and_checked_by_its_token() {
     let (_, export) = env.json(&["ledger", "export"]);
     assert!(!export.to_string().contains("verdict_recorded"), "{export}");
 }
+
+/// A client of the protocol before `subscriptions/listen`, which subscribes with
+/// `resources/subscribe` and hears `notifications/resources/updated` as a callback.
+#[derive(Clone)]
+struct LegacyClient {
+    updated: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl rmcp::ClientHandler for LegacyClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_06_18;
+        info
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.updated.send(params.uri);
+    }
+}
+
+/// A client of today's protocol, whose subscriptions are opened with
+/// `subscriptions/listen`.
+#[derive(Clone)]
+struct ListeningClient;
+
+impl rmcp::ClientHandler for ListeningClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2026_07_28;
+        info
+    }
+}
+
+/// An MCP session with `tdd mcp` in `env`'s work tree, for `client`, opened with
+/// `server/discover` (today's lifecycle) when `discover`, else with `initialize`.
+async fn session_of<C: rmcp::ClientHandler>(
+    env: &crate::support::Env,
+    client: C,
+    discover: bool,
+) -> rmcp::service::RunningService<rmcp::RoleClient, C> {
+    let mut command = tokio::process::Command::from(env.tdd_std());
+    command.arg("mcp").current_dir(env.root());
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("tdd mcp starts");
+    let lifecycle = if discover {
+        rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        rmcp::service::ClientLifecycleMode::Initialize
+    };
+    rmcp::service::serve_client_with_lifecycle(client, transport, lifecycle)
+        .await
+        .expect("the session starts")
+}
+
+/// The text of resource `uri`, as JSON.
+async fn resource<S: rmcp::service::Service<rmcp::RoleClient>>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
+    uri: &str,
+) -> Value {
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+        .await
+        .expect("the resource is read");
+    let Some(rmcp::model::ResourceContents::TextResourceContents { text, .. }) =
+        read.contents.first()
+    else {
+        panic!("a text resource: {read:?}");
+    };
+    serde_json::from_str(text).expect("JSON")
+}
+
+/// How long a notification may take: the ledger is looked at four times a second, and
+/// `tdd status` runs on a loaded machine.
+const HEARD_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn the_plan_and_the_assignment_are_resources_whose_subscribers_hear_the_phase_move() {
+    let env = crate::hook::in_green();
+    runtime().block_on(async {
+        // Today's protocol: a subscription opened with `subscriptions/listen`.
+        let client = session_of(&env, ListeningClient, true).await;
+        let mut listed: Vec<String> = client
+            .list_all_resources()
+            .await
+            .expect("resources")
+            .into_iter()
+            .map(|r| r.uri.clone())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, ["tdd://assignment", "tdd://plan"]);
+        let assignment = resource(&client, "tdd://assignment").await;
+        assert_eq!(
+            assignment["cycle"]["phase"], "AWAITING_IMPL",
+            "{assignment}"
+        );
+        assert!(assignment["next"].as_str().is_some_and(|n| !n.is_empty()));
+        let plan = resource(&client, "tdd://plan").await;
+        assert_eq!(plan["plan"]["path"], ".tdd/plan.md", "{plan}");
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscription("tdd://assignment")
+            .build();
+        let mut subscription = client.peer().listen(filter).await.expect("listening");
+        // The protocol before it: `resources/subscribe`, in a second session.
+        let (updated, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let legacy = session_of(&env, LegacyClient { updated }, false).await;
+        #[allow(deprecated)]
+        legacy
+            .subscribe(rmcp::model::SubscribeRequestParams::new("tdd://plan"))
+            .await
+            .expect("subscribed");
+        // GREEN accepted: the phase moves.
+        env.write(
+            "calc.py",
+            "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+        );
+        let (code, moved) = env.json(&["advance"]);
+        assert_eq!(code, 0, "{moved}");
+        assert_eq!(moved["data"]["to"], "AWAITING_REFACTOR", "{moved}");
+        let told = tokio::time::timeout(HEARD_WITHIN, subscription.next())
+            .await
+            .expect("told within the bound")
+            .expect("the subscription stands")
+            .expect("a notification");
+        let rmcp::model::ServerNotification::ResourceUpdatedNotification(told) = told else {
+            panic!("a resource update: {told:?}");
+        };
+        assert_eq!(told.params.uri, "tdd://assignment");
+        let uri = tokio::time::timeout(HEARD_WITHIN, heard.recv())
+            .await
+            .expect("the legacy client told within the bound")
+            .expect("a notification");
+        assert_eq!(uri, "tdd://plan");
+        // What a subscriber reads next is where the run stands now.
+        let assignment = resource(&client, "tdd://assignment").await;
+        assert_eq!(
+            assignment["cycle"]["phase"], "AWAITING_REFACTOR",
+            "{assignment}"
+        );
+        legacy.cancel().await.expect("the legacy session ends");
+        client.cancel().await.expect("the session ends");
+    });
+}

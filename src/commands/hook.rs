@@ -268,9 +268,9 @@ fn first_denied(
         .ledger_location()
         .ok()
         .and_then(|l| l.database.parent().map(real));
-    // Checked as a change would be: a ledger that fails verification blocks.
-    let view = engine.view()?;
-    let locks = view.locks()?;
+    // Checked as a change would be (a ledger that fails verification blocks), or read
+    // from the last check when the ledger has not changed since.
+    let locks = engine.glance_locks()?;
     for path in writes {
         let absolute = real_parent(&cwd.join(path));
         if ledger_dir.as_ref().is_some_and(|d| absolute.starts_with(d)) {
@@ -294,14 +294,10 @@ fn first_denied(
                 relative,
             )));
         }
-        let Some((state, locks)) = &locks else {
+        let Some((cycle, locks)) = &locks else {
             continue;
         };
         if let Some(lock) = locks.lock_of(&relative) {
-            let cycle = state
-                .current()
-                .and_then(|i| state.cycles.get(i))
-                .map_or(0, |c| c.n);
             let verb = locks.phase().verb();
             return Ok(Some((
                 format!(

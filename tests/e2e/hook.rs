@@ -694,3 +694,72 @@ fn the_selftest_proves_the_wired_hook_blocks_and_fails_when_it_does_not() {
     );
     assert!(!marker.exists());
 }
+
+/// The hook reads the open cycle from its last check while the ledger is unchanged:
+/// a phase that moved, or a ledger edited in place with its size and times put back,
+/// is checked again (the change time is the kernel's), so the answer follows the
+/// ledger and a tampered one still blocks.
+#[test]
+fn the_hooks_last_check_is_used_only_while_the_ledger_is_unchanged() {
+    let env = in_red();
+    let lib = env.root().join("calc.py");
+    let write_lib = || {
+        hook(
+            &env,
+            "claude",
+            &tool(&env, "Write", json!({ "file_path": lib, "content": "x" })),
+        )
+    };
+    let test = env.root().join("tests/test_sub.py");
+    let write_test = || {
+        hook(
+            &env,
+            "claude",
+            &tool(&env, "Write", json!({ "file_path": test, "content": "x" })),
+        )
+    };
+    // RED: the test is the agent's to write.
+    assert_eq!(denied(&write_test()), None);
+    env.write("tests/test_sub.py", TEST);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    // GREEN: it is locked, and the implementation is not; asking again says the same.
+    assert!(denied(&write_test()).is_some());
+    assert_eq!(denied(&write_lib()), None);
+    assert_eq!(denied(&write_lib()), None);
+    // The database edited in place, byte for byte the same length, its times put back.
+    let (_, value) = env.json(&["ledger", "path"]);
+    let database = std::path::PathBuf::from(value["data"]["database"].as_str().expect("path"));
+    let before = std::fs::metadata(&database).expect("database");
+    let mut bytes = std::fs::read(&database).expect("read");
+    let title = b"subtraction";
+    let mut edited = 0;
+    let mut at = 0;
+    while let Some(found) = bytes[at..].windows(title.len()).position(|w| w == title) {
+        let end = at + found + title.len();
+        bytes[end - 1] = b'X';
+        at = end;
+        edited += 1;
+    }
+    assert!(edited > 0, "the plan's title is in the ledger");
+    std::fs::write(&database, &bytes).expect("edit in place");
+    let mtime = format!(
+        "@{}.{:09}",
+        std::os::unix::fs::MetadataExt::mtime(&before),
+        std::os::unix::fs::MetadataExt::mtime_nsec(&before)
+    );
+    let touched = std::process::Command::new("touch")
+        .args(["-m", "-d", &mtime])
+        .arg(&database)
+        .status()
+        .expect("touch");
+    assert!(touched.success());
+    let after = std::fs::metadata(&database).expect("database");
+    assert_eq!(
+        (after.len(), after.modified().ok()),
+        (before.len(), before.modified().ok())
+    );
+    let answer = write_lib();
+    assert_eq!(answer.0, 2, "{answer:?}");
+    assert!(answer.2.contains("ledger"), "{answer:?}");
+}

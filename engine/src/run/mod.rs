@@ -15,6 +15,7 @@ mod deciding;
 mod enforce;
 pub mod events;
 mod gates;
+mod glance;
 mod green;
 mod links;
 mod locks;

@@ -1,0 +1,140 @@
+//! A glance at the open cycle's locks, for `tdd hook`: an agent CLI asks before every
+//! tool call, so the answer must come in milliseconds, where checking the ledger's
+//! whole chain and folding every event takes tens.
+//!
+//! The first call checks and folds as [`Engine::view`] does, and keeps what the locks
+//! need (the open cycle, its phase, its planned cycle) beside the ledger, keyed by what
+//! `stat` says of the ledger's files when the check began: the device, inode, size,
+//! modification and change times of the database and of its write-ahead log. A later
+//! call whose key is the same reads that instead. Any write to the ledger (an advance,
+//! a record, an edit by hand, even with its times put back: the change time is the
+//! kernel's) changes the key, and the next call checks again.
+//!
+//! What is kept is guidance, never a gate's input: the gates check the whole chain
+//! every time. Someone who rewrites the kept file can make a hook allow a locked write,
+//! which the next advance reverts; no more than removing the hook from the CLI's
+//! settings would (docs/security.md).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde::Serialize;
+
+use super::Engine;
+use super::Phase;
+use super::PhaseLocks;
+use super::RunError;
+use crate::plan::PlannedCycle;
+
+/// The file beside the ledger that keeps the last glance.
+const GLANCE_FILE: &str = "hook-glance.json";
+
+/// What `stat` says of one of the ledger's files, or nothing when it is not there.
+type FileKey = Option<[i64; 5]>;
+
+/// The open cycle, as the last checked fold found it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Open {
+    /// The cycle's number.
+    n: u32,
+    /// Its phase.
+    phase: Phase,
+    /// Its planned cycle, from which the locks are computed with today's `tdd.toml`.
+    planned: PlannedCycle,
+}
+
+/// What is kept: the key, the work tree it was taken for, and the open cycle (none:
+/// no run active, or no cycle open).
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    key: Vec<FileKey>,
+    work_tree: PathBuf,
+    open: Option<Open>,
+}
+
+impl Engine {
+    /// The open cycle's number and the locks of its phase, as
+    /// [`super::RunView::locks`] gives them (a ledger that fails verification is the
+    /// same error), read from the last glance when the ledger has not changed since
+    /// it was taken. `None` with no run active or no cycle open.
+    pub fn glance_locks(&self) -> Result<Option<(u32, PhaseLocks)>, RunError> {
+        let files = self.ledger_files();
+        let key: Vec<FileKey> = files.iter().map(|f| file_key(f)).collect();
+        let kept_at = self.location.dir.join(GLANCE_FILE);
+        let open = match read_kept(&kept_at)
+            .filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
+        {
+            Some(kept) => kept.open,
+            None => {
+                let view = self.view()?;
+                let open = view.locks()?.and_then(|(state, _)| {
+                    let (cycle, planned) = state.current_cycle()?;
+                    Some(Open {
+                        n: cycle.n,
+                        phase: cycle.phase,
+                        planned: planned.clone(),
+                    })
+                });
+                // Keyed by the files as they were before the check: a write made
+                // while it ran leaves a key no later call has.
+                write_kept(
+                    &kept_at,
+                    &Kept {
+                        key,
+                        work_tree: self.work_tree.clone(),
+                        open: open.clone(),
+                    },
+                );
+                open
+            }
+        };
+        open.map(|open| {
+            let locks = PhaseLocks::for_cycle(&self.config, &open.planned, open.phase)?;
+            Ok((open.n, locks))
+        })
+        .transpose()
+    }
+
+    /// The ledger's database and its write-ahead log.
+    fn ledger_files(&self) -> [PathBuf; 2] {
+        let database = self.location.database.clone();
+        let mut wal = database.clone().into_os_string();
+        wal.push("-wal");
+        [database, PathBuf::from(wal)]
+    }
+}
+
+/// The device, inode, size, modification and change times (ns) of `path`, its link
+/// not followed.
+fn file_key(path: &Path) -> FileKey {
+    let m = path.symlink_metadata().ok()?;
+    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+    Some([
+        i64::try_from(m.dev()).unwrap_or(i64::MAX),
+        i64::try_from(m.ino()).unwrap_or(i64::MAX),
+        i64::try_from(m.size()).unwrap_or(i64::MAX),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+    ])
+}
+
+/// The kept glance, if `path` is a regular file holding one (never a link followed or
+/// a pipe waited on).
+fn read_kept(path: &Path) -> Option<Kept> {
+    let bytes = crate::observe::read_regular_file(path)?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keeps `kept` at `path`, whole or not at all (a file beside it, renamed over it).
+/// Best effort: a glance not kept is taken again next time.
+fn write_kept(path: &Path, kept: &Kept) {
+    let Ok(bytes) = serde_json::to_vec(kept) else {
+        return;
+    };
+    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&temporary, bytes).is_ok() && std::fs::rename(&temporary, path).is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+}

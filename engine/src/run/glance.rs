@@ -5,7 +5,8 @@
 //! The first call checks and folds as [`Engine::view`] does, and keeps what the locks
 //! need (the open cycle, its phase, its planned cycle) beside the ledger, keyed by what
 //! `stat` says of the ledger's files when the check began: the device, inode, size,
-//! modification and change times of the database and of its write-ahead log. A later
+//! modification and change times of the database, and of its write-ahead log the same
+//! but the change time, with the SHA-256 of its bytes instead. A later
 //! call whose key is the same reads that instead. Any write to the ledger (an advance,
 //! a record, an edit by hand, even with its times put back: the change time is the
 //! kernel's) changes the key, and the next call checks again.
@@ -61,7 +62,8 @@ impl Engine {
     /// it was taken. `None` with no run active or no cycle open.
     pub fn glance_locks(&self) -> Result<Option<(u32, PhaseLocks)>, RunError> {
         let files = self.ledger_files();
-        let key: Vec<FileKey> = files.iter().map(|f| file_key(f)).collect();
+        let [database, wal] = &files;
+        let key: Vec<FileKey> = vec![file_key(database), wal_key(wal)];
         let kept_at = self.location.dir.join(GLANCE_FILE);
         let open = match read_kept(&kept_at)
             .filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
@@ -118,6 +120,24 @@ fn file_key(path: &Path) -> FileKey {
         ns(m.mtime(), m.mtime_nsec()),
         ns(m.ctime(), m.ctime_nsec()),
     ])
+}
+
+/// The same for the write-ahead log, but for its change time, which SQLite sets on
+/// every open when run as root (it gives the log the database's owner again): its
+/// size and, when it holds anything, the SHA-256 of its bytes stand in for it, so an
+/// edit of the log in place with its times put back is still a change. An empty log
+/// holds nothing to edit.
+fn wal_key(path: &Path) -> FileKey {
+    let mut key = file_key(path)?;
+    key[4] = 0;
+    if key[2] > 0 {
+        let bytes = crate::observe::read_regular_file(path)?;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&digest[..8]);
+        key[4] = i64::from_le_bytes(head);
+    }
+    Some(key)
 }
 
 /// The kept glance, if `path` is a regular file holding one (never a link followed or

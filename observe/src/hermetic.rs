@@ -496,15 +496,20 @@ fn resolve(path: &str, name: &str) -> Option<PathBuf> {
 }
 
 fn stat_of(file: &Path) -> Option<[i64; 5]> {
-    let m = std::fs::metadata(file).ok()?;
+    std::fs::metadata(file).ok().as_ref().map(stat_record)
+}
+
+/// Device, inode, size, modification and change times (ns) of `m`: equal records mean
+/// an unchanged file (the change time is the kernel's, set by any write).
+pub fn stat_record(m: &std::fs::Metadata) -> [i64; 5] {
     let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
-    Some([
+    [
         i64::try_from(m.dev()).unwrap_or(i64::MAX),
         i64::try_from(m.ino()).unwrap_or(i64::MAX),
         i64::try_from(m.size()).unwrap_or(i64::MAX),
         ns(m.mtime(), m.mtime_nsec()),
         ns(m.ctime(), m.ctime_nsec()),
-    ])
+    ]
 }
 
 fn hash_file(file: &Path) -> std::io::Result<String> {

@@ -262,7 +262,7 @@ fn the_callers_environment_does_not_reach_the_deciding_run() {
     }
 }
 
-fn make_executable(path: &Path) {
+pub(crate) fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
@@ -955,8 +955,6 @@ fn a_module_planted_in_the_interpreter_a_dependency_venv_was_made_from_refuses_g
 #[test]
 fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
     // A version-manager shim: `python3` runs whatever interpreter a file names.
-    let shims = tempfile::tempdir().expect("shims");
-    let target = shims.path().join("version");
     let host = String::from_utf8(
         std::process::Command::new("python3")
             .args(["-c", "import sys; print(sys.executable)"])
@@ -965,19 +963,7 @@ fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
             .stdout,
     )
     .expect("utf-8");
-    std::fs::write(&target, host.trim()).expect("version");
-    let shim = shims.path().join("python3");
-    std::fs::write(
-        &shim,
-        format!("#!/bin/sh\nexec \"$(cat {})\" \"$@\"\n", target.display()),
-    )
-    .expect("shim");
-    make_executable(&shim);
-    let path = format!(
-        "{}:{}",
-        shims.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (_shims, target, path) = crate::support::switchable_shim("python3", &host);
     let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
     let red = head(&env);
     // After run start the shim is switched to an interpreter whose site-packages

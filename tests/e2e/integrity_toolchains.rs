@@ -5,17 +5,10 @@
 //! instead of judging code the commit does not hold, unless the cycle declares that it
 //! changes dependencies, and then only the dependencies move.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use crate::integrity_gates::head;
 use crate::support::Env;
-
-fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
 
 fn assert_runner_changed(env: &Env, red: &str, (code, value): (i32, Value), file: &str) {
     assert_eq!(code, 1, "{value}");
@@ -97,8 +90,6 @@ fn a_go_module_replaced_by_a_directory_outside_edited_after_run_start_refuses_gr
 #[test]
 fn a_go_shim_switched_after_run_start_is_never_followed() {
     // A version-manager shim: `go` runs whichever toolchain a file names.
-    let shims = tempfile::tempdir().expect("shims");
-    let target = shims.path().join("version");
     let real = String::from_utf8(
         std::process::Command::new("sh")
             .args(["-c", "command -v go"])
@@ -107,19 +98,7 @@ fn a_go_shim_switched_after_run_start_is_never_followed() {
             .stdout,
     )
     .expect("utf-8");
-    std::fs::write(&target, real.trim()).expect("version");
-    let shim = shims.path().join("go");
-    std::fs::write(
-        &shim,
-        format!("#!/bin/sh\nexec \"$(cat {})\" \"$@\"\n", target.display()),
-    )
-    .expect("shim");
-    make_executable(&shim);
-    let path = format!(
-        "{}:{}",
-        shims.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (shims, target, path) = crate::support::switchable_shim("go", &real);
     let env = go_at_green(
         Env::new().with_env("PATH", &path),
         "module example.com/calc\n\ngo 1.18\n",
@@ -150,7 +129,7 @@ exit 1
         ),
     )
     .expect("fake");
-    make_executable(&fake);
+    crate::integrity_gates::make_executable(&fake);
     std::fs::write(&target, fake.display().to_string()).expect("switch");
     env.write(
         "calc.go",

@@ -245,3 +245,26 @@ pub fn envelope(out: &Output) -> Value {
     );
     value
 }
+
+/// A version-manager shim for `name` in a directory of its own: it runs whatever
+/// program the returned file names, first `leads_to`. Gives the directory, that file
+/// and a `PATH` with the directory first.
+pub fn switchable_shim(name: &str, leads_to: &str) -> (tempfile::TempDir, PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let shims = tempfile::tempdir().expect("shims");
+    let target = shims.path().join("version");
+    std::fs::write(&target, leads_to.trim()).expect("version");
+    let shim = shims.path().join(name);
+    std::fs::write(
+        &shim,
+        format!("#!/bin/sh\nexec \"$(cat {})\" \"$@\"\n", target.display()),
+    )
+    .expect("shim");
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        shims.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (shims, target, path)
+}

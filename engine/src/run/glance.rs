@@ -16,7 +16,6 @@
 //! which the next advance reverts; no more than removing the hook from the CLI's
 //! settings would (docs/security.md).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -111,15 +110,10 @@ impl Engine {
 /// The device, inode, size, modification and change times (ns) of `path`, its link
 /// not followed.
 fn file_key(path: &Path) -> FileKey {
-    let m = path.symlink_metadata().ok()?;
-    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
-    Some([
-        i64::try_from(m.dev()).unwrap_or(i64::MAX),
-        i64::try_from(m.ino()).unwrap_or(i64::MAX),
-        i64::try_from(m.size()).unwrap_or(i64::MAX),
-        ns(m.mtime(), m.mtime_nsec()),
-        ns(m.ctime(), m.ctime_nsec()),
-    ])
+    path.symlink_metadata()
+        .ok()
+        .as_ref()
+        .map(crate::observe::hermetic::stat_record)
 }
 
 /// The same for the write-ahead log, but for its change time, which SQLite sets on

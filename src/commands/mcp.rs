@@ -41,8 +41,9 @@ mod resources;
 /// Serve the engine over MCP on stdin and stdout until the client closes them: the
 /// tools `status` (where the run stands), `test` (the configured command for a target
 /// or the suite, run by tdd itself) and `explain` (why the last advance was refused
-/// and what to do), and inside a verifier leaf `verdict`. No tool moves a phase:
-/// `tdd advance` stays the agent's own call.
+/// and what to do), and inside a verifier leaf `verdict`; the resources
+/// `tdd://assignment` and `tdd://plan`, whose subscribers are told when a phase moves.
+/// No tool moves a phase: `tdd advance` stays the agent's own call.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {}
 

@@ -507,6 +507,16 @@ fn marks(events: &RunEvents) -> Vec<Mark> {
                     reverted_files(&r.restored, &r.removed)
                 ),
             }),
+            RunEvent::DependenciesChanged(d) => marks.push(Mark {
+                step: d.n,
+                kind: "dependencies".into(),
+                at: event.at.clone(),
+                text: format!(
+                    "step {}: the dependencies changed, as the plan lets it: {}",
+                    d.n,
+                    d.changed.join("; ")
+                ),
+            }),
             RunEvent::LockedFileReverted(r) => marks.push(Mark {
                 step: r.n,
                 kind: "reverted".into(),

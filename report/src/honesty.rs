@@ -90,6 +90,16 @@ pub(crate) fn evidence(events: &RunEvents, seal: &Seal) -> Vec<Evidence> {
                     crate::compute::reverted_files(&r.restored, &r.removed)
                 ),
             ),
+            RunEvent::DependenciesChanged(d) => push(
+                d.n,
+                "",
+                "dependencies",
+                false,
+                format!(
+                    "the dependencies changed, as the plan lets this cycle, and were pinned anew without being judged: {}",
+                    d.changed.join("; ")
+                ),
+            ),
             RunEvent::RedFirstViolation(v) => push(
                 v.n,
                 "red",

@@ -51,7 +51,8 @@ pub fn page(report: &RunReport) -> String {
                     span class="key mark-reject" { "reject" } " "
                     span class="key mark-refused" { "refused" } " "
                     span class="key mark-reverted" { "reverted" } " "
-                    span class="key mark-hook_denied" { "hook denial" }
+                    span class="key mark-hook_denied" { "hook denial" } " "
+                    span class="key mark-dependencies" { "dependencies changed" }
                 }
                 (crate::timeline::svg(report))
                 h2 { "Honesty" }

@@ -220,7 +220,8 @@ pub struct SuiteRun {
 pub struct Mark {
     /// The step.
     pub step: u32,
-    /// `accept`, `reject`, `refused`, `reverted`, `verdict_refused`.
+    /// `accept`, `reject`, `refused`, `reverted`, `verdict_refused`, `hook_denied`,
+    /// `dependencies`.
     pub kind: String,
     /// When (RFC 3339).
     pub at: String,

@@ -236,6 +236,15 @@ fn a_cycle_that_declares_a_dependency_change_takes_it_and_records_what_changed()
     let recorded = crate::integrity_gates::events(&env, "dependencies_changed");
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert!(recorded[0]["changed"].to_string().contains("helper/src"));
+    // A reviewer sees it: the run report's honesty panel and timeline name it.
+    let (code, report) = env.json(&["report"]);
+    assert_eq!(code, 0, "{report}");
+    let said = report.to_string();
+    assert!(
+        said.contains("the dependencies changed, as the plan lets this cycle")
+            && said.contains("\"dependencies\""),
+        "the report names the change"
+    );
     // Pinned anew: the REFACTOR close, with nothing changed since, records nothing
     // more, and an edit after GREEN is a change again (taken, and recorded again).
     std::fs::write(

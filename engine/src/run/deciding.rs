@@ -39,27 +39,14 @@ impl Engine {
     /// The interpreter (and Go's `go`) is then started by the executable it said it is,
     /// never through a shim again, and rustup is told the sysroot asked here.
     fn pin_installations(&self, mut pinned: PinnedEnv) -> PinnedEnv {
-        let mut roots = Vec::new();
-        // The clean room links these of the work tree's root and of each project's.
-        let tops = std::iter::once(self.work_tree.clone()).chain(
-            self.config
-                .project
-                .values()
-                .map(|config| self.work_tree.join(&config.root)),
-        );
-        let mut venvs = Vec::new();
-        for top in tops {
-            for name in super::cleanroom::DEPENDENCY_DIRS {
-                let dir = top.join(name);
-                if dir.is_dir() {
-                    roots.push((
-                        dir.clone(),
-                        crate::observe::hermetic::DEPENDENCY_DIRECTORY.to_string(),
-                    ));
-                    venvs.push(dir);
-                }
-            }
-        }
+        let venvs = self.dependency_dirs();
+        let mut roots: Vec<(std::path::PathBuf, String)> = venvs
+            .iter()
+            .map(|dir| {
+                let what = crate::observe::hermetic::DEPENDENCY_DIRECTORY;
+                (dir.clone(), what.to_string())
+            })
+            .collect();
         let ours = |p: &std::path::Path| {
             p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
         };
@@ -112,6 +99,24 @@ impl Engine {
         pinned.with_installations(roots)
     }
 
+    /// The dependency directories of the live tree the clean room links (`node_modules`,
+    /// `.venv`, `venv` of the work tree's root and of each project's) that exist now.
+    fn dependency_dirs(&self) -> Vec<std::path::PathBuf> {
+        let tops = std::iter::once(self.work_tree.clone()).chain(
+            self.config
+                .project
+                .values()
+                .map(|config| self.work_tree.join(&config.root)),
+        );
+        tops.flat_map(|top| {
+            super::cleanroom::DEPENDENCY_DIRS
+                .iter()
+                .map(move |name| top.join(name))
+        })
+        .filter(|dir| dir.is_dir())
+        .collect()
+    }
+
     /// Refuses a deciding run when a pinned runner, the configuration chain above the
     /// clean room or what the runners load from outside the commit is not as it was at
     /// run start. Checked before a gate's first deciding run, and again after its last:
@@ -138,7 +143,20 @@ impl Engine {
         let Some(pinned) = &state.pinned_env else {
             return Ok(None);
         };
-        let fresh = self.capture_env();
+        // Taken again by `stat` alone, of the dependencies pinned so far and the
+        // dependency directories there now: no toolchain is asked while the cycle's
+        // files (a `.cargo/config.toml` not yet reverted) are in the work tree.
+        let roots = pinned
+            .installs
+            .iter()
+            .filter(|p| p.is_dependency())
+            .map(|p| (p.root.clone(), p.what.clone()))
+            .chain(self.dependency_dirs().into_iter().map(|dir| {
+                let what = crate::observe::hermetic::DEPENDENCY_DIRECTORY;
+                (dir, what.to_string())
+            }))
+            .collect();
+        let fresh = PinnedEnv::default().with_installations(roots);
         let changed = pinned.dependency_changes(&fresh);
         if changed.is_empty() {
             return Ok(None);

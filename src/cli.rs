@@ -161,8 +161,9 @@ pub fn main() -> Exit {
 }
 
 /// Whether `args` (after the program name) is a command a leaf may have the relay run,
-/// as this very parser reads it: `tdd test`, `status`, `verdict` or `stop`, with no
-/// directory option in any spelling (`-C DIR`, `-CDIR`, `-qCDIR`, ...).
+/// as this very parser reads it: `tdd test`, `status`, `verdict`, `stop` or a hook's
+/// event (never its self-test), with no directory option in any spelling (`-C DIR`,
+/// `-CDIR`, `-qCDIR`, ...).
 pub fn relayable(args: &[String]) -> Result<(), String> {
     let argv = std::iter::once("tdd".to_string()).chain(args.iter().cloned());
     let cli = Cli::try_parse_from(argv).map_err(|e| {
@@ -175,8 +176,9 @@ pub fn relayable(args: &[String]) -> Result<(), String> {
     }
     match cli.command {
         Command::Test(_) | Command::Status(_) | Command::Verdict(_) | Command::Stop(_) => Ok(()),
+        Command::Hook(hook) if hook.is_event() => Ok(()),
         _ => Err(
-            "only `tdd test`, `tdd status`, `tdd verdict` and `tdd stop` reach the engine from a leaf"
+            "only `tdd test`, `tdd status`, `tdd verdict`, `tdd stop` and a hook's event reach the engine from a leaf"
                 .into(),
         ),
     }
@@ -194,16 +196,16 @@ fn runs_project_code(command: &Command) -> bool {
 }
 
 /// Inside a confined leaf (`TDD_ENGINE_RELAY` set), `tdd test`, `tdd status`,
-/// `tdd verdict` and `tdd stop` are run by the conductor on the leaf's behalf: their
-/// output and exit code are the conductor's run's. `None` for every other case.
+/// `tdd verdict`, `tdd stop` and `tdd hook`'s events are run by the conductor on the
+/// leaf's behalf (a hook's event, read here, goes with the request): their output and
+/// exit code are the conductor's run's. `None` for every other case.
 fn relayed(cli: &Cli, args: &[std::ffi::OsString]) -> Option<Exit> {
     use std::io::Write;
-    if !matches!(
-        cli.command,
-        Command::Test(_) | Command::Status(_) | Command::Verdict(_) | Command::Stop(_)
-    ) {
-        return None;
-    }
+    let stdin = match &cli.command {
+        Command::Test(_) | Command::Status(_) | Command::Verdict(_) | Command::Stop(_) => None,
+        Command::Hook(hook) if hook.is_event() => Some(()),
+        _ => return None,
+    };
     let socket = std::env::var_os(tdd_conductor::relay::RELAY_VAR)?;
     let mut cwd = std::env::current_dir().ok()?;
     if let Some(dir) = &cli.directory {
@@ -214,11 +216,29 @@ fn relayed(cli: &Cli, args: &[std::ffi::OsString]) -> Option<Exit> {
             .skip(1)
             .map(|a| a.to_string_lossy().into_owned()),
     );
-    match tdd_conductor::relay::forward(std::path::Path::new(&socket), &args, &cwd) {
+    let stdin = match stdin.map(|()| commands::hook::read_event()) {
+        None => None,
+        Some(Ok(event)) => Some(event),
+        Some(Err(error)) => {
+            // Fail closed, as the hook itself would.
+            let _ = writeln!(std::io::stderr(), "tdd hook: {}", error.message);
+            return Some(Exit::BadInput);
+        }
+    };
+    let hook = stdin.is_some();
+    match tdd_conductor::relay::forward(std::path::Path::new(&socket), &args, &cwd, stdin) {
         Ok(reply) => {
             let _ = std::io::stdout().write_all(reply.stdout.as_bytes());
             let _ = std::io::stderr().write_all(reply.stderr.as_bytes());
             Some(Exit::Relayed(u8::try_from(reply.code).unwrap_or(70)))
+        }
+        // A hook that cannot ask blocks the call (exit 2 is every harness's block).
+        Err(error) if hook => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "tdd hook: {error}; the tool call is blocked until tdd can tell whether it may run"
+            );
+            Some(Exit::BadInput)
         }
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "tdd: {error}");
@@ -387,12 +407,14 @@ mod tests {
     }
 
     #[test]
-    fn the_relay_takes_four_commands_and_no_directory_in_any_spelling() {
+    fn the_relay_takes_five_commands_and_no_directory_in_any_spelling() {
         for ok in [
             &["test", "x"][..],
             &["--json", "status"],
             &["verdict", "accept", "--reason", "ran it"],
             &["stop"],
+            &["hook", "claude", "pre-tool-use"],
+            &["hook", "codex", "post-tool-use"],
         ] {
             assert_eq!(relayable(&args(ok)), Ok(()), "{ok:?}");
         }
@@ -406,6 +428,9 @@ mod tests {
             &["advance"],
             &["run", "start"],
             &["--no-such-flag", "status"],
+            // The self-test makes a scratch repository and runs what settings wire.
+            &["hook", "claude", "selftest"],
+            &["hook", "-C/other", "claude", "stop"],
         ] {
             assert!(relayable(&args(refused)).is_err(), "{refused:?}");
         }

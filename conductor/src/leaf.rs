@@ -49,6 +49,9 @@ impl Conductor<'_> {
         request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
+        // Developers (revisions too) learn of a locked write when they try it; a
+        // planner has no phase to be held to, and a verifier writes nothing.
+        request.hooks = self.config.conductor.hooks && role == tdd_prompts::Role::Developer;
         request.sandbox = self.sandbox_for(&request);
         if let Some(relay) = &self.relay {
             request.set_env.push((

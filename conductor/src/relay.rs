@@ -49,8 +49,9 @@ pub const RELAY_VAR: &str = "TDD_ENGINE_RELAY";
 pub const RUNNER_SANDBOX_VAR: &str = tdd_engine::observe::RUNNER_SANDBOX_VAR;
 
 /// The commands a leaf may run through the relay. `stop` asks the conductor to stop,
-/// which a leaf could bring about anyway by doing nothing.
-pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop"];
+/// which a leaf could bring about anyway by doing nothing; `hook` is the leaf's agent
+/// CLI asking before and after a tool runs (its event on the request's `stdin`).
+pub const RELAYED: &[&str] = &["test", "status", "verdict", "stop", "hook"];
 
 /// How much of each relayed command's output is kept for [`Admission::heard`].
 const HEARD_BYTES: usize = 64 * 1024;
@@ -61,8 +62,9 @@ const HEARD_CALLS: usize = 16;
 /// The leaf identity variables a relayed command keeps.
 const IDENTITY: &[&str] = tdd_leaves::env::IDENTITY_ENV;
 
-/// The longest request line the relay reads; a longer one is refused unread.
-pub const MAX_REQUEST_BYTES: u64 = 256 * 1024;
+/// The longest request line the relay reads; a longer one is refused unread. A hook's
+/// event (at most 4 MiB, a whole file a Write tool would write) fits it escaped.
+pub const MAX_REQUEST_BYTES: u64 = 9 * 1024 * 1024;
 
 /// How many connections the relay serves at once; one more is refused at once.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -92,6 +94,10 @@ pub struct RelayRequest {
     pub cwd: PathBuf,
     /// Its leaf identity variables.
     pub env: BTreeMap<String, String>,
+    /// What the command reads on its standard input (a hook's event); nothing when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
 }
 
 /// What the relay answers: the command's output and exit code.
@@ -446,7 +452,11 @@ impl Server {
             // The engine confines its runners by the repository's `[sandbox]`; the
             // leaf's own policy still holds where the tree judged turns that off.
             .env(RUNNER_SANDBOX_VAR, &admitted.policy)
-            .stdin(std::process::Stdio::null())
+            .stdin(if request.stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         for name in IDENTITY {
@@ -454,9 +464,17 @@ impl Server {
                 command.env(name, value);
             }
         }
-        let child = match command.spawn() {
+        let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => return refused(&format!("failed to start {}: {e}", self.tdd.display())),
+        };
+        // The event is written from a thread of its own: a command that answers before
+        // reading it all never leaves this one stuck on a full pipe.
+        let feeder = match (child.stdin.take(), request.stdin.clone()) {
+            (Some(mut pipe), Some(text)) => Some(std::thread::spawn(move || {
+                let _ = pipe.write_all(text.as_bytes());
+            })),
+            _ => None,
         };
         let process = tdd_supervisor::ProcessId::of(child.id() as i32).ok();
         if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
@@ -473,6 +491,9 @@ impl Server {
             tdd_supervisor::end_tree(process);
         }
         let out = child.wait_with_output();
+        if let Some(feeder) = feeder {
+            let _ = feeder.join();
+        }
         if let (Some(process), Ok(mut running)) = (process, self.shared.running.lock()) {
             running.retain(|(_, p)| *p != process);
         }
@@ -642,8 +663,14 @@ pub fn without_directory(args: impl IntoIterator<Item = String>) -> Vec<String> 
     out
 }
 
-/// Runs `args` (after the program name) through the relay at `socket`, from `cwd`.
-pub fn forward(socket: &Path, args: &[String], cwd: &Path) -> Result<RelayReply, RelayError> {
+/// Runs `args` (after the program name) through the relay at `socket`, from `cwd`,
+/// with `stdin` as what the command reads.
+pub fn forward(
+    socket: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdin: Option<String>,
+) -> Result<RelayReply, RelayError> {
     let io = |source| RelayError::Io {
         path: socket.to_path_buf(),
         source,
@@ -656,6 +683,7 @@ pub fn forward(socket: &Path, args: &[String], cwd: &Path) -> Result<RelayReply,
         args: args.to_vec(),
         cwd: cwd.to_path_buf(),
         env,
+        stdin,
     };
     let mut stream = UnixStream::connect(socket).map_err(io)?;
     let mut text = serde_json::to_string(&request)?;
@@ -725,6 +753,7 @@ mod tests {
             args: args.iter().map(|a| a.to_string()).collect(),
             cwd: cwd.to_path_buf(),
             env,
+            stdin: None,
         }
     }
 
@@ -759,6 +788,12 @@ mod tests {
         assert!(refused(&["status"], Path::new("/"), None));
         assert!(refused(&["-C", "/", "status"], here, None));
         assert!(refused(&["test", "x"], here, Some("dev-2")));
+        assert!(refused(
+            &["hook", "claude", "pre-tool-use"],
+            here,
+            Some("dev-2")
+        ));
+        assert!(refused(&["hook", "claude", "pre-tool-use"], here, None));
         // The token is checked against the ledger: none here, so refused.
         assert!(refused(&["test", "x"], here, Some("dev-1")));
         // A status without identity records nothing and may run.
@@ -780,7 +815,7 @@ mod tests {
     }
 
     fn status(relay: &Relay, cwd: &Path) -> RelayReply {
-        forward(relay.socket(), &["status".to_string()], cwd).expect("a reply")
+        forward(relay.socket(), &["status".to_string()], cwd, None).expect("a reply")
     }
 
     #[test]

@@ -57,6 +57,8 @@ struct StepRecord {
     phases: Vec<PhaseRecord>,
     verdicts: Vec<PhaseVerdict>,
     done: Option<StepDone>,
+    /// What the developers' hooks denied or undid during the step, one line each.
+    hooks: Vec<String>,
 }
 
 fn steps(events: &[ConductorEvent]) -> BTreeMap<u64, StepRecord> {
@@ -75,6 +77,60 @@ fn steps(events: &[ConductorEvent]) -> BTreeMap<u64, StepRecord> {
         }
     }
     steps
+}
+
+/// Adds to each step of `records` what the agent CLI's hooks did during its cycle
+/// (`run`: the engine run's events): writes denied before they happened, shell
+/// commands' changes to locked files undone right after, turns kept going.
+fn add_hooks(records: &mut BTreeMap<u64, StepRecord>, run: &[RunEvent]) {
+    for event in run {
+        let (n, phase, line) = match event {
+            RunEvent::HookDenied(d) if d.tool == tdd_engine::run::STOP_TOOL => (
+                d.n,
+                &d.phase,
+                format!(
+                    "the hook kept the developer going ({}): its target was not where the gate wants it",
+                    d.harness
+                ),
+            ),
+            RunEvent::HookDenied(d) => (
+                d.n,
+                &d.phase,
+                format!(
+                    "the hook denied a write to {} before it happened ({} {})",
+                    d.paths.join(", "),
+                    d.harness,
+                    d.tool
+                ),
+            ),
+            RunEvent::HookReverted(r) => (
+                r.n,
+                &r.phase,
+                format!(
+                    "the hook undid a shell command's change to {} right after it ran ({} {})",
+                    r.restored
+                        .iter()
+                        .chain(&r.removed)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    r.harness,
+                    r.tool
+                ),
+            ),
+            _ => continue,
+        };
+        let Some(record) = n.and_then(|n| records.get_mut(&u64::from(n))) else {
+            continue;
+        };
+        let phase = phase.as_deref().unwrap_or("").to_uppercase();
+        let line = if phase.is_empty() {
+            format!("- {line}")
+        } else {
+            format!("- {phase}: {line}")
+        };
+        record.hooks.push(line);
+    }
 }
 
 fn short(sha: &str) -> String {
@@ -120,7 +176,7 @@ fn render_step(out: &mut String, n: u64, title: &str, record: &StepRecord) {
             }
         ));
     }
-    render_integrity(out, &record.phases);
+    render_integrity(out, &record.phases, &record.hooks);
     if let Some(done) = &record.done {
         out.push_str(&format!(
             "\nStep time {}: leaves {}, engine {}, conductor {}.\n",
@@ -140,8 +196,9 @@ fn decision_word(verdict: &PhaseVerdict) -> &'static str {
     }
 }
 
-/// The "Integrity events" of a step's accepted phases, when there are any.
-fn render_integrity(out: &mut String, phases: &[PhaseRecord]) {
+/// The "Integrity events" of a step's accepted phases, and what the hooks did during it
+/// (`hooks`, one line each), when there are any.
+fn render_integrity(out: &mut String, phases: &[PhaseRecord], hooks: &[String]) {
     let mut integrity = Vec::new();
     for p in phases {
         let phase = p.phase.to_uppercase();
@@ -164,6 +221,7 @@ fn render_integrity(out: &mut String, phases: &[PhaseRecord]) {
             integrity.push(format!("- {phase}: the target passed on arrival"));
         }
     }
+    integrity.extend(hooks.iter().cloned());
     if !integrity.is_empty() {
         out.push_str("\nIntegrity events:\n\n");
         out.push_str(&integrity.join("\n"));
@@ -262,7 +320,8 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
     if let Some(line) = baseline_line(&run) {
         out.push_str(&format!("\n{line}\n"));
     }
-    let records = steps(&events);
+    let mut records = steps(&events);
+    add_hooks(&mut records, &run);
     let skipped = skipped_steps(&run);
     for line in &checklist {
         let Some((n, title)) = line
@@ -463,7 +522,8 @@ pub(crate) fn stop_comment(mode: &str) -> String {
 /// The comment of step `n`.
 pub(crate) fn step_comment(c: &Conductor<'_>, n: u32) -> Result<String, LedgerError> {
     let events = c.journal.events()?;
-    let records = steps(&events);
+    let mut records = steps(&events);
+    add_hooks(&mut records, &run_events(c)?);
     let mut out = String::new();
     if let Some(record) = records.get(&u64::from(n)) {
         render_step(&mut out, u64::from(n), "done", record);

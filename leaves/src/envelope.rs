@@ -55,6 +55,10 @@ pub struct Request {
     pub sandbox: tdd_supervisor::Sandbox,
     /// Variables set for this leaf on top of the provider's (the engine relay's socket).
     pub set_env: Vec<(String, String)>,
+    /// The agent CLI runs `tdd hook` (the `tdd` first on the leaf's `PATH`) before and
+    /// after its tools, for this leaf's session only, where its provider can wire that
+    /// ([`crate::Provider::wire_hooks`]). Guidance: the gate judges either way.
+    pub hooks: bool,
 }
 
 impl Request {
@@ -73,6 +77,7 @@ impl Request {
             idle_timeout: Some(Duration::from_secs(300)),
             sandbox: tdd_supervisor::Sandbox::Off,
             set_env: Vec::new(),
+            hooks: false,
         }
     }
 

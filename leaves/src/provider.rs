@@ -96,6 +96,15 @@ pub enum ProviderError {
     /// The provider is configured wrongly.
     #[error("{0}")]
     Config(String),
+    /// A file the provider writes for its CLI could not be written.
+    #[error("failed to write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file the provider needs could not be read.
     #[error("failed to read {}", path.display())]
     Read {
@@ -130,6 +139,15 @@ pub trait Provider: Send + Sync {
     /// The default changes nothing.
     fn adapt(&self, invocation: &mut Invocation, caller: &BTreeMap<String, String>) {
         let _ = (invocation, caller);
+    }
+
+    /// Wires `tdd hook` into this one invocation of the CLI (its session only, never the
+    /// user's or the project's settings), after [`Provider::adapt`] and with the leaf's
+    /// private home already in `invocation.set_env`. Whether it did: the default wires
+    /// nothing, for a CLI with no hooks.
+    fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
+        let _ = invocation;
+        Ok(false)
     }
 
     /// Where its CLI keeps its state and what of the user's a leaf is seeded with (see

@@ -326,6 +326,9 @@ impl Leaves {
         invocation
             .set_env
             .extend(self.private_places(provider, &files)?);
+        if request.hooks {
+            provider.wire_hooks(&mut invocation)?;
+        }
         let spec = self.spec(&id, &token, &request, &invocation, &files);
         let prompt = &request.prompt;
         let mut env_names: Vec<&String> = spec_env_names(&self.caller_env, &invocation);

@@ -20,6 +20,11 @@ pub struct DemoArgs {
     /// under the system's temporary directory. Either way it is left for you to read.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
+    /// Wire `tdd hook` into the scripted developers, as Claude Code's hooks would run:
+    /// the locked edit the demo's GREEN developer tries is denied when it is tried, not
+    /// reverted at the gate.
+    #[arg(long)]
+    hooks: bool,
 }
 
 /// The embedded sample: (path in the repository, contents).
@@ -75,7 +80,7 @@ fn demo_dir(keep: Option<PathBuf>, cwd: &Path) -> Result<PathBuf, CommandError> 
 }
 
 /// Writes the sample repository, commits it, and returns (repo, issue file).
-fn build(dir: &Path) -> Result<(PathBuf, PathBuf), CommandError> {
+fn build(dir: &Path, hooks: bool) -> Result<(PathBuf, PathBuf), CommandError> {
     let repo = dir.join("calc");
     let fixture = dir.join("fixture.toml");
     let issue = dir.join("issue-1.md");
@@ -85,10 +90,11 @@ fn build(dir: &Path) -> Result<(PathBuf, PathBuf), CommandError> {
         write(&repo.join(path), text)?;
     }
     let fixture_text = fixture.display().to_string().replace('\\', "\\\\");
-    write(
-        &repo.join("tdd.toml"),
-        &CONFIG.replace("{fixture}", &fixture_text),
-    )?;
+    let mut config = CONFIG.replace("{fixture}", &fixture_text);
+    if hooks {
+        config = config.replace("\nhooks = false\n", "\nhooks = true\n");
+    }
+    write(&repo.join("tdd.toml"), &config)?;
     std::fs::create_dir_all(&repo).map_err(|e| io_err("cannot create", &repo, &e))?;
     let git = Git::new(&repo);
     git.output(["init", "-q", "-b", "main"])?;
@@ -102,7 +108,7 @@ fn build(dir: &Path) -> Result<(PathBuf, PathBuf), CommandError> {
 /// Runs `tdd demo`.
 pub fn cmd_demo(ctx: &Ctx, args: DemoArgs) -> Result<Outcome, CommandError> {
     let dir = demo_dir(args.keep, &ctx.cwd)?;
-    let (repo, issue) = build(&dir)?;
+    let (repo, issue) = build(&dir, args.hooks)?;
     ctx.out.progress(
         "demo_ready",
         serde_json::json!({ "dir": dir, "repo": repo }),

@@ -64,6 +64,15 @@ enum EventArg {
     Stop,
 }
 
+impl HookArgs {
+    /// Whether this answers one of the harness's events (not the self-test, which
+    /// makes a scratch repository of its own): what a confined leaf's hook asks the
+    /// conductor's relay.
+    pub fn is_event(&self) -> bool {
+        !matches!(self.event, EventArg::Selftest)
+    }
+}
+
 /// Runs `tdd hook`.
 pub fn cmd_hook(ctx: &Ctx, args: HookArgs) -> Result<Outcome, CommandError> {
     let started = std::time::Instant::now();
@@ -193,7 +202,7 @@ pub(super) fn set_up(ctx: &Ctx) -> Result<bool, CommandError> {
 }
 
 /// The event on stdin, read whole (at most [`MAX_EVENT`] bytes).
-pub(super) fn read_event() -> Result<String, CommandError> {
+pub(crate) fn read_event() -> Result<String, CommandError> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_EVENT + 1)
@@ -222,6 +231,7 @@ fn record_denial(
 ) {
     let denied = tdd_engine::run::events::HookDenied {
         n: None,
+        phase: None,
         harness: harness.as_str().to_string(),
         tool: call.tool.clone(),
         paths,

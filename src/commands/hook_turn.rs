@@ -30,6 +30,7 @@ pub(super) fn post_tool_use(
     let engine = ctx.engine()?;
     let call = tdd_engine::run::events::HookReverted {
         n: None,
+        phase: None,
         harness: harness.as_str().to_string(),
         tool: call.tool.clone(),
         restored: Vec::new(),
@@ -123,6 +124,7 @@ pub(super) fn stop(
     );
     let denied = tdd_engine::run::events::HookDenied {
         n: None,
+        phase: None,
         harness: harness.as_str().to_string(),
         tool: tdd_engine::run::STOP_TOOL.to_string(),
         paths: targets,

@@ -191,6 +191,15 @@ pub struct ConductorConfig {
     /// work branch out in the user's work tree, which is then left untouched.
     #[serde(default)]
     pub worktree: bool,
+    /// Developer leaves of an agent CLI with hooks (Claude Code, Codex) run `tdd hook`
+    /// before and after their tools, wired for that leaf's session only: a locked write
+    /// is denied when it is tried, not reverted at the gate.
+    #[serde(default = "default_hooks")]
+    pub hooks: bool,
+}
+
+fn default_hooks() -> bool {
+    true
 }
 
 impl Default for ConductorConfig {
@@ -204,6 +213,7 @@ impl Default for ConductorConfig {
             stuck_retries: default_stuck_retries(),
             branch_prefix: default_branch_prefix(),
             worktree: false,
+            hooks: default_hooks(),
         }
     }
 }

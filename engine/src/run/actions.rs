@@ -67,6 +67,9 @@ impl RunTx<'_> {
     pub fn hook_denied(mut self, mut denied: events::HookDenied) -> Result<(), RunError> {
         let state = self.active()?;
         denied.n = current_n(&state);
+        denied.phase = state
+            .current()
+            .map(|i| state.cycles[i].phase.trailer().to_string());
         self.ledger
             .record(Some(&state.run_id), &RunEvent::HookDenied(denied))?;
         Ok(())
@@ -98,6 +101,7 @@ impl RunTx<'_> {
             return Ok(None);
         }
         call.n = Some(cycle.n);
+        call.phase = Some(cycle.phase.trailer().to_string());
         call.restored = report.restored;
         call.removed = report.removed;
         call.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -284,6 +284,10 @@ pub struct BlockerCleared {
 pub struct HookDenied {
     /// The cycle current when it was denied.
     pub n: Option<u32>,
+    /// The cycle's phase then, as commit trailers name it (`red`, `green`,
+    /// `refactor`); absent in records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// The agent CLI (`claude`, `codex`).
     pub harness: String,
     /// The tool it was about to run (`Write`, `Bash`, `apply_patch`).
@@ -302,6 +306,10 @@ pub struct HookDenied {
 pub struct HookReverted {
     /// The cycle current when it ran.
     pub n: Option<u32>,
+    /// The cycle's phase then (`red`, `green`, `refactor`); absent in records made
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// The agent CLI (`claude`, `codex`).
     pub harness: String,
     /// The tool that ran (`Bash`, `exec_command`).
@@ -485,6 +493,7 @@ mod tests {
         assert!(RunEvent::KINDS.contains(&"dependencies_changed"));
         let denied = RunEvent::HookDenied(HookDenied {
             n: Some(1),
+            phase: None,
             harness: "claude".into(),
             tool: "Write".into(),
             paths: vec!["tests/a.py".into()],

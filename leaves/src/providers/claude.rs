@@ -272,6 +272,23 @@ impl Provider for Claude {
         }
     }
 
+    /// `--settings` with `tdd hook claude`'s entries, before the tool lists (which take
+    /// every value after them): Claude Code adds them to the hooks of the settings it
+    /// reads, for this session only.
+    fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
+        let (settings, _) = crate::hook_config::wire(crate::hook::Harness::Claude, None)
+            .map_err(|e| ProviderError::Config(e.to_string()))?;
+        let at = invocation
+            .argv
+            .iter()
+            .position(|a| a == "--tools")
+            .unwrap_or(invocation.argv.len());
+        invocation
+            .argv
+            .splice(at..at, ["--settings".to_string(), settings]);
+        Ok(true)
+    }
+
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
         parse_stream(output.stdout)
     }

@@ -223,6 +223,25 @@ impl Provider for Codex {
         invocation.argv.splice(at..at, args);
     }
 
+    /// `hooks.json` with `tdd hook codex`'s entries in the leaf's private `CODEX_HOME`,
+    /// and `--dangerously-bypass-hook-trust`: Codex runs a hook only once a person
+    /// trusted it, and this home, its one hook file and the leaf are tdd's own. The
+    /// project's hooks stay off (the private home trusts no project).
+    fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
+        let Some((_, home)) = invocation.set_env.iter().find(|(k, _)| k == "CODEX_HOME") else {
+            return Ok(false);
+        };
+        let (hooks, _) = crate::hook_config::wire(crate::hook::Harness::Codex, None)
+            .map_err(|e| ProviderError::Config(e.to_string()))?;
+        let path = std::path::Path::new(home).join("hooks.json");
+        std::fs::write(&path, hooks).map_err(|source| ProviderError::Write { path, source })?;
+        let at = invocation.argv.len().saturating_sub(1);
+        invocation
+            .argv
+            .insert(at, "--dangerously-bypass-hook-trust".to_string());
+        Ok(true)
+    }
+
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
         parse_stream(output.stdout)
     }

@@ -5,6 +5,7 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod scripted;
+mod scripted_hooks;
 #[cfg(test)]
 mod test_support;
 

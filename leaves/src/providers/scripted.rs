@@ -288,6 +288,15 @@ impl Provider for Scripted {
         })
     }
 
+    /// `--hooks`: the leaf asks `tdd hook claude` before each write and after each
+    /// command, as Claude Code would (see `scripted_hooks`).
+    fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
+        invocation
+            .argv
+            .push(super::scripted_hooks::HOOKS_FLAG.to_string());
+        Ok(true)
+    }
+
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
         let result = crate::provider::read_regular(&output.files.result)
             .and_then(|bytes| serde_json::from_slice::<ScriptedResult>(&bytes).ok());
@@ -323,6 +332,7 @@ struct LeafArgs {
     phase: String,
     attempt: u32,
     result: PathBuf,
+    hooks: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<LeafArgs, String> {
@@ -346,6 +356,7 @@ fn parse_args(args: &[String]) -> Result<LeafArgs, String> {
         phase: get("--phase")?,
         attempt: number(get("--attempt")?, "--attempt")?,
         result: PathBuf::from(get("--result")?),
+        hooks: args.iter().any(|a| a == super::scripted_hooks::HOOKS_FLAG),
     })
 }
 
@@ -396,7 +407,26 @@ pub fn run_leaf(args: &[String]) -> i32 {
     let mut cost_usd = None;
     let mut printed: u64 = 0;
     for action in &leaf.actions {
-        match perform(action, &mut printed) {
+        if args.hooks
+            && let Some(reason) = super::scripted_hooks::denied(action)
+        {
+            let said = format!(
+                "the hook denied writing {}: {reason}\n",
+                super::scripted_hooks::target(action)
+            );
+            printed += said.len() as u64;
+            out(Stream::Stdout, said.as_bytes());
+            continue;
+        }
+        let step = perform(action, &mut printed);
+        if args.hooks
+            && let Some(reason) = super::scripted_hooks::undone(action)
+        {
+            let said = format!("the hook after the command: {reason}\n");
+            printed += said.len() as u64;
+            out(Stream::Stdout, said.as_bytes());
+        }
+        match step {
             Step::Next => {}
             Step::Usage(scripted, cost) => {
                 usage = Some(scripted);
@@ -609,6 +639,7 @@ signal = "SIGSEGV"
             phase: phase.into(),
             attempt,
             result: PathBuf::new(),
+            hooks: false,
         }
     }
 

@@ -175,6 +175,38 @@ fn the_demo_completes_with_every_step_ticked_and_blind_verifiers() {
 }
 
 #[test]
+fn with_hooks_the_demos_locked_edit_is_denied_when_tried_not_reverted_at_the_gate() {
+    // The same scripted developers, asking `tdd hook claude` before each write as
+    // Claude Code would, from inside their confined leaves (through the relay).
+    let env = Env::bare();
+    let dir = env.home.path().join("demo");
+    let (code, value) = env.json(&["demo", "--hooks", "--keep", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{value}");
+    let pr = read(&value["data"]["pr"]);
+    assert!(
+        pr.contains(
+            "- GREEN: the hook denied a write to tests/mul.rs before it happened (claude Write)"
+        ),
+        "{pr}"
+    );
+    assert!(!pr.contains("the engine reverted"), "{pr}");
+    let ledger_dir = ledger_dir(&value);
+    let green = files_of(
+        &ledger_dir.join("leaves"),
+        "-developer-i1-s2-green-",
+        "stdout.log",
+    );
+    assert_eq!(green.len(), 1, "{green:?}");
+    assert!(
+        green[0].contains("the hook denied writing tests/mul.rs: `tests/mul.rs` is a test file"),
+        "{}",
+        green[0]
+    );
+    let test = git_in(&dir.join("calc"), &["show", "HEAD:tests/mul.rs"]);
+    assert!(test.contains("assert_eq!(calc::mul(3, 4), 12)"), "{test}");
+}
+
+#[test]
 fn the_demo_completes_in_a_real_users_environment() {
     // Not a cleared environment: a home with dotfiles, a shared cargo target directory
     // outside every repository (many Rust users set one), caches moved by XDG, and a

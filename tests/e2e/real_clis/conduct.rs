@@ -120,6 +120,29 @@ fn conduct(env: &Env, issue: &str, bin: &Path, api: &[(&str, String)], cli: &str
 /// What a verifier tries to write in the real tree.
 const CHEAT: &str = "cheat.txt";
 
+/// The test as a GREEN developer would loosen it.
+const WEAK_TEST: &str = "#[test]\nfn subtracts() {}\n";
+
+/// The GREEN developer's write to the locked test was denied by the hook its CLI ran
+/// for this leaf's session (through the relay, from inside the confined leaf): the
+/// model was told why in its next request, the draft PR says so (`tool`: the harness
+/// and its tool), and the gate had nothing to revert.
+fn assert_hook_denied(value: &Value, api: &FakeApi, tool: &str) {
+    let told = api.served().requests.iter().any(|(_, _, body)| {
+        body.to_string()
+            .contains("the next `tdd advance` would revert it")
+    });
+    assert!(told, "no request carried the hook's reason");
+    let pr = std::fs::read_to_string(value["data"]["pr"].as_str().expect("pr")).expect("pr");
+    assert!(
+        pr.contains(&format!(
+            "- GREEN: the hook denied a write to tests/sub.rs before it happened ({tool})"
+        )),
+        "{pr}"
+    );
+    assert!(!pr.contains("the engine reverted"), "{pr}");
+}
+
 /// The tokens the run's leaves read from their CLIs, summed over the leaves whose id
 /// starts with one of `roles`, against what `api` served them.
 fn assert_tokens_add_up(env: &Env, api: &FakeApi, roles: &[&str]) {
@@ -284,6 +307,7 @@ fn claude_code_conducts_a_whole_issue() {
     let issue = calc_project(&env, "claude", "claude", "");
     let root = env.root().canonicalize().expect("root");
     let lib = root.join("src/lib.rs");
+    let test = root.join("tests/sub.rs");
     let read_lib = Step::Tool("Read", json!({ "file_path": lib.display().to_string() }));
     let api = FakeApi::routed(
         Api::Anthropic,
@@ -308,6 +332,9 @@ fn claude_code_conducts_a_whole_issue() {
             (
                 GREEN,
                 vec![
+                    // First a try at loosening the locked test: the hook denies it.
+                    Step::Tool("Read", json!({ "file_path": test.display().to_string() })),
+                    write(&test, WEAK_TEST),
                     read_lib,
                     write(&lib, &format!("{LIB}{IMPL}")),
                     Step::text("Implemented."),
@@ -329,7 +356,8 @@ fn claude_code_conducts_a_whole_issue() {
             ),
         ],
     );
-    conduct(&env, &issue, &bin, &claude_env(&api), "claude");
+    let value = conduct(&env, &issue, &bin, &claude_env(&api), "claude");
+    assert_hook_denied(&value, &api, "claude Write");
     assert_every_leaf_asked(&api, &[PLANNER, RED, GREEN, REFACTOR, VERIFIER]);
     assert_tokens_add_up(&env, &api, &["planner", "developer", "verifier"]);
     assert_costs(&env, &["planner", "developer", "verifier"], true);
@@ -391,6 +419,8 @@ fn codex_conducts_a_whole_issue() {
             (
                 GREEN,
                 vec![
+                    // First a try at loosening the locked test: the hook denies it.
+                    exec(&cat_into("tests/sub.rs", WEAK_TEST)),
                     exec(&cat_into("src/lib.rs", &format!("{LIB}{IMPL}"))),
                     Step::text("Implemented."),
                 ],
@@ -399,7 +429,8 @@ fn codex_conducts_a_whole_issue() {
             (VERIFIER, verify),
         ],
     );
-    conduct(&env, &issue, &bin, &codex_env(&api, &codex_home), "codex");
+    let value = conduct(&env, &issue, &bin, &codex_env(&api, &codex_home), "codex");
+    assert_hook_denied(&value, &api, "codex Bash");
     assert_every_leaf_asked(&api, &[PLANNER, RED, GREEN, REFACTOR, VERIFIER]);
     assert_tokens_add_up(&env, &api, &["planner", "developer", "verifier"]);
     // codex's stream carries no cost.

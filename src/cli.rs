@@ -71,6 +71,7 @@ enum Command {
     Conduct(commands::conduct::ConductArgs),
     Demo(commands::demo::DemoArgs),
     Hook(commands::hook::HookArgs),
+    Agent(commands::agent::AgentArgs),
     Mcp(commands::mcp::McpArgs),
     Report(commands::report::ReportArgs),
     #[command(subcommand)]
@@ -112,6 +113,7 @@ impl Command {
             Command::Conduct(_) => "conduct",
             Command::Demo(_) => "demo",
             Command::Hook(_) => "hook",
+            Command::Agent(_) => "agent",
             Command::Mcp(_) => "mcp",
             Command::Report(_) => "report",
             Command::Log(c) => c.name(),
@@ -189,7 +191,11 @@ pub fn relayable(args: &[String]) -> Result<(), String> {
 /// is left, so no process of a test outlives the command that ran it.
 fn runs_project_code(command: &Command) -> bool {
     match command {
-        Command::Test(_) | Command::Advance(_) | Command::Run(_) | Command::Demo(_) => true,
+        Command::Test(_)
+        | Command::Advance(_)
+        | Command::Run(_)
+        | Command::Demo(_)
+        | Command::Agent(_) => true,
         Command::Conduct(args) => !args.detached(),
         _ => false,
     }
@@ -294,6 +300,7 @@ fn dispatch(cli: Cli, out: Output) -> Exit {
         Command::Conduct(args) => commands::conduct::cmd_conduct(&ctx, args),
         Command::Demo(args) => commands::demo::cmd_demo(&ctx, args),
         Command::Hook(args) => commands::hook::cmd_hook(&ctx, args),
+        Command::Agent(args) => commands::agent::cmd_agent(&ctx, args),
         Command::Mcp(args) => commands::mcp::cmd_mcp(&ctx, args),
         Command::Report(args) => commands::report::cmd_report(&ctx, args),
         Command::Log(cmd) => commands::log::cmd_log(&ctx, cmd),

@@ -20,6 +20,7 @@ pub mod relay;
 pub mod report;
 mod revise;
 pub mod sandbox;
+pub mod session;
 mod step;
 mod verify;
 pub mod worktree;

@@ -11,6 +11,8 @@
 //! 4. **collect**: once the supervisor recorded the exit, the provider reads the
 //!    output into a [`Response`] (`leaf_finished`).
 
+mod attached;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;

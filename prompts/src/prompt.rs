@@ -25,6 +25,7 @@ const VERIFIER_GREEN: &str = include_str!("../templates/verifier-green.md");
 const VERIFIER_REFACTOR: &str = include_str!("../templates/verifier-refactor.md");
 const VERIFIER_PIN: &str = include_str!("../templates/verifier-pin.md");
 const PLANNER: &str = include_str!("../templates/planner.md");
+const SESSION: &str = include_str!("../templates/session.md");
 
 /// Why a prompt could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -268,6 +269,33 @@ impl Prompt {
             Role::Planner,
             None,
             "planner.md",
+            rendered,
+            assignment,
+        ))
+    }
+
+    /// The record of an interactive session a person drives with `cli` (`tdd agent`):
+    /// a developer's, in `phase` of cycle `step` when a run is open (`position` says
+    /// where it stood, in words). Sent to no agent.
+    pub fn session(
+        cli: &str,
+        phase: Option<Phase>,
+        step: u32,
+        position: &str,
+    ) -> Result<Prompt, PromptError> {
+        let vars = Vars::new().text("cli", cli).text("position", position);
+        let rendered = render("session.md", SESSION, &vars)?;
+        let phase_word = phase.map(phase_name).transpose()?;
+        let assignment = json!({
+            "role": Role::Developer,
+            "session": cli,
+            "step": step,
+            "phase": phase_word,
+        });
+        Ok(Prompt::new(
+            Role::Developer,
+            phase,
+            "session.md",
             rendered,
             assignment,
         ))

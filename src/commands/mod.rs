@@ -1,6 +1,7 @@
 //! One module per subcommand: its `XxxArgs` (the help text) and its `cmd_xxx`.
 
 pub mod advance;
+pub mod agent;
 pub mod annotate;
 pub mod blocker;
 pub mod ci;

@@ -69,6 +69,7 @@ pub use stop::read_stop;
 pub use stop::request_stop;
 pub use tail::Follower;
 pub use tail::tail_bytes;
+pub use unix::attached::AttachedExit;
 pub use unix::run_supervisor;
 pub use unix::tree::become_subreaper;
 pub use unix::tree::descends_from;

@@ -1,5 +1,6 @@
 //! End-to-end tests of the built `tdd` binary: one test binary, a module per area.
 
+mod agent;
 mod calc;
 mod cli;
 mod conduct;

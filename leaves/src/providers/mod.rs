@@ -4,6 +4,7 @@ pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod command;
+pub mod interactive;
 pub mod scripted;
 mod scripted_hooks;
 #[cfg(test)]

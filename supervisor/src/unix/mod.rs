@@ -4,6 +4,7 @@
 //! that touches another process lives here, and every signal sent has a comment
 //! saying which signal, to whom, and why.
 
+pub(crate) mod attached;
 mod capture;
 mod cleanup;
 pub(crate) mod lost;

@@ -243,7 +243,7 @@ fn spawn_leaf(job: &Job) -> Result<Spawned, String> {
 /// Makes `command` confine the leaf as the job asks; the level it will have. An
 /// error (the text of a `spawn_failed` class) when the job requires confinement this
 /// kernel cannot give, or the rules cannot be built.
-fn confine(
+pub(crate) fn confine(
     sandbox: &crate::records::Sandbox,
     command: &mut Command,
 ) -> Result<Option<tdd_sandbox::Level>, String> {

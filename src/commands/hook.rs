@@ -238,9 +238,14 @@ fn record_denial(
         reason: reason.to_string(),
         latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
-    let recorded = engine
-        .begin_unlocked()
-        .and_then(|tx| tx.hook_denied(denied));
+    // On the last glance's check when the ledger is as it checked; else a checked
+    // change.
+    let recorded = match engine.record_hook_denial(denied.clone()) {
+        Ok(true) => Ok(()),
+        Ok(false) | Err(_) => engine
+            .begin_unlocked()
+            .and_then(|tx| tx.hook_denied(denied)),
+    };
     if let Err(err) = recorded {
         ctx.out
             .debug(&format!("the denial was not recorded: {err}"));

@@ -763,3 +763,42 @@ fn the_hooks_last_check_is_used_only_while_the_ledger_is_unchanged() {
     assert_eq!(answer.0, 2, "{answer:?}");
     assert!(answer.2.contains("ledger"), "{answer:?}");
 }
+
+/// The `hook_denied` events of `env`'s ledger: (cycle, phase) of each.
+fn denials(env: &Env) -> Vec<(Value, Value)> {
+    let (_, value) = env.json(&["ledger", "path"]);
+    let database = std::path::PathBuf::from(value["data"]["database"].as_str().expect("path"));
+    let ledger = tdd_engine::ledger::Ledger::open_read_only(&database)
+        .expect("ledger")
+        .expect("a ledger");
+    ledger
+        .events_of_kind(None, "hook_denied")
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.payload["n"].clone(), e.payload["phase"].clone()))
+        .collect()
+}
+
+#[test]
+fn denials_in_a_row_are_recorded_on_the_checked_chain_and_a_ledger_written_meanwhile_is_checked_again()
+ {
+    let env = in_green();
+    let test = env.root().join("tests/test_sub.py");
+    let write_test = || {
+        hook(
+            &env,
+            "claude",
+            &tool(&env, "Write", json!({ "file_path": test, "content": "x" })),
+        )
+    };
+    for _ in 0..3 {
+        assert!(denied(&write_test()).is_some());
+    }
+    // Another write to the ledger between two denials: the next one checks again.
+    let (code, value) = env.json(&["note", "between two denials"]);
+    assert_eq!(code, 0, "{value}");
+    assert!(denied(&write_test()).is_some());
+    assert_eq!(denials(&env), vec![(json!(1), json!("green")); 4]);
+    let (code, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(code, 0, "{value}");
+}

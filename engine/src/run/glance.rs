@@ -45,13 +45,18 @@ struct Open {
     planned: PlannedCycle,
 }
 
-/// What is kept: the key, the work tree it was taken for, and the open cycle (none:
-/// no run active, or no cycle open).
+/// What is kept: the key, the work tree it was taken for, the open cycle (none: no
+/// run active, or no cycle open), the active run and the id of the ledger's newest
+/// event as the check found them (absent in glances kept before they were).
 #[derive(Debug, Serialize, Deserialize)]
 struct Kept {
     key: Vec<FileKey>,
     work_tree: PathBuf,
     open: Option<Open>,
+    #[serde(default)]
+    run_id: Option<String>,
+    #[serde(default)]
+    head: Option<i64>,
 }
 
 impl Engine {
@@ -60,9 +65,7 @@ impl Engine {
     /// same error), read from the last glance when the ledger has not changed since
     /// it was taken. `None` with no run active or no cycle open.
     pub fn glance_locks(&self) -> Result<Option<(u32, PhaseLocks)>, RunError> {
-        let files = self.ledger_files();
-        let [database, wal] = &files;
-        let key: Vec<FileKey> = vec![file_key(database), wal_key(wal)];
+        let key = self.ledger_key();
         let kept_at = self.location.dir.join(GLANCE_FILE);
         let open = match read_kept(&kept_at)
             .filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
@@ -70,7 +73,10 @@ impl Engine {
             Some(kept) => kept.open,
             None => {
                 let view = self.view()?;
-                let open = view.locks()?.and_then(|(state, _)| {
+                let head = view.head()?;
+                let locked = view.locks()?;
+                let run_id = locked.as_ref().map(|(state, _)| state.run_id.clone());
+                let open = locked.and_then(|(state, _)| {
                     let (cycle, planned) = state.current_cycle()?;
                     Some(Open {
                         n: cycle.n,
@@ -86,6 +92,8 @@ impl Engine {
                         key,
                         work_tree: self.work_tree.clone(),
                         open: open.clone(),
+                        run_id,
+                        head: Some(head),
                     },
                 );
                 open
@@ -96,6 +104,49 @@ impl Engine {
             Ok((open.n, locks))
         })
         .transpose()
+    }
+
+    /// Records a hook's denial on the open cycle (`n` and `phase` filled in here) without
+    /// checking the whole chain again, when the ledger's files are byte for byte those
+    /// the last glance checked: the denial rests on that check, as the answer it records
+    /// did. When nothing else was written in between (the event's id follows the
+    /// checked head), the glance is kept for the ledger as it now is, so the next call
+    /// is as quick. `false` when there is no such glance (the caller records it through
+    /// a checked change instead).
+    pub fn record_hook_denial(
+        &self,
+        mut denied: super::events::HookDenied,
+    ) -> Result<bool, RunError> {
+        let key = self.ledger_key();
+        let kept_at = self.location.dir.join(GLANCE_FILE);
+        let Some(kept) =
+            read_kept(&kept_at).filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
+        else {
+            return Ok(false);
+        };
+        let (Some(open), Some(run_id), Some(head)) = (&kept.open, &kept.run_id, kept.head) else {
+            return Ok(false);
+        };
+        denied.n = Some(open.n);
+        denied.phase = Some(open.phase.trailer().to_string());
+        let event = self.append_after_glance(run_id, &super::RunEvent::HookDenied(denied))?;
+        if event.id == head + 1 {
+            write_kept(
+                &kept_at,
+                &Kept {
+                    key: self.ledger_key(),
+                    head: Some(event.id),
+                    ..kept
+                },
+            );
+        }
+        Ok(true)
+    }
+
+    /// The key of the ledger's files as they are now.
+    fn ledger_key(&self) -> Vec<FileKey> {
+        let [database, wal] = &self.ledger_files();
+        vec![file_key(database), wal_key(wal)]
     }
 
     /// The ledger's database and its write-ahead log.

@@ -11,7 +11,9 @@
 //! ([`Engine::begin_unlocked`]); none is opened without the check. Each transaction is
 //! used once: its methods take it by value, so the next change checks again. The one
 //! ledger write outside a run, a verifier's test observation in a scratch worktree, is
-//! `Engine::record_outside_runs`.
+//! `Engine::record_outside_runs`. One append rests on the last check instead of a new
+//! one: a hook's denial, made while the ledger's files are byte for byte those that
+//! check passed (`Engine::record_hook_denial`, in `glance.rs`); it changes no state.
 
 use super::Engine;
 use super::RunError;
@@ -71,6 +73,18 @@ impl Engine {
     pub(super) fn record_outside_runs(&self, event: &super::RunEvent) -> Result<(), RunError> {
         Ledger::open(&self.location.database)?.record(None, event)?;
         Ok(())
+    }
+
+    /// Appends `event` to run `run_id` on the strength of the last check rather than a
+    /// new one: only for a hook's denial, whose caller has just found the ledger's files
+    /// unchanged since a check passed. The appended event: its id says whether anything
+    /// else was written in between.
+    pub(super) fn append_after_glance(
+        &self,
+        run_id: &str,
+        event: &super::RunEvent,
+    ) -> Result<crate::ledger::Event, RunError> {
+        Ok(Ledger::open(&self.location.database)?.record(Some(run_id), event)?)
     }
 
     fn open_change(&self, lock: Option<&str>) -> Result<RunTx<'_>, RunError> {
@@ -171,6 +185,14 @@ impl RunView<'_> {
         };
         let locks = super::PhaseLocks::for_cycle(&self.engine.config, planned, cycle.phase)?;
         Ok(Some((state, locks)))
+    }
+
+    /// The id of the ledger's newest event (0 for an empty or absent ledger).
+    pub(super) fn head(&self) -> Result<i64, RunError> {
+        Ok(match &self.ledger {
+            Some(ledger) => i64::try_from(ledger.count()?).unwrap_or(i64::MAX),
+            None => 0,
+        })
     }
 
     /// How many times in a row, since the open cycle's phase began, a hook kept the

@@ -26,6 +26,18 @@ pub struct Capabilities {
     pub read_only_mode: bool,
 }
 
+impl Capabilities {
+    /// None of them: a CLI tdd knows nothing of but how to start it.
+    pub const NONE: Capabilities = Capabilities {
+        streaming: false,
+        session_resume: false,
+        cost_reporting: false,
+        usage_reporting: false,
+        tool_restriction: false,
+        read_only_mode: false,
+    };
+}
+
 /// One leaf to run: the prompt (which carries role and phase), where, and limits.
 #[derive(Debug, Clone)]
 pub struct Request {

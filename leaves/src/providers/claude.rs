@@ -157,6 +157,14 @@ impl Claude {
     }
 }
 
+/// `--settings` and the settings (JSON) holding `tdd hook claude`'s entries: Claude
+/// Code adds them to the hooks of the settings it reads, for that session only.
+pub(crate) fn session_hooks() -> Result<[String; 2], ProviderError> {
+    let (settings, _) = crate::hook_config::wire(crate::hook::Harness::Claude, None)
+        .map_err(|e| ProviderError::Config(e.to_string()))?;
+    Ok(["--settings".to_string(), settings])
+}
+
 /// A random (version 4) UUID, for `--session-id`.
 pub(crate) fn uuid_v4() -> Result<String, ProviderError> {
     let hex = random_hex(16).map_err(|e| ProviderError::Config(e.to_string()))?;
@@ -276,16 +284,12 @@ impl Provider for Claude {
     /// every value after them): Claude Code adds them to the hooks of the settings it
     /// reads, for this session only.
     fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
-        let (settings, _) = crate::hook_config::wire(crate::hook::Harness::Claude, None)
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
         let at = invocation
             .argv
             .iter()
             .position(|a| a == "--tools")
             .unwrap_or(invocation.argv.len());
-        invocation
-            .argv
-            .splice(at..at, ["--settings".to_string(), settings]);
+        invocation.argv.splice(at..at, session_hooks()?);
         Ok(true)
     }
 

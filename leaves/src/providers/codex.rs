@@ -228,23 +228,32 @@ impl Provider for Codex {
     /// trusted it, and this home, its one hook file and the leaf are tdd's own. The
     /// project's hooks stay off (the private home trusts no project).
     fn wire_hooks(&self, invocation: &mut Invocation) -> Result<bool, ProviderError> {
-        let Some((_, home)) = invocation.set_env.iter().find(|(k, _)| k == "CODEX_HOME") else {
+        let Some(flag) = session_hooks(invocation)? else {
             return Ok(false);
         };
-        let (hooks, _) = crate::hook_config::wire(crate::hook::Harness::Codex, None)
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
-        let path = std::path::Path::new(home).join("hooks.json");
-        std::fs::write(&path, hooks).map_err(|source| ProviderError::Write { path, source })?;
         let at = invocation.argv.len().saturating_sub(1);
-        invocation
-            .argv
-            .insert(at, "--dangerously-bypass-hook-trust".to_string());
+        invocation.argv.insert(at, flag);
         Ok(true)
     }
 
     fn parse(&self, output: &LeafOutput<'_>) -> Parsed {
         parse_stream(output.stdout)
     }
+}
+
+/// Writes `tdd hook codex`'s entries as `hooks.json` in the private `CODEX_HOME` the
+/// invocation sets, and gives the flag that has Codex run them without a person's review
+/// (that home and its one hook file are tdd's own). `None` when the invocation sets no
+/// `CODEX_HOME`.
+pub(crate) fn session_hooks(invocation: &Invocation) -> Result<Option<String>, ProviderError> {
+    let Some((_, home)) = invocation.set_env.iter().find(|(k, _)| k == "CODEX_HOME") else {
+        return Ok(None);
+    };
+    let (hooks, _) = crate::hook_config::wire(crate::hook::Harness::Codex, None)
+        .map_err(|e| ProviderError::Config(e.to_string()))?;
+    let path = std::path::Path::new(home).join("hooks.json");
+    std::fs::write(&path, hooks).map_err(|source| ProviderError::Write { path, source })?;
+    Ok(Some("--dangerously-bypass-hook-trust".to_string()))
 }
 
 /// `text` as a TOML basic string (a JSON string is one).

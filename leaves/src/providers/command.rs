@@ -66,14 +66,7 @@ impl Provider for CommandProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            streaming: false,
-            session_resume: false,
-            cost_reporting: false,
-            usage_reporting: false,
-            tool_restriction: false,
-            read_only_mode: false,
-        }
+        Capabilities::NONE
     }
 
     fn invocation(

@@ -55,14 +55,7 @@ impl Provider for Interactive {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            streaming: false,
-            session_resume: false,
-            cost_reporting: false,
-            usage_reporting: false,
-            tool_restriction: false,
-            read_only_mode: false,
-        }
+        Capabilities::NONE
     }
 
     fn program(&self) -> Option<&str> {
@@ -116,20 +109,12 @@ impl Provider for Interactive {
         let Some(harness) = self.harness else {
             return Ok(false);
         };
-        let (settings, _) = crate::hook_config::wire(harness, None)
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
         let flags = match harness {
-            Harness::Codex => {
-                let Some((_, home)) = invocation.set_env.iter().find(|(k, _)| k == "CODEX_HOME")
-                else {
-                    return Ok(false);
-                };
-                let path = std::path::Path::new(home).join("hooks.json");
-                std::fs::write(&path, settings)
-                    .map_err(|source| ProviderError::Write { path, source })?;
-                vec!["--dangerously-bypass-hook-trust".to_string()]
-            }
-            _ => vec!["--settings".to_string(), settings],
+            Harness::Codex => match super::codex::session_hooks(invocation)? {
+                Some(flag) => vec![flag],
+                None => return Ok(false),
+            },
+            _ => super::claude::session_hooks()?.to_vec(),
         };
         invocation.argv.splice(1..1, flags);
         Ok(true)

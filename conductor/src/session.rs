@@ -41,7 +41,7 @@ pub struct SessionSpec<'a> {
     /// The person's arguments to it.
     pub args: Vec<String>,
     /// The open cycle and its phase, when a run is active.
-    pub position: Option<(u32, Phase)>,
+    pub position: Option<(tdd_engine::plan::PlannedCycle, Phase)>,
     /// Where the run stands, in words, for the session's record.
     pub position_words: String,
 }
@@ -72,9 +72,14 @@ pub fn run(spec: SessionSpec<'_>) -> Result<SessionEnd, ConductError> {
     let caller_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
     let leaves = Leaves::for_repository(spec.location, spec.tdd).caller_env(caller_env.clone());
     let provider = Interactive::new(spec.program, spec.args.clone());
-    let (step, phase) = spec.position.map_or((0, None), |(n, p)| (n, Some(p)));
-    let phase = phase.filter(|p| !p.is_final());
-    let prompt = tdd_prompts::Prompt::session(spec.program, phase, step, &spec.position_words)?;
+    let cycle = spec.position.as_ref().map(|(cycle, _)| cycle);
+    let step = cycle.map_or(0, |c| c.n);
+    let phase = spec
+        .position
+        .as_ref()
+        .map(|(_, p)| *p)
+        .filter(|p| !p.is_final());
+    let prompt = tdd_prompts::Prompt::session(spec.program, phase, cycle, &spec.position_words)?;
     let mut request = Request::new(prompt, 0, step, spec.work_tree);
     request.hooks = provider.harness().is_some();
     request.sandbox = sandbox(&spec);

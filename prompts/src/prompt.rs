@@ -275,12 +275,13 @@ impl Prompt {
     }
 
     /// The record of an interactive session a person drives with `cli` (`tdd agent`):
-    /// a developer's, in `phase` of cycle `step` when a run is open (`position` says
-    /// where it stood, in words). Sent to no agent.
+    /// a developer's, in `phase` of the open `cycle` when a run has one (`position` says
+    /// where it stood, in words). Sent to no agent; its assignment (the cycle, its
+    /// targets and files) is what `tdd status` answers inside the session.
     pub fn session(
         cli: &str,
         phase: Option<Phase>,
-        step: u32,
+        cycle: Option<&tdd_engine::plan::PlannedCycle>,
         position: &str,
     ) -> Result<Prompt, PromptError> {
         let vars = Vars::new().text("cli", cli).text("position", position);
@@ -289,8 +290,11 @@ impl Prompt {
         let assignment = json!({
             "role": Role::Developer,
             "session": cli,
-            "step": step,
+            "step": cycle.map_or(0, |c| c.n),
             "phase": phase_word,
+            "cycle_title": cycle.map(|c| c.title.clone()),
+            "targets": cycle.map(|c| ids(&TestId::planned(c))).unwrap_or_default(),
+            "files": cycle.map(|c| c.files.clone()).unwrap_or_default(),
         });
         Ok(Prompt::new(
             Role::Developer,

@@ -41,12 +41,15 @@ pub fn cmd_agent(ctx: &Ctx, args: AgentArgs) -> Result<Outcome, CommandError> {
     let position = view.locks()?.and_then(|(state, locks)| {
         state
             .current_cycle()
-            .map(|(cycle, planned)| (cycle.n, locks.phase(), planned.title.clone()))
+            .map(|(_, planned)| (planned.clone(), locks.phase()))
     });
     let words = match &position {
-        Some((n, phase, title)) => {
-            format!("cycle {n} ({title}) in {}", super::hook::phase_name(*phase))
-        }
+        Some((planned, phase)) => format!(
+            "cycle {} ({}) in {}",
+            planned.n,
+            planned.title,
+            super::hook::phase_name(*phase)
+        ),
         None => "no cycle open".to_string(),
     };
     let tdd = std::env::current_exe().map_err(|e| {
@@ -69,7 +72,7 @@ pub fn cmd_agent(ctx: &Ctx, args: AgentArgs) -> Result<Outcome, CommandError> {
         relay_args: crate::cli::relayable,
         program: &args.cli,
         args: args.args,
-        position: position.as_ref().map(|(n, phase, _)| (*n, *phase)),
+        position,
         position_words: words,
     })?;
     let code = match end.exit {

@@ -139,8 +139,18 @@ fn an_agent_session_has_the_terminal_is_confined_reaches_the_engine_and_leaves_n
     // The relayed status is the run's; the relayed hook denied the locked write in the
     // harness's format.
     let status = std::fs::read_to_string(env.root().join("status.json")).expect("status");
+    // Inside the session, `tdd status` is its assignment: the open cycle, its phase
+    // and target.
+    let status: serde_json::Value = serde_json::from_str(&status).expect("json");
+    assert_eq!(status["data"]["assignment"]["phase"], "green", "{status}");
+    assert_eq!(
+        status["next_action"]["verb"], "write_implementation",
+        "{status}"
+    );
     assert!(
-        status.contains("\"phase\":\"green\"") && status.contains("write_implementation"),
+        status["data"]["assignment"]["targets"][0]
+            .as_str()
+            .is_some_and(|t| t.contains("test_sub")),
         "{status}"
     );
     let hook = std::fs::read_to_string(env.root().join("hook.json")).expect("hook");

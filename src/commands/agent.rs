@@ -59,7 +59,7 @@ pub fn cmd_agent(ctx: &Ctx, args: AgentArgs) -> Result<Outcome, CommandError> {
         "agent_started",
         serde_json::json!({ "cli": args.cli, "position": words }),
         &format!(
-            "tdd agent: {} in {} ({words}), confined",
+            "tdd agent: {} in {} ({words})",
             args.cli,
             root.display()
         ),

@@ -58,11 +58,7 @@ pub fn cmd_agent(ctx: &Ctx, args: AgentArgs) -> Result<Outcome, CommandError> {
     ctx.out.progress(
         "agent_started",
         serde_json::json!({ "cli": args.cli, "position": words }),
-        &format!(
-            "tdd agent: {} in {} ({words})",
-            args.cli,
-            root.display()
-        ),
+        &format!("tdd agent: {} in {} ({words})", args.cli, root.display()),
     );
     let end = tdd_conductor::session::run(tdd_conductor::session::SessionSpec {
         work_tree: &root,

@@ -120,7 +120,11 @@ def main():
         pad_ledger(database, EVENTS)
         verified = json.loads(run([TDD, "ledger", "verify", "--json"], repo, env).stdout)
         assert verified["ok"], verified
-        events = sqlite3.connect(database).execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        # Closed at once: a connection left open keeps SQLite's log from being emptied
+        # when tdd closes the ledger, which no tdd command does to another.
+        reader = sqlite3.connect(database)
+        events = reader.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        reader.close()
         size = os.path.getsize(database) // 1024
         print(f"{FILES} files, ledger of {events} events ({size} KB), {RUNS} calls each")
         for label, tool, tool_input, denied in (

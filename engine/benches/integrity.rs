@@ -1,8 +1,10 @@
-//! What the anchored-ledger check adds to every run command: `ensure_intact` (the whole
-//! chain, and the branch from HEAD to its newest anchor) on a run of PHASES anchored
-//! phase commits (default 51: 17 cycles of RED, GREEN and REFACTOR) over 200 ordinary
-//! commits, with six events of a few KB per phase. Prints the median of several runs,
-//! split into the chain walk and the branch walk, and the full `tdd ledger verify` check.
+//! What the anchored-ledger check adds to every run command: `ensure_intact` (the chain,
+//! and the branch from HEAD to its newest anchor) on a run of PHASES anchored phase
+//! commits (default 51: 17 cycles of RED, GREEN and REFACTOR) over 200 ordinary
+//! commits, with six events of a few KB per phase. Prints the median of several runs:
+//! without the ledger's seal (every event rehashed), with it, and right after one
+//! append of tdd's own; the whole check split into the chain walk and the branch walk;
+//! and the full `tdd ledger verify` check.
 //!
 //! Run: `cargo bench -p tdd-engine --bench integrity` (PHASES=N to change the size).
 
@@ -46,6 +48,14 @@ fn git_text(dir: &Path, args: &[&str]) -> String {
         .expect("utf-8")
         .trim()
         .to_string()
+}
+
+/// Waits until the kernel's coarse clock has passed the ledger's change time, so the
+/// next check can keep its seal.
+fn settle(database: &Path) {
+    while !tdd_engine::ledger::seal::Taken::now(database).is_settled() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn median(mut f: impl FnMut()) -> Duration {
@@ -142,9 +152,36 @@ fn main() {
         "{phases} phase commits, {events} events, ledger {} KB",
         bytes / 1024
     );
+    let mut seal = database.as_os_str().to_os_string();
+    seal.push("-seal.json");
+    let seal = std::path::PathBuf::from(seal);
+    // Without a seal, every event is rehashed (the first command after a write by
+    // anything but tdd).
     let ensure = median(|| {
+        let _ = std::fs::remove_file(&seal);
         tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
     });
+    // With the seal the last check kept: nothing rehashed.
+    settle(&database);
+    tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+    let sealed = median(|| {
+        tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+    });
+    // After one append of tdd's own, which keeps the seal: that event rehashed.
+    let mut after_append: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let mut ledger = Ledger::open(&database).expect("ledger");
+            ledger
+                .append(Some("run"), "note", &json!({ "text": "a note" }))
+                .expect("append");
+            drop(ledger);
+            let start = Instant::now();
+            tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+            start.elapsed()
+        })
+        .collect();
+    after_append.sort();
+    let after_append = after_append[RUNS / 2];
     let chain = median(|| {
         let ledger = Ledger::open_read_only(&database)
             .expect("open")
@@ -170,7 +207,9 @@ fn main() {
         let found = tdd_engine::integrity::check(&database, &repo, Scope::Full).expect("check");
         assert!(found.is_intact());
     });
-    println!("ensure_intact (what each run command adds): {ensure:.2?}");
+    println!("ensure_intact (what each run command adds), no seal: {ensure:.2?}");
+    println!("ensure_intact, files as the last check sealed them: {sealed:.2?}");
+    println!("ensure_intact, after one append of tdd's own:      {after_append:.2?}");
     println!("  of which the chain walk:                  {chain:.2?}");
     println!("  of which the branch walk to the anchor:   {walk:.2?}");
     println!("  of which the records of the walked commits: {queries:.2?}");

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use rusqlite::Connection;
+use rusqlite::OptionalExtension;
 use rusqlite::params;
 use sha2::Digest;
 
@@ -11,6 +12,7 @@ use super::Event;
 use super::LedgerError;
 use super::Verification;
 use super::schema::GUARDS;
+use super::seal::Point;
 use super::sql_err;
 
 /// The `prev_hash` of the first event.
@@ -165,26 +167,70 @@ pub(crate) fn event_of(row: Row) -> Result<Event, LedgerError> {
     })
 }
 
-/// Walks the chain in one read transaction; stops at the first mismatch.
-pub(crate) fn verify(conn: &Connection, path: &Path) -> Result<Verification, LedgerError> {
+/// Walks the chain in one read transaction, from `from` (a point verified before, its
+/// events taken as they are) or from the first event; stops at the first mismatch.
+/// With the verification, the chain's head as a point when it is intact.
+pub(crate) fn verify(
+    conn: &Connection,
+    path: &Path,
+    from: Option<&Point>,
+) -> Result<(Verification, Option<Point>), LedgerError> {
     conn.execute_batch("BEGIN").map_err(sql_err(path))?;
-    let result = verify_locked(conn, path);
+    let result = verify_locked(conn, path, from);
     conn.execute_batch("COMMIT").map_err(sql_err(path))?;
     result
 }
 
-fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerError> {
-    let broken = |events, event_id, reason: String| {
-        Ok(Verification {
-            events,
-            broken: Some(Break { event_id, reason }),
-        })
+/// The point the walk starts after: `from` when its last event is still there with
+/// its hash (a seal that names anything else is not trusted: the walk starts at the
+/// first event), else the start of the chain.
+fn start(conn: &Connection, path: &Path, from: Option<&Point>) -> Result<Point, LedgerError> {
+    let genesis = Point {
+        events: 0,
+        last_id: 0,
+        head: GENESIS_HASH.to_string(),
     };
-    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events ORDER BY id";
+    let Some(from) = from.filter(|p| p.events > 0) else {
+        return Ok(genesis);
+    };
+    let stored: Option<String> = conn
+        .query_row(
+            "SELECT hash FROM events WHERE id = ?1",
+            [from.last_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql_err(path))?;
+    Ok(if stored.as_deref() == Some(from.head.as_str()) {
+        from.clone()
+    } else {
+        genesis
+    })
+}
+
+fn verify_locked(
+    conn: &Connection,
+    path: &Path,
+    from: Option<&Point>,
+) -> Result<(Verification, Option<Point>), LedgerError> {
+    let start = start(conn, path, from)?;
+    let mut rehashed: u64 = 0;
+    let broken = |events, rehashed, event_id, reason: String| {
+        Ok((
+            Verification {
+                events,
+                rehashed,
+                broken: Some(Break { event_id, reason }),
+            },
+            None,
+        ))
+    };
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events WHERE id > ?1 ORDER BY id";
     let mut stmt = conn.prepare(sql).map_err(sql_err(path))?;
-    let mut rows = stmt.query([]).map_err(sql_err(path))?;
-    let mut expected_prev = GENESIS_HASH.to_string();
-    let mut walked: u64 = 0;
+    let mut rows = stmt.query([start.last_id]).map_err(sql_err(path))?;
+    let mut expected_prev = start.head.clone();
+    let mut last_id = start.last_id;
+    let mut walked: u64 = start.events;
     // Every event's hash is recomputed from its own fields, so the events of a batch are
     // hashed on every core at once; the links between them are checked in order.
     let mut batch: Vec<Row> = Vec::new();
@@ -203,11 +249,18 @@ fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerE
             None => done = true,
         }
         if let Some((index, reason)) = first_break(&batch, &expected_prev) {
-            return broken(walked + index as u64, Some(batch[index].0), reason);
+            return broken(
+                walked + index as u64,
+                rehashed + index as u64,
+                Some(batch[index].0),
+                reason,
+            );
         }
         walked += batch.len() as u64;
+        rehashed += batch.len() as u64;
         if let Some(last) = batch.last() {
             expected_prev = last.6.clone();
+            last_id = last.0;
         }
         batch.clear();
         batch_bytes = 0;
@@ -223,7 +276,7 @@ fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerE
             short(&head),
             short(&expected_prev)
         );
-        return broken(walked, None, reason);
+        return broken(walked, rehashed, None, reason);
     }
     for guard in GUARDS {
         let present: i64 = conn
@@ -236,15 +289,25 @@ fn verify_locked(conn: &Connection, path: &Path) -> Result<Verification, LedgerE
         if present == 0 {
             return broken(
                 walked,
+                rehashed,
                 None,
                 format!("the append-only guard `{guard}` was dropped"),
             );
         }
     }
-    Ok(Verification {
+    let head = Point {
         events: walked,
-        broken: None,
-    })
+        last_id,
+        head: expected_prev,
+    };
+    Ok((
+        Verification {
+            events: walked,
+            rehashed,
+            broken: None,
+        },
+        Some(head),
+    ))
 }
 
 /// How many payload bytes are read, at most, before a batch is hashed.

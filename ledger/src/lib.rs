@@ -21,6 +21,7 @@ mod location;
 pub mod parallel;
 pub mod redact;
 mod schema;
+pub mod seal;
 mod transfer;
 mod typed;
 
@@ -166,8 +167,11 @@ pub struct Event {
 /// What `verify` found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Verification {
-    /// Events walked.
+    /// Events walked (those up to a sealed point counted, not rehashed).
     pub events: u64,
+    /// Events whose hash was recomputed: all of them, or those after a sealed point.
+    #[serde(skip)]
+    pub rehashed: u64,
     /// The first problem, if any; `None` means the chain is intact.
     pub broken: Option<Break>,
 }
@@ -186,6 +190,17 @@ pub struct Break {
 pub struct Ledger {
     conn: Connection,
     path: PathBuf,
+    /// Last, so it is dropped after the connection closed: keeps the seal for the
+    /// files as this ledger's own writes left them ([`seal`]).
+    reseal: seal::Reseal,
+}
+
+impl Drop for Ledger {
+    /// Before the connection closes: the seal is kept only if every write since this
+    /// ledger opened was its own.
+    fn drop(&mut self) {
+        self.reseal.check_own();
+    }
 }
 
 impl Ledger {
@@ -198,13 +213,20 @@ impl Ledger {
             })?;
         }
         regular_files_only(path)?;
+        // Taken before anything is opened: the seal is held only when the files are
+        // those it was kept for.
+        let sealed = seal::Taken::now(path).sealed_point();
         let conn = Connection::open(path).map_err(sql_err(path))?;
-        let ledger = Ledger {
+        let mut ledger = Ledger {
             conn,
             path: path.to_path_buf(),
+            reseal: seal::Reseal::none(path),
         };
         ledger.configure()?;
         schema::migrate(&ledger.conn, path)?;
+        if let Some(point) = sealed {
+            ledger.reseal = seal::Reseal::hold(path, point);
+        }
         Ok(ledger)
     }
 
@@ -222,6 +244,7 @@ impl Ledger {
         let ledger = Ledger {
             conn,
             path: path.to_path_buf(),
+            reseal: seal::Reseal::none(path),
         };
         schema::check_readable(&ledger.conn, path)?;
         if schema::user_version(&ledger.conn, path)? == 0 {
@@ -267,12 +290,14 @@ impl Ledger {
         let redacted = redact::redact_value(payload, redact::known_secrets());
         let payload = redacted.as_ref().unwrap_or(payload);
         let path = self.path.clone();
+        self.reseal.check_own();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql_err(&path))?;
         let event = chain::append_in(&tx, run_id, kind, payload).map_err(sql_err(&path))?;
         tx.commit().map_err(sql_err(&path))?;
+        self.reseal.after_write();
         Ok(event)
     }
 
@@ -324,7 +349,29 @@ impl Ledger {
 
     /// Walks the whole chain and reports the first event or guard that does not match.
     pub fn verify(&self) -> Result<Verification, LedgerError> {
-        chain::verify(&self.conn, &self.path)
+        chain::verify(&self.conn, &self.path, None).map(|(verification, _)| verification)
+    }
+
+    /// What [`Ledger::verify`] finds, rehashing only the events after the sealed point
+    /// when `taken` (the files' key, taken before this ledger was opened) is the
+    /// seal's; an intact chain is sealed anew at its head for those files, when their
+    /// key is settled ([`seal`]). The guards and the head are checked whole either way.
+    pub fn verify_sealed(&self, taken: &seal::Taken) -> Result<Verification, LedgerError> {
+        let from = taken.sealed_point();
+        let (verification, head) = chain::verify(&self.conn, &self.path, from.as_ref())?;
+        if let (None, Some(head)) = (&verification.broken, head)
+            && from.as_ref() != Some(&head)
+        {
+            taken.seal(&head);
+        }
+        Ok(verification)
+    }
+
+    /// Keeps no seal when this ledger closes, though every write was its own: for a
+    /// writer that must not wait for the clock to pass its write ([`seal`]); the next
+    /// check rehashes the whole chain.
+    pub fn forgo_seal(&mut self) {
+        self.reseal.release();
     }
 
     /// The schema version stored in the database.
@@ -394,5 +441,7 @@ fn regular_files_only(path: &Path) -> Result<(), LedgerError> {
     Ok(())
 }
 
+#[cfg(test)]
+mod seal_tests;
 #[cfg(test)]
 mod tests;

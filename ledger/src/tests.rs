@@ -33,6 +33,7 @@ fn an_untouched_chain_verifies() {
         report,
         Verification {
             events: 5,
+            rehashed: 5,
             broken: None
         }
     );
@@ -217,6 +218,7 @@ fn concurrent_processes_keep_one_chain() {
         report,
         Verification {
             events: (PROCESSES * PER_PROCESS) as u64,
+            rehashed: (PROCESSES * PER_PROCESS) as u64,
             broken: None
         }
     );

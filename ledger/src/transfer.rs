@@ -130,6 +130,8 @@ impl Ledger {
         events: &[StoredEvent],
     ) -> Result<Result<Imported, ImportRefused>, LedgerError> {
         let path = self.path.clone();
+        // Not an append of tdd's own: the next check walks the whole chain.
+        self.reseal.release();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)

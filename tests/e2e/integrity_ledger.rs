@@ -380,3 +380,61 @@ fn every_command_that_changes_a_run_refuses_a_ledger_that_fails_verification() {
         );
     }
 }
+
+/// The ledger's seal (the point verified last, with its files' key) is what spares the
+/// check every command makes a rehash of the whole chain; an event edited in the
+/// database file itself after it, with its length and modification time kept and the
+/// guards and hashes untouched, is still refused by the next command.
+#[test]
+fn an_event_edited_in_place_after_the_ledger_was_sealed_is_refused_by_the_next_command() {
+    let env = project();
+    red(&env);
+    let (exit, value) = env.json(&["note", "marker-1234 for the seal"]);
+    assert_eq!(exit, 0, "{value}");
+    let db = database(&env);
+    let mut seal = db.clone().into_os_string();
+    seal.push("-seal.json");
+    let seal = PathBuf::from(seal);
+    // A command once the kernel's clock has passed the last write keeps a seal (waits
+    // on the file appearing, not on a time).
+    let _ = std::fs::remove_file(&seal);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seal.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no seal was ever kept"
+        );
+        let (exit, value) = env.json(&["status"]);
+        assert_eq!(exit, 0, "{value}");
+    }
+    let modified = std::fs::metadata(&db)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let mut bytes = std::fs::read(&db).expect("read");
+    let marker = b"marker-1234";
+    let copies: Vec<usize> = bytes
+        .windows(marker.len())
+        .enumerate()
+        .filter(|(_, w)| w == marker)
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!copies.is_empty(), "the note is in the database file");
+    for at in copies {
+        bytes[at + 7] = b'9';
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .expect("open");
+    std::io::Write::write_all(&mut &file, &bytes).expect("write");
+    file.set_times(std::fs::FileTimes::new().set_modified(modified))
+        .expect("mtime put back");
+    drop(file);
+    let value = refuses(&env, &["status"]);
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("edited")),
+        "{value}"
+    );
+}

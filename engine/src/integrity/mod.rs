@@ -174,8 +174,13 @@ impl Integrity {
 
 /// Verifies the chain of the ledger at `database`, then checks it against the run
 /// commits reachable from HEAD in `work_tree` as far as `scope` goes: each must be named
-/// by an event, and each anchor must match the chain at its position.
+/// by an event, and each anchor must match the chain at its position. To the newest
+/// anchor, the chain is rehashed from the ledger's seal when its files are those the
+/// seal was kept for; in full, every event is rehashed.
 pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrity, IntegrityError> {
+    // The files' key is taken before they are opened: a seal is kept only for files
+    // as they were before the look (`tdd_ledger::seal`).
+    let taken = tdd_ledger::seal::Taken::now(database);
     let ledger = Ledger::open_read_only(database)?;
     let mut integrity = Integrity {
         ledger_exists: ledger.is_some(),
@@ -188,7 +193,12 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
         projected: None,
     };
     if let Some(ledger) = &ledger {
-        let verification = ledger.verify()?;
+        // What every command checks rehashes only what the seal does not cover;
+        // `tdd ledger verify` (the whole scope) rehashes every event.
+        let verification = match scope {
+            Scope::ToNewestAnchor => ledger.verify_sealed(&taken)?,
+            Scope::Full => ledger.verify()?,
+        };
         integrity.events = verification.events;
         integrity.chain = verification.broken;
         if integrity.chain.is_some() {

@@ -4,9 +4,10 @@
 //!
 //! The first call checks and folds as [`Engine::view`] does, and keeps what the locks
 //! need (the open cycle, its phase, its planned cycle) beside the ledger, keyed by what
-//! `stat` says of the ledger's files when the check began: the device, inode, size,
-//! modification and change times of the database, and of its write-ahead log the same
-//! but the change time, with the SHA-256 of its bytes instead. A later
+//! `stat` says of the ledger's files when the check began, the key its seal is kept by
+//! (`tdd_ledger::seal`): the device, inode, size, modification and change times of the
+//! database, and of its write-ahead log the same but the change time, with the SHA-256
+//! of its bytes instead. A later
 //! call whose key is the same reads that instead. Any write to the ledger (an advance,
 //! a record, an edit by hand, even with its times put back: the change time is the
 //! kernel's) changes the key, and the next call checks again.
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde::Serialize;
+use tdd_ledger::seal::FileKey;
 
 use super::Engine;
 use super::Phase;
@@ -30,9 +32,6 @@ use crate::plan::PlannedCycle;
 
 /// The file beside the ledger that keeps the last glance.
 const GLANCE_FILE: &str = "hook-glance.json";
-
-/// What `stat` says of one of the ledger's files, or nothing when it is not there.
-type FileKey = Option<[i64; 5]>;
 
 /// The open cycle, as the last checked fold found it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -143,46 +142,11 @@ impl Engine {
         Ok(true)
     }
 
-    /// The key of the ledger's files as they are now.
+    /// The key of the ledger's files as they are now (the seal's key:
+    /// [`tdd_ledger::seal::files_key`]).
     fn ledger_key(&self) -> Vec<FileKey> {
-        let [database, wal] = &self.ledger_files();
-        vec![file_key(database), wal_key(wal)]
+        tdd_ledger::seal::files_key(&self.location.database)
     }
-
-    /// The ledger's database and its write-ahead log.
-    fn ledger_files(&self) -> [PathBuf; 2] {
-        let database = self.location.database.clone();
-        let mut wal = database.clone().into_os_string();
-        wal.push("-wal");
-        [database, PathBuf::from(wal)]
-    }
-}
-
-/// The device, inode, size, modification and change times (ns) of `path`, its link
-/// not followed.
-fn file_key(path: &Path) -> FileKey {
-    path.symlink_metadata()
-        .ok()
-        .as_ref()
-        .map(crate::observe::hermetic::stat_record)
-}
-
-/// The same for the write-ahead log, but for its change time, which SQLite sets on
-/// every open when run as root (it gives the log the database's owner again): its
-/// size and, when it holds anything, the SHA-256 of its bytes stand in for it, so an
-/// edit of the log in place with its times put back is still a change. An empty log
-/// holds nothing to edit.
-fn wal_key(path: &Path) -> FileKey {
-    let mut key = file_key(path)?;
-    key[4] = 0;
-    if key[2] > 0 {
-        let bytes = crate::observe::read_regular_file(path)?;
-        let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
-        let mut head = [0u8; 8];
-        head.copy_from_slice(&digest[..8]);
-        key[4] = i64::from_le_bytes(head);
-    }
-    Some(key)
 }
 
 /// The kept glance, if `path` is a regular file holding one (never a link followed or

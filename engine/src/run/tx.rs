@@ -84,7 +84,11 @@ impl Engine {
         run_id: &str,
         event: &super::RunEvent,
     ) -> Result<crate::ledger::Event, RunError> {
-        Ok(Ledger::open(&self.location.database)?.record(Some(run_id), event)?)
+        let mut ledger = Ledger::open(&self.location.database)?;
+        // A hook answers within milliseconds, so it does not wait for the clock to
+        // pass its write to keep the ledger's seal: the next check rehashes the chain.
+        ledger.forgo_seal();
+        Ok(ledger.record(Some(run_id), event)?)
     }
 
     fn open_change(&self, lock: Option<&str>) -> Result<RunTx<'_>, RunError> {

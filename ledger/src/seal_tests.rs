@@ -1,0 +1,169 @@
+//! The seal: a check rehashes only what came after the point verified, and only while
+//! nothing but tdd's own appends touched the files.
+
+use std::path::Path;
+use std::time::Duration;
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::*;
+
+/// A ledger of `n` events, closed.
+fn ledger_of(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let database = dir.path().join(DATABASE_FILE);
+    let mut ledger = Ledger::open(&database).expect("open");
+    append(&mut ledger, 0, n);
+    (dir, database)
+}
+
+/// Appends events `from..from + n`, each with a payload of about 200 bytes, so the
+/// early events sit on pages of their own.
+fn append(ledger: &mut Ledger, from: usize, n: usize) {
+    for i in from..from + n {
+        ledger
+            .append(
+                Some("run"),
+                "note",
+                &json!({ "i": format!("{i:04}"), "pad": "x".repeat(200) }),
+            )
+            .expect("append");
+    }
+}
+
+/// The key of the files once the kernel's clock has passed their change time: what a
+/// check that can keep a seal starts from (waits on the clock, not a fixed time).
+fn settled(database: &Path) -> seal::Taken {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let taken = seal::Taken::now(database);
+        if taken.is_settled() {
+            return taken;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the clock never passed the ledger's change time"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The check a command makes: the key, then the ledger opened read-only and verified.
+fn check(database: &Path) -> Verification {
+    let taken = settled(database);
+    let ledger = Ledger::open_read_only(database)
+        .expect("open")
+        .expect("exists");
+    ledger.verify_sealed(&taken).expect("verify")
+}
+
+/// Rewrites, in the database file itself, event `i`'s payload (`i` counted from 0) to
+/// another of the same length, and puts the file's modification time back.
+fn edit_in_place(database: &Path, i: usize) {
+    let modified = std::fs::metadata(database)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let mut bytes = std::fs::read(database).expect("read");
+    // Every copy: a page freed when the table grew may still hold an old one.
+    let from = format!("\"i\":\"{i:04}\"");
+    let copies: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from.as_bytes())
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!copies.is_empty(), "the payload is in the database file");
+    for at in copies {
+        bytes[at + 5] = b'9';
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(database)
+        .expect("open for writing");
+    std::io::Write::write_all(&mut &file, &bytes).expect("write");
+    file.set_times(std::fs::FileTimes::new().set_modified(modified))
+        .expect("mtime put back");
+}
+
+#[test]
+fn a_check_of_files_unchanged_since_the_last_rehashes_nothing() {
+    let (_dir, database) = ledger_of(40);
+    let first = check(&database);
+    assert_eq!((first.events, first.rehashed), (40, 40));
+    assert!(first.broken.is_none());
+    let second = check(&database);
+    assert_eq!((second.events, second.rehashed), (40, 0));
+    assert!(second.broken.is_none());
+    // `verify` never reads the seal.
+    let full = Ledger::open_read_only(&database)
+        .expect("open")
+        .expect("exists")
+        .verify()
+        .expect("verify");
+    assert_eq!(full.rehashed, 40);
+}
+
+#[test]
+fn an_event_edited_in_place_after_the_seal_is_found_though_its_length_and_mtime_are_kept() {
+    let (_dir, database) = ledger_of(40);
+    check(&database);
+    assert_eq!(check(&database).rehashed, 0, "sealed");
+    edit_in_place(&database, 2);
+    let found = check(&database);
+    let broken = found.broken.expect("the edit is found");
+    assert_eq!(broken.event_id, Some(3));
+    assert!(broken.reason.contains("edited"), "{}", broken.reason);
+}
+
+#[test]
+fn tdds_own_appends_keep_the_seal_and_only_they_are_rehashed() {
+    let (_dir, database) = ledger_of(40);
+    check(&database);
+    let mut ledger = Ledger::open(&database).expect("open");
+    append(&mut ledger, 40, 3);
+    drop(ledger);
+    let after = check(&database);
+    assert_eq!((after.events, after.rehashed), (43, 3));
+    assert!(after.broken.is_none());
+    assert_eq!(check(&database).rehashed, 0);
+}
+
+#[test]
+fn a_write_by_anything_else_while_tdd_writes_is_never_taken_into_the_seal() {
+    // Between two of tdd's appends, and after its last one.
+    for after_the_last in [false, true] {
+        let (_dir, database) = ledger_of(40);
+        check(&database);
+        let mut ledger = Ledger::open(&database).expect("open");
+        append(&mut ledger, 40, 1);
+        edit_in_place(&database, 2);
+        if !after_the_last {
+            append(&mut ledger, 41, 1);
+        }
+        drop(ledger);
+        let found = check(&database);
+        assert_eq!(
+            found.broken.map(|b| b.event_id),
+            Some(Some(3)),
+            "after the last append: {after_the_last}"
+        );
+    }
+}
+
+#[test]
+fn a_seal_that_names_a_point_the_chain_does_not_have_is_not_trusted() {
+    let (_dir, database) = ledger_of(40);
+    check(&database);
+    let mut seal_file = database.as_os_str().to_os_string();
+    seal_file.push("-seal.json");
+    let taken = settled(&database);
+    let forged = json!({
+        "key": taken.key(),
+        "point": { "events": 40, "last_id": 40, "head": "f".repeat(64) },
+    });
+    std::fs::write(&seal_file, forged.to_string()).expect("forge");
+    let checked = check(&database);
+    assert_eq!(checked.rehashed, 40);
+    assert!(checked.broken.is_none());
+}

@@ -726,10 +726,18 @@ fn the_hooks_last_check_is_used_only_while_the_ledger_is_unchanged() {
     // GREEN: it is locked, and the implementation is not; asking again says the same.
     assert!(denied(&write_test()).is_some());
     assert_eq!(denied(&write_lib()), None);
-    assert_eq!(denied(&write_lib()), None);
-    // The database edited in place, byte for byte the same length, its times put back.
+    // A call on a ledger nothing wrote since the last reads what that call kept: the
+    // kept file is not written again (a check made again would replace it).
     let (_, value) = env.json(&["ledger", "path"]);
     let database = std::path::PathBuf::from(value["data"]["database"].as_str().expect("path"));
+    let kept = database.with_file_name("hook-glance.json");
+    let inode = |path: &std::path::Path| {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).expect("kept"))
+    };
+    let first = inode(&kept);
+    assert_eq!(denied(&write_lib()), None);
+    assert_eq!(inode(&kept), first, "the last check was made again");
+    // The database edited in place, byte for byte the same length, its times put back.
     let before = std::fs::metadata(&database).expect("database");
     let mut bytes = std::fs::read(&database).expect("read");
     let title = b"subtraction";

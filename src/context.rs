@@ -63,9 +63,9 @@ impl Ctx {
     }
 
     /// The engine of this work tree, with its configuration loaded.
-    pub fn engine(&self) -> Result<tdd_engine::run::Engine, CommandError> {
+    pub fn engine(&self) -> Result<tdd_engine::run::Session, CommandError> {
         let (_, config, text) = self.config()?;
-        Ok(tdd_engine::run::Engine::new(
+        Ok(tdd_engine::run::Session::new(
             &self.work_tree()?,
             config,
             &text,
@@ -74,7 +74,7 @@ impl Ctx {
 
     /// The engine, for a command that runs test suites: a `TDD_CORE_BUDGET` that is not a
     /// whole number of cores is refused first, before any runner starts.
-    pub fn suite_engine(&self) -> Result<tdd_engine::run::Engine, CommandError> {
+    pub fn suite_engine(&self) -> Result<tdd_engine::run::Session, CommandError> {
         tdd_engine::observe::lease::Budget::from_env()?;
         self.engine()
     }

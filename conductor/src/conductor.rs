@@ -13,8 +13,8 @@ use tdd_engine::observe::lease::Budget;
 use tdd_engine::observe::lease::LEASE_DIR_VAR;
 use tdd_engine::observe::lease::Lease;
 use tdd_engine::observe::lease::LeaseDir;
-use tdd_engine::run::Engine;
 use tdd_engine::run::Progress;
+use tdd_engine::run::Session;
 use tdd_leaves::Leaves;
 use tdd_leaves::Provider;
 use tdd_leaves::providers::SelfExe;
@@ -150,7 +150,7 @@ pub(crate) struct Cursor {
 pub struct Conductor<'p> {
     pub(crate) work_tree: PathBuf,
     pub(crate) config: Config,
-    pub(crate) engine: Engine,
+    pub(crate) engine: Session,
     pub(crate) location: LedgerLocation,
     pub(crate) leaves: Leaves,
     pub(crate) developer: Box<dyn Provider>,
@@ -416,7 +416,7 @@ impl<'p> Conductor<'p> {
         if own_worktree {
             crate::worktree::ensure(work_tree, &target, &branch)?;
         }
-        let engine = Engine::new(&target, config.clone(), &config_text)?;
+        let engine = Session::new(&target, config.clone(), &config_text)?;
         if own_worktree {
             engine.ensure_ledger_intact()?;
         }

@@ -222,7 +222,7 @@ pub(crate) fn read_event() -> Result<String, CommandError> {
 /// (with no run active, there is nothing to record it on).
 fn record_denial(
     ctx: &Ctx,
-    engine: &tdd_engine::run::Engine,
+    engine: &tdd_engine::run::Session,
     harness: Harness,
     call: &ToolCall,
     paths: Vec<String>,
@@ -254,7 +254,7 @@ fn record_denial(
 
 /// A denied call: the engine that judged it, the reason, the call and the paths it
 /// would have written.
-type Denied = (tdd_engine::run::Engine, String, ToolCall, Vec<String>);
+type Denied = (tdd_engine::run::Session, String, ToolCall, Vec<String>);
 
 /// Why the tool call on stdin must not run, or `None` when it may.
 fn pre_tool_use(ctx: &Ctx, harness: Harness) -> Result<Option<Denied>, CommandError> {
@@ -273,7 +273,7 @@ fn pre_tool_use(ctx: &Ctx, harness: Harness) -> Result<Option<Denied>, CommandEr
 /// The first of `writes` (by `call`) that no agent may make now, with the reason.
 fn first_denied(
     ctx: &Ctx,
-    engine: &tdd_engine::run::Engine,
+    engine: &tdd_engine::run::Session,
     call: &ToolCall,
     writes: &[String],
 ) -> Result<Option<(String, String)>, CommandError> {

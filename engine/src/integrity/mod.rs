@@ -6,8 +6,8 @@
 //! events, an older copy of the database put back or a ledger removed altogether no
 //! longer matches the commits reachable from HEAD. [`ensure_intact`] is the one check
 //! run before anything acts on a run: every change of one is a method of a
-//! [`crate::run::RunTx`], which [`crate::run::Engine::begin`] makes only after it, and
-//! read-only commands look through [`crate::run::Engine::view`], which runs it too.
+//! [`crate::run::RunTx`], which [`crate::run::Session::begin`] makes only after it, and
+//! read-only commands look through [`crate::run::Session::view`], which runs it too.
 
 mod walk;
 

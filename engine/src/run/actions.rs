@@ -3,9 +3,9 @@
 //! None of them accepts a phase. Skipping and abandoning end work with a
 //! reason; a blocker stops the run visibly until `resume` clears it.
 
-use super::Engine;
 use super::RunError;
 use super::RunEvent;
+use super::Session;
 use super::events;
 use super::state::RunState;
 use super::tx::RunTx;
@@ -154,7 +154,7 @@ impl RunTx<'_> {
     }
 }
 
-impl Engine {
+impl Session {
     /// The run `run_id` projected again from `ledger`, after a change was recorded.
     pub(super) fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
         let events = ledger.events(Some(run_id))?;
@@ -162,7 +162,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Session {
     /// Records a `tdd test` observation against the current cycle of the active run, if any.
     ///
     /// Returns the run id it was recorded in. `observed.leaf` names the leaf that asked,

@@ -9,9 +9,9 @@ use super::events::RecordedRefusal;
 use super::events::RunEvent;
 use super::events::UndeclaredFileTouched;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::Session;
 use super::candidate;
 use super::candidate::Candidate;
 use super::commit::anchor_trailers;
@@ -27,7 +27,7 @@ use crate::ledger::Ledger;
 use crate::observe::Observation;
 use crate::plan::PlannedCycle;
 
-/// What [`Engine::advance`] does when the work tree is exactly as it was at the cycle's
+/// What [`Session::advance`] does when the work tree is exactly as it was at the cycle's
 /// last refused advance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unchanged {
@@ -152,7 +152,7 @@ impl RunTx<'_> {
     }
 }
 
-impl Engine {
+impl Session {
     /// The body of [`RunTx::advance`], on the ledger the transaction verified.
     fn advance_in(
         &self,

@@ -12,9 +12,9 @@ use super::events::ArtifactFailed;
 use super::events::ArtifactRegenerated;
 use super::events::RunEvent;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::Session;
 use super::advance::Ctx;
 use super::commit::changed_paths;
 use super::commit::commit_anchored;
@@ -89,7 +89,7 @@ fn run_shell(
     Ok(Some(tail))
 }
 
-impl Engine {
+impl Session {
     /// The project an artifact's commands run as: its producer when that is a project,
     /// else the first of the cycle's projects, rooted at the work tree (where the
     /// artifact's paths are).
@@ -112,7 +112,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Session {
     /// Regenerates the stale artifacts reachable from the cycle's projects, committing each
     /// as `chore(<artifact>): regenerate` on `head`, which then names the last commit
     /// made; a stale artifact that cannot be regenerated refuses the close.
@@ -212,7 +212,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Session {
     /// Lint and typecheck of the cycle's projects; the first failure refuses the close.
     pub(super) fn close_gates(
         &self,

@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 
-use super::Engine;
+use super::Session;
 use crate::config::SandboxConfig;
 use crate::observe::Project;
 use crate::observe::config::AdapterKind;
@@ -40,7 +40,7 @@ pub(crate) enum RunsIn<'a> {
     },
 }
 
-impl Engine {
+impl Session {
     /// `project` with its runners confined for a run in `place`, unless `[sandbox]`
     /// turns confinement off.
     pub(crate) fn confine(&self, mut project: Project, place: RunsIn<'_>) -> Project {

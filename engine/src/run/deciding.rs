@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::Engine;
 use super::RunError;
+use super::Session;
 use super::cleanroom::CleanRoom;
 use super::state::RunState;
 use crate::config::AdapterKind;
@@ -15,7 +15,7 @@ use crate::observe::hermetic::runner_programs;
 /// The run's pins with the dependencies taken anew, and what changed, in words.
 pub(super) type Renewed = (Arc<PinnedEnv>, Vec<String>);
 
-impl Engine {
+impl Session {
     /// The allow-listed environment of this process, with the runners of every configured
     /// project, the configuration chain above the clean room, and what the runners load
     /// from outside the commit pinned.
@@ -195,7 +195,7 @@ impl Engine {
     }
 
     /// Resets the clean room to `tree` and returns the projects `names` as seen there, with
-    /// the run's pinned environment; the caller checks it ([`Engine::check_pinned`]).
+    /// the run's pinned environment; the caller checks it ([`Session::check_pinned`]).
     pub(super) fn in_clean_room(
         &self,
         pinned: Option<&Arc<PinnedEnv>>,

@@ -5,14 +5,14 @@ use super::events::IndexFlagsCleared;
 use super::events::LockedFileReverted;
 use super::events::RunEvent;
 
-use super::Engine;
 use super::RunError;
+use super::Session;
 use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
 use super::phase::Phase;
 use crate::ledger::Ledger;
 
-impl Engine {
+impl Session {
     /// Reverts the changes since the phase began that its locks forbid
     /// ([`super::locks::PhaseLocks::lock_of`]) and records them, harness files
     /// (`harness_changed`) apart from the phase's own locks.

@@ -2,7 +2,7 @@
 //! tool call, so the answer must come in milliseconds, where checking the ledger's
 //! whole chain and folding every event takes tens.
 //!
-//! The first call checks and folds as [`Engine::view`] does, and keeps what the locks
+//! The first call checks and folds as [`Session::view`] does, and keeps what the locks
 //! need (the open cycle, its phase, its planned cycle) beside the ledger, keyed by what
 //! `stat` says of the ledger's files when the check began, the key its seal is kept by
 //! (`tdd_ledger::seal`): the device, inode, size, modification and change times of the
@@ -24,10 +24,10 @@ use serde::Deserialize;
 use serde::Serialize;
 use tdd_ledger::seal::FileKey;
 
-use super::Engine;
 use super::Phase;
 use super::PhaseLocks;
 use super::RunError;
+use super::Session;
 use crate::plan::PlannedCycle;
 
 /// The file beside the ledger that keeps the last glance.
@@ -58,7 +58,7 @@ struct Kept {
     head: Option<i64>,
 }
 
-impl Engine {
+impl Session {
     /// The open cycle's number and the locks of its phase, as
     /// [`super::RunView::locks`] gives them (a ledger that fails verification is the
     /// same error), read from the last glance when the ledger has not changed since

@@ -11,9 +11,9 @@ use serde_json::json;
 use super::events::GreenWithoutChange;
 use super::events::RunEvent;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::Session;
 use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
 use super::candidate;
@@ -37,7 +37,7 @@ use crate::observe::observe_target;
 /// candidate builds on.
 type Prepared = (Snapshot, Vec<String>, String);
 
-impl Engine {
+impl Session {
     pub(super) fn green_or_refactor(
         &self,
         ledger: &mut Ledger,
@@ -197,7 +197,7 @@ impl Engine {
         })
     }
 
-    /// [`Engine::judge_in_clean_room`] without the check of the pins.
+    /// [`Session::judge_in_clean_room`] without the check of the pins.
     fn judge_pinned_in_clean_room(
         &self,
         ctx: &Ctx<'_>,

@@ -231,9 +231,12 @@ pub trait Progress {
     fn event(&self, event: &str, fields: serde_json::Value, text: &str);
 }
 
-/// The engine of one work tree.
+/// One work tree as the engine acts on it, resolved once: its canonical path, its
+/// ledger's location, its configuration and that file's hash. The one door to a change
+/// of its run is [`Session::begin`] (a [`RunTx`], after the ledger check), and to a
+/// look at it [`Session::view`] (after the same check).
 #[derive(Debug)]
-pub struct Engine {
+pub struct Session {
     work_tree: PathBuf,
     config: Config,
     config_sha: String,
@@ -244,14 +247,15 @@ pub struct Engine {
     projected: std::sync::OnceLock<Projected>,
 }
 
-impl Engine {
-    /// An engine for `work_tree` with its parsed config and the config file's text.
-    pub fn new(work_tree: &Path, config: Config, config_text: &str) -> Result<Engine, RunError> {
+impl Session {
+    /// The session of `work_tree` with its parsed config and the config file's text,
+    /// for a caller that read them already.
+    pub fn new(work_tree: &Path, config: Config, config_text: &str) -> Result<Session, RunError> {
         let work_tree = work_tree
             .canonicalize()
             .unwrap_or_else(|_| work_tree.to_path_buf());
         let location = LedgerLocation::resolve(&work_tree, &crate::git::GitProbe)?;
-        Ok(Engine {
+        Ok(Session {
             work_tree,
             config,
             config_sha: Config::text_sha256(config_text),
@@ -269,8 +273,8 @@ impl Engine {
     /// Refuses to go on (`RunError::Integrity` holding `Tampered`) when the ledger fails
     /// verification: its hash chain, and the run commits from HEAD down to the newest
     /// anchor (see [`crate::integrity::ensure_intact`]). Every change of a run passes it
-    /// on the way in ([`Engine::begin`], the one door to a [`RunTx`]), and so does a
-    /// read-only [`Engine::view`].
+    /// on the way in ([`Session::begin`], the one door to a [`RunTx`]), and so does a
+    /// read-only [`Session::view`].
     pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
         let found = crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
         if let Some(adopted) = found.adopted {
@@ -301,7 +305,7 @@ impl Engine {
         crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
     }
 
-    /// [`Engine::publish_ledger`] after a change was recorded and committed: a failure
+    /// [`Session::publish_ledger`] after a change was recorded and committed: a failure
     /// does not undo the change (the next change, `tdd ledger publish` or the forge's
     /// push publishes again), so it is logged, not returned.
     pub(crate) fn publish_after_change(&self) {

@@ -3,9 +3,9 @@
 
 use serde_json::json;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
+use super::Session;
 use super::advance::AdvanceOutcome;
 use super::advance::Ctx;
 use super::candidate;
@@ -24,7 +24,7 @@ use crate::observe::TargetStatus;
 use crate::observe::adapter_for;
 use crate::observe::observe_target;
 
-impl Engine {
+impl Session {
     /// RED (and a pin cycle's test): the targets must fail in their own bodies (a pin's
     /// must pass); implementation files are locked, and only tests are committed.
     pub(super) fn red(

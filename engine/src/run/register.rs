@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Engine;
 use super::RunError;
 use super::RunEvent;
+use super::Session;
 use super::tx::RunTx;
 use crate::ledger::Ledger;
 use crate::plan::Contract;
@@ -51,7 +51,7 @@ impl CycleKinds {
     }
 }
 
-impl Engine {
+impl Session {
     /// The committed plan at `plan_path`, validated: it parses, names only declared
     /// projects, and every target lies where the test locks see it.
     pub(super) fn validated_contract(&self, plan_path: &Path) -> Result<Contract, RunError> {
@@ -101,7 +101,7 @@ pub(super) fn record_contract(ledger: &mut Ledger, contract: &Contract) -> Resul
 impl RunTx<'_> {
     /// Validates the committed plan at `plan_path` and records it as a contract, unless
     /// the same blob was recorded before. Takes no lock of its own to wait on: open it
-    /// with [`Engine::begin_unlocked`] where a phase may be being judged.
+    /// with [`Session::begin_unlocked`] where a phase may be being judged.
     pub fn register_plan(mut self, plan_path: &Path) -> Result<Registration, RunError> {
         self.engine.register_plan_in(&mut self.ledger, plan_path)
     }

@@ -4,8 +4,8 @@
 use super::events::RolledBack;
 use super::events::RunEvent;
 
-use super::Engine;
 use super::RunError;
+use super::Session;
 use super::phase::Phase;
 use super::snapshot::Snapshot;
 use super::state::PhaseStart;
@@ -25,7 +25,7 @@ pub enum RollbackTo {
     PreviousPhase,
 }
 
-impl Engine {
+impl Session {
     /// The body of [`RunTx::rollback`], on the ledger the transaction verified.
     fn rollback_in(&self, ledger: &mut Ledger, to: RollbackTo) -> Result<RunState, RunError> {
         let to_previous = to == RollbackTo::PreviousPhase;

@@ -30,7 +30,7 @@ use crate::ledger::Ledger;
 use crate::observe::adapter_for;
 use crate::observe::observe_target;
 
-impl super::Engine {
+impl super::Session {
     /// The manual check of a passed-on-arrival target: since the phase began, `tdd test` must
     /// have seen every target fail, and the tree must now be the phase's snapshot byte for
     /// byte, with the targets passing again.

@@ -6,10 +6,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::json;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
 use super::RunEvent;
+use super::Session;
 use super::events::BaselineCaptured;
 use super::phase::Phase;
 use super::state::Baseline;
@@ -73,7 +73,7 @@ fn captured(
     })
 }
 
-impl Engine {
+impl Session {
     /// The body of [`RunTx::start`], on the ledger the transaction verified.
     fn start_in(
         &self,
@@ -259,7 +259,7 @@ impl Engine {
 impl RunTx<'_> {
     /// Starts a run of the committed plan at `plan_path`: a clean tree, the plan
     /// registered, the environment and runners pinned, a baseline of every project,
-    /// cycle 1 open. Open the transaction with [`Engine::begin_baseline`], so a second
+    /// cycle 1 open. Open the transaction with [`Session::begin_baseline`], so a second
     /// start meanwhile is refused as a baseline in progress.
     pub fn start(
         mut self,

@@ -5,10 +5,10 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::Engine;
 use super::Progress;
 use super::RunError;
 use super::RunEvent;
+use super::Session;
 use super::events::TestObserved;
 use crate::config::Config;
 use crate::observe::Observation;
@@ -46,7 +46,7 @@ pub struct TestReport {
     pub recorded_in_run: Option<String>,
 }
 
-impl Engine {
+impl Session {
     /// Runs `request` in the live work tree and records the observation: in the active
     /// run (with its cycle, phase and `leaf`), or, with no run but a verified `leaf`, as
     /// that leaf's evidence. Observes whatever the tests did; fails only when a project is

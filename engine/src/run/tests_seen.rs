@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use super::Engine;
 use super::RunError;
+use super::Session;
 use super::advance::Ctx;
 use super::candidate::Candidate;
 use super::candidate::TreeChange;
@@ -44,7 +44,7 @@ fn definitions_around(git: &Git, tree: &str, change: &TreeChange) -> Option<(Def
     Some((before, after))
 }
 
-impl Engine {
+impl Session {
     /// GREEN and REFACTOR: a target whose definition lives in a file the candidate changes
     /// must keep that definition exactly (tests are locked after RED, wherever they are).
     pub(super) fn target_edited(

@@ -1,31 +1,31 @@
 //! The one door to a change of a run: [`RunTx`].
 //!
 //! Every change of a run (an event recorded against it, HEAD moved) is made through a
-//! `RunTx`: its methods are the engine's mutations, and `Engine::record_test` opens one
+//! `RunTx`: its methods are the engine's mutations, and `Session::record_test` opens one
 //! too. A `RunTx` exists only once the ledger passed verification (its hash chain, and
 //! the run commits from HEAD down to the newest anchor: see
 //! [`crate::integrity::ensure_intact`]) under the work tree's lock. So no command and no
 //! conductor step can change a run whose ledger fails verification, whichever door it
 //! came in by, and nothing but this process changes the ledger between the check and
 //! the change. A change opened without the lock says so in its name
-//! ([`Engine::begin_unlocked`]); none is opened without the check. Each transaction is
+//! ([`Session::begin_unlocked`]); none is opened without the check. Each transaction is
 //! used once: its methods take it by value, so the next change checks again. The one
 //! ledger write outside a run, a verifier's test observation in a scratch worktree, is
-//! `Engine::record_outside_runs`. One append rests on the last check instead of a new
+//! `Session::record_outside_runs`. One append rests on the last check instead of a new
 //! one: a hook's denial, made while the ledger's files are byte for byte those that
-//! check passed (`Engine::record_hook_denial`, in `glance.rs`); it changes no state.
+//! check passed (`Session::record_hook_denial`, in `glance.rs`); it changes no state.
 
-use super::Engine;
 use super::RunError;
+use super::Session;
 use super::state::RunState;
 use crate::ledger::Ledger;
 
 /// A change of the run in one work tree, in progress: the ledger verified and open for
-/// writing, and (but for [`Engine::begin_unlocked`]) the work tree's lock held until
+/// writing, and (but for [`Session::begin_unlocked`]) the work tree's lock held until
 /// the change returns.
 #[derive(Debug)]
 pub struct RunTx<'e> {
-    pub(super) engine: &'e Engine,
+    pub(super) engine: &'e Session,
     pub(super) ledger: Ledger,
     _lock: Option<crate::worktree_lock::Guard>,
 }
@@ -33,11 +33,11 @@ pub struct RunTx<'e> {
 /// A read-only look at the run, after the same check a change passes.
 #[derive(Debug)]
 pub struct RunView<'e> {
-    engine: &'e Engine,
+    engine: &'e Session,
     ledger: Option<Ledger>,
 }
 
-impl Engine {
+impl Session {
     /// Opens a change of this work tree's run: takes the work tree's lock (a second
     /// change meanwhile is refused, naming the holder), then verifies the ledger and
     /// opens it. Refused with `RunError::Integrity` when the ledger fails verification.
@@ -45,13 +45,13 @@ impl Engine {
         self.open_change(Some("advance"))
     }
 
-    /// [`Engine::begin`] for a run's start: the lock names a baseline, so a second
+    /// [`Session::begin`] for a run's start: the lock names a baseline, so a second
     /// `tdd run start` meanwhile is refused as one in progress.
     pub fn begin_baseline(&self) -> Result<RunTx<'_>, RunError> {
         self.open_change(Some("baseline"))
     }
 
-    /// [`Engine::begin`] without the work tree's lock, for the changes that only append
+    /// [`Session::begin`] without the work tree's lock, for the changes that only append
     /// and must not wait behind a phase being judged: a `tdd test` observation, a plan
     /// contract. The ledger is verified all the same.
     pub fn begin_unlocked(&self) -> Result<RunTx<'_>, RunError> {

@@ -290,11 +290,13 @@ impl Ledger {
         let redacted = redact::redact_value(payload, redact::known_secrets());
         let payload = redacted.as_ref().unwrap_or(payload);
         let path = self.path.clone();
-        self.reseal.check_own();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql_err(&path))?;
+        // Under SQLite's write lock, so no other writer of the database comes between
+        // the look and the write.
+        self.reseal.check_own();
         let event = chain::append_in(&tx, run_id, kind, payload).map_err(sql_err(&path))?;
         tx.commit().map_err(sql_err(&path))?;
         self.reseal.after_write();

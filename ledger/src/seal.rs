@@ -282,7 +282,7 @@ fn read_regular(path: &Path) -> Option<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc_flags())
+        .custom_flags(no_follow_no_block())
         .open(path)
         .ok()?;
     if !file.metadata().ok()?.file_type().is_file() {
@@ -294,7 +294,7 @@ fn read_regular(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is not followed and a pipe is not waited on.
-fn libc_flags() -> i32 {
+fn no_follow_no_block() -> i32 {
     (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
 }
 

@@ -58,7 +58,9 @@ enum EventArg {
     /// When a session starts: the run's current assignment is added to its context.
     SessionStart,
     /// Not an event: feeds the hook this harness's settings run a write no agent may
-    /// make, in a scratch repository, and checks it is blocked in the harness's format.
+    /// make, in a scratch repository, and checks it is blocked in the harness's format;
+    /// then runs the harness's own CLI (Claude Code, Codex) against a scripted model on
+    /// loopback and checks that it runs the hook, blocks the write and tells the model.
     Selftest,
     /// When the agent would end its turn: kept going while the phase's gate would refuse.
     Stop,
@@ -145,13 +147,58 @@ fn selftest(ctx: &Ctx, harness: Harness) -> Result<Outcome, CommandError> {
         .hint("check that `tdd` on the harness's PATH is this one (`command -v tdd`), then run the self-test again")
         .data(serde_json::json!(test)));
     }
-    let text = format!(
+    let mut text = format!(
         "{}: `{command}` blocked a write to .git/config in {} ms ({})\n",
         harness.as_str(),
         test.latency_ms,
         test.detail
     );
-    Ok(Outcome::new(&test, text))
+    // Then the CLI itself, when it is installed: does it run the hook and block?
+    let cli = super::hook_cli::check(harness);
+    let report = serde_json::json!({
+        "harness": test.harness,
+        "settings": test.settings,
+        "command": test.command,
+        "blocked": test.blocked,
+        "latency_ms": test.latency_ms,
+        "detail": test.detail,
+        "cli": cli,
+    });
+    match &cli {
+        Some(cli) if cli.found.is_some() && !cli.blocked => {
+            return Err(CommandError::refused(
+                "hook_selftest_failed",
+                format!(
+                    "{}{}: {}",
+                    cli.cli,
+                    cli.version
+                        .as_deref()
+                        .map(|v| format!(" ({v})"))
+                        .unwrap_or_default(),
+                    cli.detail
+                ),
+            )
+            .hint(format!(
+                "the hook answers, but this {} does not run it or heed it in the mode tdd runs it; the gate still reverts a locked change at `tdd advance`",
+                cli.cli
+            ))
+            .data(report));
+        }
+        Some(cli) => text.push_str(&format!(
+            "{}{}: {}\n",
+            cli.cli,
+            cli.version
+                .as_deref()
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default(),
+            cli.detail
+        )),
+        None => text.push_str(&format!(
+            "{}: no scripted model here for its CLI; only the wiring was checked\n",
+            harness.as_str()
+        )),
+    }
+    Ok(Outcome::new(&report, text))
 }
 
 /// What the agent is to do now, as context for a session that starts: the cycle, its

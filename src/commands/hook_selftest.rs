@@ -5,9 +5,10 @@
 //! executed.
 //!
 //! It proves the wiring (the command resolves on `PATH` to a `tdd` that answers, in the
-//! format that harness reads, and blocks), not the harness's own dispatch of its hooks:
-//! that is checked with the real CLIs in tdd's own tests. It runs in a scratch
-//! repository of its own, so the user's run and ledger are never touched.
+//! format that harness reads, and blocks); the harness's own dispatch of its hooks is
+//! the second half (`hook_cli.rs`), run by `tdd hook <harness> selftest` but not by
+//! doctor. It runs in a scratch repository of its own, so the user's run and ledger
+//! are never touched.
 
 use std::io::Write;
 use std::path::Path;
@@ -85,22 +86,7 @@ fn feed(harness: Harness) -> Result<(bool, u64, String), String> {
         .map_err(|e| format!("no scratch directory: {e}"))?;
     let repo = scratch.path().join("repo");
     std::fs::create_dir(&repo).map_err(|e| format!("no scratch repository: {e}"))?;
-    // Git's hints go nowhere: doctor's output is tdd's.
-    let init = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&repo)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("git init: {e}"))?;
-    if !init.success() {
-        return Err("git init failed in the scratch repository".into());
-    }
-    std::fs::write(
-        repo.join(tdd_engine::config::CONFIG_FILE),
-        "[project.app]\nadapter = \"junit\"\ntest_command = \"true {report}\"\n",
-    )
-    .map_err(|e| format!("no scratch tdd.toml: {e}"))?;
+    scratch_repository(&repo)?;
     let target = repo.join(".git/config").display().to_string();
     let event = event(harness, &target, &repo);
     let started = Instant::now();
@@ -146,6 +132,27 @@ fn feed(harness: Harness) -> Result<(bool, u64, String), String> {
             ),
         ),
     })
+}
+
+/// Makes the empty directory `repo` a git repository with a `tdd.toml`: tdd is set up
+/// there, and no run is.
+pub(super) fn scratch_repository(repo: &Path) -> Result<(), String> {
+    // Git's hints go nowhere: doctor's output is tdd's.
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(repo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("git init: {e}"))?;
+    if !init.success() {
+        return Err("git init failed in the scratch repository".into());
+    }
+    std::fs::write(
+        repo.join(tdd_engine::config::CONFIG_FILE),
+        "[project.app]\nadapter = \"junit\"\ntest_command = \"true {report}\"\n",
+    )
+    .map_err(|e| format!("no scratch tdd.toml: {e}"))
 }
 
 /// A write of `target` as `harness` describes it to its hook.

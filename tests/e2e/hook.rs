@@ -695,6 +695,57 @@ fn the_selftest_proves_the_wired_hook_blocks_and_fails_when_it_does_not() {
     assert!(!marker.exists());
 }
 
+/// The self-test's second half runs the harness's own CLI, found on `PATH`, against a
+/// scripted model on loopback: a CLI that lets the scripted write into `.git` through,
+/// or never tells the model it was blocked, fails the self-test naming it, though the
+/// wiring passed. (The real Claude Code and Codex pass it: `real_clis::hooks`.)
+#[test]
+fn a_harness_cli_that_does_not_heed_the_hook_fails_the_selftest() {
+    let env = crate::init::cargo_app();
+    let (code, value) = env.json(&["init", "--hooks", "claude"]);
+    assert_eq!(code, 0, "{value}");
+    let bin = assert_cmd::cargo::cargo_bin("tdd");
+    let stand_ins = tempfile::tempdir().expect("stand-ins");
+    for (body, says) in [
+        (
+            "echo x > .git/tdd-selftest",
+            "let its Write tool write .git/tdd-selftest",
+        ),
+        (":", "never told the model of a blocked write"),
+    ] {
+        let claude = stand_ins.path().join("claude");
+        std::fs::write(
+            &claude,
+            format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo '9.9.9 (stand-in)'; exit 0; fi\n{body}\n"),
+        )
+        .expect("stand-in");
+        std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("executable");
+        let path = format!(
+            "{}:{}:{}",
+            stand_ins.path().display(),
+            bin.parent().expect("bin dir").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = env
+            .tdd()
+            .env("PATH", &path)
+            .args(["hook", "claude", "selftest", "--json"])
+            .output()
+            .expect("tdd runs");
+        let value = crate::support::envelope(&out);
+        assert_eq!(crate::support::code(&out), 1, "{value}");
+        assert_eq!(value["error"]["reason"], "hook_selftest_failed", "{value}");
+        let message = value["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("9.9.9 (stand-in)") && message.contains(says),
+            "{value}"
+        );
+        assert_eq!(value["data"]["blocked"], true, "the wiring passed: {value}");
+        assert_eq!(value["data"]["cli"]["blocked"], false, "{value}");
+    }
+}
+
 /// The hook reads the open cycle from its last check while the ledger is unchanged:
 /// a phase that moved, or a ledger edited in place with its size and times put back,
 /// is checked again (the change time is the kernel's), so the answer follows the

@@ -206,3 +206,47 @@ fn claude_code_is_kept_from_ending_its_turn_in_red_before_the_target_fails() {
     // Never more than three refusals in a row: the session ended.
     assert!(served.scripted <= 4, "{stream}");
 }
+
+/// `tdd hook <harness> selftest` drives the real Claude Code and Codex, found on
+/// `PATH`, against its own scripted model: each runs the wired hook before its tool,
+/// the write into `.git` is blocked, and the model is told why.
+#[test]
+fn the_hook_selftest_drives_the_real_claude_code_and_codex() {
+    let Some(clis) = clis_dir("the_hook_selftest_drives_the_real_claude_code_and_codex") else {
+        return;
+    };
+    let bin = bin_dir(&clis, "claude");
+    bin_dir(&clis, "codex");
+    let env = crate::init::cargo_app();
+    let (code, value) = env.json(&["init", "--hooks", "claude,codex"]);
+    assert_eq!(code, 0, "{value}");
+    let tdd = assert_cmd::cargo::cargo_bin("tdd");
+    let path = format!(
+        "{}:{}:{}",
+        tdd.parent().expect("tdd's directory").display(),
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (harness, version) in [("claude", "Claude Code"), ("codex", "codex")] {
+        let out = env
+            .tdd()
+            .env("PATH", &path)
+            .args(["hook", harness, "selftest", "--json"])
+            .output()
+            .expect("tdd runs");
+        let value = crate::support::envelope(&out);
+        assert_eq!(crate::support::code(&out), 0, "{harness}: {value}");
+        let cli = &value["data"]["cli"];
+        assert_eq!(cli["blocked"], true, "{harness}: {value}");
+        assert!(
+            cli["version"].as_str().is_some_and(|v| v.contains(version)),
+            "{harness}: {value}"
+        );
+        assert!(
+            cli["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("model told why")),
+            "{harness}: {value}"
+        );
+    }
+}

@@ -77,8 +77,9 @@ impl Check {
 
 /// One check per agent CLI whose project settings run `tdd hook` before its tools
 /// (`tdd init --hooks`), each with its self-test: the wired command, fed a write no
-/// agent may make, must block it. None where no CLI is wired, which is a choice, not a
-/// fault.
+/// agent may make, must block it, and the CLI itself (Claude Code, Codex), when it is
+/// on `PATH`, must run it and block its scripted write. None where no CLI is wired,
+/// which is a choice, not a fault.
 fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
     use tdd_leaves::hook::Harness;
     Harness::ALL
@@ -91,13 +92,37 @@ fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
             }
             let name = format!("hooks.{}", harness.as_str());
             let test = super::hook_selftest::run(root, harness);
+            let cli = test
+                .blocked
+                .then(|| super::hook_cli::check(harness))
+                .flatten();
+            let says = |cli: &super::hook_cli::CliCheck| {
+                format!(
+                    "{}{}: {}",
+                    cli.cli,
+                    cli.version
+                        .as_deref()
+                        .map(|v| format!(" ({v})"))
+                        .unwrap_or_default(),
+                    cli.detail
+                )
+            };
+            if let Some(cli) = cli.as_ref().filter(|c| c.found.is_some() && !c.blocked) {
+                return Some(Check::fail(
+                    name,
+                    Severity::Error,
+                    format!("{file} runs the hook and it answers, but the CLI does not heed it: {}", says(cli)),
+                    format!("run `tdd hook {} selftest` for the whole report; the gate still reverts a locked change", harness.as_str()),
+                ));
+            }
             Some(if test.blocked {
                 Check::pass(
                     name,
                     format!(
-                        "`{}` runs before its tools ({file}); its self-test blocked a write to git's internals in {} ms",
+                        "`{}` runs before its tools ({file}); its self-test blocked a write to git's internals in {} ms{}",
                         harness.hook_command(),
-                        test.latency_ms
+                        test.latency_ms,
+                        cli.as_ref().map(|c| format!("; {}", says(c))).unwrap_or_default()
                     ),
                 )
             } else {

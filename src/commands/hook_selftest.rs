@@ -6,8 +6,8 @@
 //!
 //! It proves the wiring (the command resolves on `PATH` to a `tdd` that answers, in the
 //! format that harness reads, and blocks); the harness's own dispatch of its hooks is
-//! the second half (`hook_cli.rs`), run by `tdd hook <harness> selftest` but not by
-//! doctor. It runs in a scratch repository of its own, so the user's run and ledger
+//! the second half (`hook_cli.rs`), run after it by `tdd hook <harness> selftest` and
+//! by doctor. It runs in a scratch repository of its own, so the user's run and ledger
 //! are never touched.
 
 use std::io::Write;

@@ -15,7 +15,7 @@ pub mod doctor;
 pub mod exec;
 pub mod fleet;
 pub mod hook;
-mod hook_cli;
+pub mod hook_cli;
 pub mod hook_selftest;
 mod hook_turn;
 pub mod init;

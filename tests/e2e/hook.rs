@@ -743,6 +743,21 @@ fn a_harness_cli_that_does_not_heed_the_hook_fails_the_selftest() {
         );
         assert_eq!(value["data"]["blocked"], true, "the wiring passed: {value}");
         assert_eq!(value["data"]["cli"]["blocked"], false, "{value}");
+        // doctor runs it too, and fails the harness's check.
+        let out = env
+            .tdd()
+            .env("PATH", &path)
+            .args(["doctor", "--json"])
+            .output()
+            .expect("doctor");
+        let checks = crate::support::envelope(&out)["data"]["checks"].clone();
+        let check = checks
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["check"] == "hooks.claude"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(check["ok"], false, "{checks}");
+        assert!(check.to_string().contains(says), "{check}");
     }
 }
 

@@ -249,4 +249,21 @@ fn the_hook_selftest_drives_the_real_claude_code_and_codex() {
             "{harness}: {value}"
         );
     }
+    // doctor runs the same for each wired harness.
+    let out = env
+        .tdd()
+        .env("PATH", &path)
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let checks = crate::support::envelope(&out)["data"]["checks"].clone();
+    for harness in ["claude", "codex"] {
+        let check = checks
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["check"] == format!("hooks.{harness}")))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(check["ok"], true, "{checks}");
+        assert!(check.to_string().contains("model told why"), "{check}");
+    }
 }

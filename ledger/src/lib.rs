@@ -214,8 +214,9 @@ impl Ledger {
         }
         regular_files_only(path)?;
         // Taken before anything is opened: the seal is held only when the files are
-        // those it was kept for.
-        let sealed = seal::Taken::now(path).sealed_point();
+        // those it was kept for, before the open and after it.
+        let taken = seal::Taken::now(path);
+        let sealed = taken.sealed_point();
         let conn = Connection::open(path).map_err(sql_err(path))?;
         let mut ledger = Ledger {
             conn,
@@ -225,7 +226,7 @@ impl Ledger {
         ledger.configure()?;
         schema::migrate(&ledger.conn, path)?;
         if let Some(point) = sealed {
-            ledger.reseal = seal::Reseal::hold(path, point);
+            ledger.reseal = seal::Reseal::hold(path, &taken, point);
         }
         Ok(ledger)
     }

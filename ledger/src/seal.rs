@@ -86,6 +86,12 @@ impl Taken {
         }
     }
 
+    /// Whether this key is still the one the seal was kept for (a point is held only
+    /// while it is).
+    pub(crate) fn matches(&self, other: &[FileKey]) -> bool {
+        !self.key.is_empty() && self.key == other
+    }
+
     /// Whether a write after this key was taken is sure to change it.
     pub fn is_settled(&self) -> bool {
         self.settled
@@ -101,7 +107,7 @@ impl Taken {
     /// kept for.
     pub fn sealed_point(&self) -> Option<Point> {
         read(&self.database)
-            .filter(|seal| seal.key == self.key)
+            .filter(|seal| self.matches(&seal.key))
             .map(|seal| seal.point)
     }
 
@@ -109,7 +115,7 @@ impl Taken {
     /// is settled; nothing otherwise. Best effort: a seal not kept costs the next
     /// check a whole walk.
     pub fn seal(&self, point: &Point) {
-        if self.settled {
+        if self.settled && !self.key.is_empty() {
             write(
                 &self.database,
                 &Seal {
@@ -121,10 +127,24 @@ impl Taken {
     }
 }
 
-/// The key of the database at `database` and its write-ahead log.
+/// The key of the database at `database` and its write-ahead log; empty (matching
+/// nothing, sealing nothing) when the log is larger than [`MAX_WAL`] or cannot be read.
 pub fn files_key(database: &Path) -> Vec<FileKey> {
-    vec![stat(database), wal_key(&wal_of(database))]
+    match wal_key(&wal_of(database)) {
+        Ok(wal) => vec![stat(database), wal],
+        Err(Unkeyable) => Vec::new(),
+    }
 }
+
+/// The most of a write-ahead log that is hashed for a key: SQLite keeps its own near
+/// 4 MB; a larger one (or a sparse one claiming to be) is not read at all.
+pub(crate) const MAX_WAL: u64 = 64 * 1024 * 1024;
+
+/// The most of a seal file that is read.
+const MAX_SEAL: u64 = 64 * 1024;
+
+/// A log no key is taken of.
+struct Unkeyable;
 
 /// The key with the log's change time, not its bytes: what a writer compares between
 /// its own writes while its connection is open (no open by anyone else re-owns the log
@@ -150,11 +170,15 @@ impl Reseal {
         }
     }
 
-    /// A hold on `point` from files whose raw key is now `raw`.
-    pub(crate) fn hold(database: &Path, point: Point) -> Reseal {
+    /// A hold on `point` when the files are still those `taken` found before the
+    /// connection was opened (the open itself writes nothing a key counts); none
+    /// otherwise.
+    pub(crate) fn hold(database: &Path, taken: &Taken, point: Point) -> Reseal {
+        let raw = raw_key(database);
+        let held = taken.matches(&files_key(database)).then_some((point, raw));
         Reseal {
             database: database.to_path_buf(),
-            held: Some((point, raw_key(database))),
+            held,
         }
     }
 
@@ -185,7 +209,8 @@ impl Reseal {
 
 impl Drop for Reseal {
     /// Runs after the connection closed (it is the ledger's last field): keeps the
-    /// held point for the files as the close left them, once their key settles.
+    /// held point for the files as the close left them, taken right after it, once the
+    /// clock has passed their change time with nothing written since.
     fn drop(&mut self) {
         let Some((point, _)) = self.held.take() else {
             return;
@@ -193,10 +218,19 @@ impl Drop for Reseal {
         if std::thread::panicking() {
             return;
         }
+        let raw = raw_key(&self.database);
+        let taken = Taken {
+            database: self.database.clone(),
+            key: files_key(&self.database),
+            settled: true,
+        };
         let deadline = Instant::now() + SETTLE_WITHIN;
         loop {
-            let taken = Taken::now(&self.database);
-            if taken.settled {
+            let before = coarse_now();
+            if raw_key(&self.database) != raw {
+                return;
+            }
+            if settled(&taken.key, before) {
                 taken.seal(&point);
                 return;
             }
@@ -239,28 +273,60 @@ fn stat(path: &Path) -> FileKey {
 }
 
 /// The log's record with the first 8 bytes of its SHA-256 in place of its change
-/// time; nothing for an empty log, which holds nothing to read (a reader that opens
-/// the database makes one where there was none).
-fn wal_key(path: &Path) -> FileKey {
-    let mut key = stat(path)?;
+/// time; nothing for an absent or empty log, which holds nothing to read (a reader
+/// that opens the database makes one where there was none). A log larger than
+/// [`MAX_WAL`], or one that is there but cannot be read as a file, is unkeyable.
+fn wal_key(path: &Path) -> Result<FileKey, Unkeyable> {
+    use sha2::Digest;
+    use std::io::Read;
+    let Some(mut key) = stat(path) else {
+        return Ok(None);
+    };
     if key[2] == 0 {
-        return None;
+        return Ok(None);
     }
-    let bytes = read_regular(path)?;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+    if u64::try_from(key[2]).map_or(true, |size| size > MAX_WAL) {
+        return Err(Unkeyable);
+    }
+    let file = open_regular(path).ok_or(Unkeyable)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut reader = file.take(MAX_WAL + 1);
+    let mut read = 0u64;
+    loop {
+        let n = reader.read(&mut chunk).map_err(|_| Unkeyable)?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        hasher.update(&chunk[..n]);
+    }
+    if read > MAX_WAL {
+        return Err(Unkeyable);
+    }
+    let digest = hasher.finalize();
     let mut head = [0u8; 8];
     head.copy_from_slice(&digest[..8]);
     key[4] = i64::from_le_bytes(head);
-    Some(key)
+    Ok(Some(key))
 }
 
 /// Whether a write after the coarse clock read `before` is sure to change `key`: the
 /// database's change time is older than that reading (an absent database has none).
-fn settled(key: &[FileKey], before: i64) -> bool {
-    key.first()
-        .copied()
-        .flatten()
-        .is_none_or(|database| database[4] < before)
+/// A change time on a whole second is taken for one of a file system that keeps
+/// seconds only: it must be two seconds older.
+pub(crate) fn settled(key: &[FileKey], before: i64) -> bool {
+    if key.is_empty() {
+        return false;
+    }
+    key.first().copied().flatten().is_none_or(|database| {
+        let changed = database[4];
+        if changed % 1_000_000_000 == 0 {
+            changed.saturating_add(2_000_000_000) <= before
+        } else {
+            changed < before
+        }
+    })
 }
 
 /// The kernel's coarse real-time clock in ns, from which file times are taken (0 when
@@ -275,22 +341,16 @@ fn coarse_now() -> i64 {
         .unwrap_or(0)
 }
 
-/// The bytes of `path` when it is a regular file (never a link followed or a pipe
-/// waited on).
-fn read_regular(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
+/// `path` opened for reading when it is a regular file (never a link followed or a
+/// pipe waited on).
+fn open_regular(path: &Path) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(no_follow_no_block())
         .open(path)
         .ok()?;
-    if !file.metadata().ok()?.file_type().is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    file.metadata().ok()?.file_type().is_file().then_some(file)
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is not followed and a pipe is not waited on.
@@ -300,7 +360,10 @@ fn no_follow_no_block() -> i32 {
 
 /// The seal kept for `database`, if there is one and it reads.
 fn read(database: &Path) -> Option<Seal> {
-    let bytes = read_regular(&seal_path(database))?;
+    use std::io::Read;
+    let file = open_regular(&seal_path(database))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SEAL).read_to_end(&mut bytes).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

@@ -167,3 +167,45 @@ fn a_seal_that_names_a_point_the_chain_does_not_have_is_not_trusted() {
     assert_eq!(checked.rehashed, 40);
     assert!(checked.broken.is_none());
 }
+
+#[test]
+fn a_log_too_large_to_key_is_never_read_and_seals_nothing() {
+    let (_dir, database) = ledger_of(40);
+    let mut wal = database.as_os_str().to_os_string();
+    wal.push("-wal");
+    // Sparse: it claims a terabyte and holds nothing.
+    let file = std::fs::File::create(&wal).expect("log");
+    file.set_len(1 << 40).expect("length");
+    drop(file);
+    assert!(seal::files_key(&database).is_empty());
+    for _ in 0..2 {
+        let taken = seal::Taken::now(&database);
+        assert!(!taken.is_settled());
+        let ledger = Ledger::open_read_only(&database)
+            .expect("open")
+            .expect("exists");
+        let checked = ledger.verify_sealed(&taken).expect("verify");
+        assert_eq!((checked.events, checked.rehashed), (40, 40));
+    }
+    // One byte over the bound is refused as well.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .expect("log");
+    file.set_len(seal::MAX_WAL + 1).expect("length");
+    drop(file);
+    assert!(seal::files_key(&database).is_empty());
+}
+
+#[test]
+fn a_change_time_on_a_whole_second_settles_only_two_seconds_later() {
+    let key = |ctime: i64| vec![Some([1, 2, 3, 4, ctime]), None];
+    let second = 5_000_000_000;
+    assert!(!seal::settled(&key(second), second + 1));
+    assert!(!seal::settled(&key(second), second + 1_999_999_999));
+    assert!(seal::settled(&key(second), second + 2_000_000_000));
+    // A time with nanoseconds settles once the clock has passed it.
+    assert!(!seal::settled(&key(second + 4_000_000), second + 4_000_000));
+    assert!(seal::settled(&key(second + 4_000_000), second + 4_000_001));
+    assert!(!seal::settled(&[], i64::MAX), "an empty key never settles");
+}

@@ -179,8 +179,8 @@ impl Integrity {
 /// seal was kept for; in full, every event is rehashed.
 pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrity, IntegrityError> {
     // The files' key is taken before they are opened: a seal is kept only for files
-    // as they were before the look (`tdd_ledger::seal`).
-    let taken = tdd_ledger::seal::Taken::now(database);
+    // as they were before the look (`tdd_ledger::seal`). The whole scope reads none.
+    let taken = (scope == Scope::ToNewestAnchor).then(|| tdd_ledger::seal::Taken::now(database));
     let ledger = Ledger::open_read_only(database)?;
     let mut integrity = Integrity {
         ledger_exists: ledger.is_some(),
@@ -195,9 +195,9 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
     if let Some(ledger) = &ledger {
         // What every command checks rehashes only what the seal does not cover;
         // `tdd ledger verify` (the whole scope) rehashes every event.
-        let verification = match scope {
-            Scope::ToNewestAnchor => ledger.verify_sealed(&taken)?,
-            Scope::Full => ledger.verify()?,
+        let verification = match &taken {
+            Some(taken) => ledger.verify_sealed(taken)?,
+            None => ledger.verify()?,
         };
         integrity.events = verification.events;
         integrity.chain = verification.broken;

@@ -67,7 +67,7 @@ impl Session {
         let key = self.ledger_key();
         let kept_at = self.location.dir.join(GLANCE_FILE);
         let open = match read_kept(&kept_at)
-            .filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
+            .filter(|kept| !key.is_empty() && kept.key == key && kept.work_tree == self.work_tree)
         {
             Some(kept) => kept.open,
             None => {
@@ -118,8 +118,8 @@ impl Session {
     ) -> Result<bool, RunError> {
         let key = self.ledger_key();
         let kept_at = self.location.dir.join(GLANCE_FILE);
-        let Some(kept) =
-            read_kept(&kept_at).filter(|kept| kept.key == key && kept.work_tree == self.work_tree)
+        let Some(kept) = read_kept(&kept_at)
+            .filter(|kept| !key.is_empty() && kept.key == key && kept.work_tree == self.work_tree)
         else {
             return Ok(false);
         };
@@ -163,7 +163,13 @@ fn write_kept(path: &Path, kept: &Kept) {
         return;
     };
     let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&temporary, bytes).is_ok() && std::fs::rename(&temporary, path).is_err() {
+    // A new file of its own (never through a link or a file left there).
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, &bytes));
+    if written.is_err() || std::fs::rename(&temporary, path).is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
 }

@@ -129,30 +129,59 @@ fn run(harness: Harness, api: Api, program: &Path) -> Result<(bool, String), Str
         .flat_map(|body| model::tool_outputs(api, body))
         .any(|said| said.contains("git's own state"));
     let written = target.symlink_metadata().is_ok();
-    let cli = program.display();
-    Ok(match (written, told) {
-        (false, true) => (
-            true,
-            format!(
-                "{cli} ran the hook before its {tool} tool: the write to {TARGET} was blocked and the model told why"
+    let outcome = Outcome {
+        written,
+        told,
+        requests: model.requests().len(),
+        status,
+        output,
+    };
+    Ok(outcome.judged(program, tool))
+}
+
+/// What one run of the CLI left behind.
+struct Outcome {
+    /// Whether the scripted write happened.
+    written: bool,
+    /// Whether a later request told the model the hook's reason.
+    told: bool,
+    /// How many requests the model served.
+    requests: usize,
+    /// How the CLI ended, in words.
+    status: String,
+    /// What it printed.
+    output: String,
+}
+
+impl Outcome {
+    /// Whether the write was blocked, and what happened in words.
+    fn judged(&self, program: &Path, tool: &str) -> (bool, String) {
+        let cli = program.display();
+        let status = &self.status;
+        match (self.written, self.told) {
+            (false, true) => (
+                true,
+                format!(
+                    "{cli} ran the hook before its {tool} tool: the write to {TARGET} was blocked and the model told why"
+                ),
             ),
-        ),
-        (true, _) => (
-            false,
-            format!(
-                "{cli} let its {tool} tool write {TARGET}: the hook did not block it ({status}){}",
-                tail(&output)
+            (true, _) => (
+                false,
+                format!(
+                    "{cli} let its {tool} tool write {TARGET}: the hook did not block it ({status}){}",
+                    tail(&self.output)
+                ),
             ),
-        ),
-        (false, false) => (
-            false,
-            format!(
-                "{cli} made {} request(s) and never told the model of a blocked write ({status}){}",
-                model.requests().len(),
-                tail(&output)
+            (false, false) => (
+                false,
+                format!(
+                    "{cli} made {} request(s) and never told the model of a blocked write ({status}){}",
+                    self.requests,
+                    tail(&self.output)
+                ),
             ),
-        ),
-    })
+        }
+    }
 }
 
 /// `claude -p` with the hooks as its settings for this session only.

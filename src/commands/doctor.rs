@@ -96,22 +96,11 @@ fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
                 .blocked
                 .then(|| super::hook_cli::check(harness))
                 .flatten();
-            let says = |cli: &super::hook_cli::CliCheck| {
-                format!(
-                    "{}{}: {}",
-                    cli.cli,
-                    cli.version
-                        .as_deref()
-                        .map(|v| format!(" ({v})"))
-                        .unwrap_or_default(),
-                    cli.detail
-                )
-            };
             if let Some(cli) = cli.as_ref().filter(|c| c.found.is_some() && !c.blocked) {
                 return Some(Check::fail(
                     name,
                     Severity::Error,
-                    format!("{file} runs the hook and it answers, but the CLI does not heed it: {}", says(cli)),
+                    format!("{file} runs the hook and it answers, but the CLI does not heed it: {}", cli.summary()),
                     format!("run `tdd hook {} selftest` for the whole report; the gate still reverts a locked change", harness.as_str()),
                 ));
             }
@@ -122,7 +111,7 @@ fn hooks_checks(root: &std::path::Path) -> Vec<Check> {
                         "`{}` runs before its tools ({file}); its self-test blocked a write to git's internals in {} ms{}",
                         harness.hook_command(),
                         test.latency_ms,
-                        cli.as_ref().map(|c| format!("; {}", says(c))).unwrap_or_default()
+                        cli.as_ref().map(|c| format!("; {}", c.summary())).unwrap_or_default()
                     ),
                 )
             } else {

@@ -166,33 +166,14 @@ fn selftest(ctx: &Ctx, harness: Harness) -> Result<Outcome, CommandError> {
     });
     match &cli {
         Some(cli) if cli.found.is_some() && !cli.blocked => {
-            return Err(CommandError::refused(
-                "hook_selftest_failed",
-                format!(
-                    "{}{}: {}",
-                    cli.cli,
-                    cli.version
-                        .as_deref()
-                        .map(|v| format!(" ({v})"))
-                        .unwrap_or_default(),
-                    cli.detail
-                ),
-            )
+            return Err(CommandError::refused("hook_selftest_failed", cli.summary())
             .hint(format!(
                 "the hook answers, but this {} does not run it or heed it in the mode tdd runs it; the gate still reverts a locked change at `tdd advance`",
                 cli.cli
             ))
             .data(report));
         }
-        Some(cli) => text.push_str(&format!(
-            "{}{}: {}\n",
-            cli.cli,
-            cli.version
-                .as_deref()
-                .map(|v| format!(" ({v})"))
-                .unwrap_or_default(),
-            cli.detail
-        )),
+        Some(cli) => text.push_str(&format!("{}\n", cli.summary())),
         None => text.push_str(&format!(
             "{}: no scripted model here for its CLI; only the wiring was checked\n",
             harness.as_str()

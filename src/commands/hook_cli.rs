@@ -51,6 +51,18 @@ pub struct CliCheck {
     pub detail: String,
 }
 
+impl CliCheck {
+    /// The CLI, its version and what happened, in one line: `claude (2.1.197): ...`.
+    pub fn summary(&self) -> String {
+        let version = self
+            .version
+            .as_deref()
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default();
+        format!("{}{version}: {}", self.cli, self.detail)
+    }
+}
+
 /// Runs `harness`'s CLI against the hook; `None` for a harness with no scripted model
 /// here (Gemini CLI, Copilot CLI).
 pub fn check(harness: Harness) -> Option<CliCheck> {

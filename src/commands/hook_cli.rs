@@ -106,8 +106,6 @@ fn run(harness: Harness, api: Api, program: &Path) -> Result<(bool, String), Str
         std::fs::create_dir(dir).map_err(|e| format!("no scratch directory: {e}"))?;
     }
     super::hook_selftest::scratch_repository(&repo)?;
-    let (hooks, _) = tdd_leaves::hook_config::wire(harness, None)
-        .map_err(|e| format!("the hooks could not be written: {e}"))?;
     let target = repo.join(TARGET);
     let (tool, input) = match harness {
         Harness::Codex => (
@@ -131,8 +129,8 @@ fn run(harness: Harness, api: Api, program: &Path) -> Result<(bool, String), Str
         .env("LANG", "C.UTF-8")
         .env("TDD_LEDGER_HOME", scratch.path().join("ledgers"));
     match harness {
-        Harness::Codex => codex(&mut command, &repo, &home, &hooks, &model.url)?,
-        _ => claude(&mut command, &repo, &home, &hooks, &model.url)?,
+        Harness::Codex => codex(&mut command, &repo, &home, &model.url)?,
+        _ => claude(&mut command, &repo, &model.url)?,
     }
     let (status, output) = run_bounded(command, TIMEOUT)?;
     let told = model
@@ -196,16 +194,11 @@ impl Outcome {
     }
 }
 
-/// `claude -p` with the hooks as its settings for this session only.
-fn claude(
-    command: &mut Command,
-    repo: &Path,
-    home: &Path,
-    hooks: &str,
-    url: &str,
-) -> Result<(), String> {
-    let settings = home.join("hook-settings.json");
-    std::fs::write(&settings, hooks).map_err(|e| format!("no settings file: {e}"))?;
+/// `claude -p` with the hooks as its settings for this session only, as a conducted
+/// leaf gets them.
+fn claude(command: &mut Command, repo: &Path, url: &str) -> Result<(), String> {
+    let hooks = tdd_leaves::providers::claude::session_hooks()
+        .map_err(|e| format!("the hooks could not be written: {e}"))?;
     command
         .args([
             "-p",
@@ -214,8 +207,7 @@ fn claude(
             "stream-json",
         ])
         .args(["--verbose", "--permission-mode", "acceptEdits"])
-        .arg("--settings")
-        .arg(&settings)
+        .args(hooks)
         .args(["--allowedTools", "Write"])
         .arg("--add-dir")
         .arg(repo)
@@ -228,26 +220,17 @@ fn claude(
     Ok(())
 }
 
-/// `codex exec` with the hooks in a private `CODEX_HOME` and the loopback model as its
-/// provider.
-fn codex(
-    command: &mut Command,
-    repo: &Path,
-    home: &Path,
-    hooks: &str,
-    url: &str,
-) -> Result<(), String> {
+/// `codex exec` with the hooks in a private `CODEX_HOME`, as a conducted leaf gets them,
+/// and the loopback model as its provider.
+fn codex(command: &mut Command, repo: &Path, home: &Path, url: &str) -> Result<(), String> {
     let codex_home = home.join("codex-home");
     std::fs::create_dir_all(&codex_home).map_err(|e| format!("no CODEX_HOME: {e}"))?;
-    std::fs::write(codex_home.join("hooks.json"), hooks)
-        .map_err(|e| format!("no hooks file: {e}"))?;
+    let trust = tdd_leaves::providers::codex::wire_session_hooks(&codex_home)
+        .map_err(|e| format!("the hooks could not be written: {e}"))?;
     command
         .args(["exec", "--json", "--skip-git-repo-check"])
-        .args([
-            "--sandbox",
-            "danger-full-access",
-            "--dangerously-bypass-hook-trust",
-        ])
+        .args(["--sandbox", "danger-full-access"])
+        .arg(trust)
         .arg("-C")
         .arg(repo)
         .args(["-m", "gpt-5-codex"])

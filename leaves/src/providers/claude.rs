@@ -158,8 +158,9 @@ impl Claude {
 }
 
 /// `--settings` and the settings (JSON) holding `tdd hook claude`'s entries: Claude
-/// Code adds them to the hooks of the settings it reads, for that session only.
-pub(crate) fn session_hooks() -> Result<[String; 2], ProviderError> {
+/// Code adds them to the hooks of the settings it reads, for that session only. What a
+/// conducted leaf, `tdd agent` and the hook self-test all pass.
+pub fn session_hooks() -> Result<[String; 2], ProviderError> {
     let (settings, _) = crate::hook_config::wire(crate::hook::Harness::Claude, None)
         .map_err(|e| ProviderError::Config(e.to_string()))?;
     Ok(["--settings".to_string(), settings])

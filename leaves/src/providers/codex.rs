@@ -249,11 +249,18 @@ pub(crate) fn session_hooks(invocation: &Invocation) -> Result<Option<String>, P
     let Some((_, home)) = invocation.set_env.iter().find(|(k, _)| k == "CODEX_HOME") else {
         return Ok(None);
     };
+    wire_session_hooks(std::path::Path::new(home)).map(Some)
+}
+
+/// Writes `tdd hook codex`'s entries as `hooks.json` in `codex_home`, a `CODEX_HOME`
+/// that is tdd's own, and gives the flag that has Codex run them without a person's
+/// review. What a conducted leaf, `tdd agent` and the hook self-test all use.
+pub fn wire_session_hooks(codex_home: &std::path::Path) -> Result<String, ProviderError> {
     let (hooks, _) = crate::hook_config::wire(crate::hook::Harness::Codex, None)
         .map_err(|e| ProviderError::Config(e.to_string()))?;
-    let path = std::path::Path::new(home).join("hooks.json");
+    let path = codex_home.join("hooks.json");
     std::fs::write(&path, hooks).map_err(|source| ProviderError::Write { path, source })?;
-    Ok(Some("--dangerously-bypass-hook-trust".to_string()))
+    Ok("--dangerously-bypass-hook-trust".to_string())
 }
 
 /// `text` as a TOML basic string (a JSON string is one).

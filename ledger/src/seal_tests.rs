@@ -209,3 +209,38 @@ fn a_change_time_on_a_whole_second_settles_only_two_seconds_later() {
     assert!(seal::settled(&key(second + 4_000_000), second + 4_000_001));
     assert!(!seal::settled(&[], i64::MAX), "an empty key never settles");
 }
+
+#[test]
+fn a_link_or_a_pipe_at_the_seal_is_never_followed_waited_on_or_written_through() {
+    let (dir, database) = ledger_of(40);
+    let mut seal_file = database.as_os_str().to_os_string();
+    seal_file.push("-seal.json");
+    let seal_file = PathBuf::from(seal_file);
+    // A link to a file outside, holding a seal that would match.
+    check(&database);
+    let outside = tempfile::tempdir().expect("outside");
+    let planted = outside.path().join("seal.json");
+    std::fs::rename(&seal_file, &planted).expect("moved out");
+    let before = std::fs::read(&planted).expect("planted");
+    std::os::unix::fs::symlink(&planted, &seal_file).expect("link");
+    let checked = check(&database);
+    assert_eq!(checked.rehashed, 40, "the link was followed");
+    assert_eq!(
+        std::fs::read(&planted).expect("planted"),
+        before,
+        "written through"
+    );
+    assert!(
+        seal_file.symlink_metadata().is_ok_and(|m| m.is_file()),
+        "the link is replaced by a seal of tdd's own"
+    );
+    // A named pipe: read without waiting, replaced.
+    std::fs::remove_file(&seal_file).expect("remove");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&seal_file)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    assert_eq!(check(&database).rehashed, 40);
+    drop(dir);
+}

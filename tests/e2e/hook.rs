@@ -876,3 +876,61 @@ fn denials_in_a_row_are_recorded_on_the_checked_chain_and_a_ledger_written_meanw
     let (code, value) = env.json(&["ledger", "verify"]);
     assert_eq!(code, 0, "{value}");
 }
+
+/// The CLI the self-test runs gets nothing of the caller's environment but `PATH`: no
+/// token, no relay address, not the caller's home; its key is a placeholder for the
+/// loopback model.
+#[test]
+fn the_selftests_cli_sees_no_token_relay_or_home_of_the_caller() {
+    let env = crate::init::cargo_app();
+    let (code, value) = env.json(&["init", "--hooks", "claude"]);
+    assert_eq!(code, 0, "{value}");
+    let bin = assert_cmd::cargo::cargo_bin("tdd");
+    let stand_ins = tempfile::tempdir().expect("stand-ins");
+    let seen = stand_ins.path().join("seen-env");
+    let claude = stand_ins.path().join("claude");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '9.9.9 (stand-in)'; exit 0; fi\nenv > '{}'\n",
+            seen.display()
+        ),
+    )
+    .expect("stand-in");
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
+    let path = format!(
+        "{}:{}:{}",
+        stand_ins.path().display(),
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .tdd()
+        .env("PATH", &path)
+        .env("GITHUB_TOKEN", "probe-forge-token")
+        .env("ANTHROPIC_API_KEY", "probe-model-key")
+        .env("TDD_RELAY", "/probe/relay.sock")
+        .args(["hook", "claude", "selftest", "--json"])
+        .output()
+        .expect("tdd runs");
+    assert_eq!(crate::support::code(&out), 1, "the stand-in heeds nothing");
+    let seen = std::fs::read_to_string(&seen).expect("the stand-in ran");
+    for probe in [
+        "probe-forge-token",
+        "probe-model-key",
+        "/probe/relay.sock",
+        "TDD_RELAY",
+    ] {
+        assert!(!seen.contains(probe), "{probe} reached the CLI:\n{seen}");
+    }
+    let home = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("HOME="))
+        .expect("a home");
+    assert!(home.contains("tdd-hook-cli-selftest-"), "{home}");
+    assert!(
+        seen.contains("ANTHROPIC_API_KEY=sk-ant-tdd-selftest"),
+        "{seen}"
+    );
+}

@@ -69,6 +69,7 @@ impl Ctx {
             &self.work_tree()?,
             config,
             &text,
+            tdd_conductor::EVENT_KINDS,
         )?)
     }
 

@@ -385,7 +385,7 @@ impl<'p> Conductor<'p> {
     ) -> Result<Conductor<'p>, ConductError> {
         let location = LedgerLocation::resolve(work_tree, &GitProbe)?;
         // Before anything opens (or creates) the ledger: no conduct acts on one that fails.
-        tdd_engine::integrity::ensure_intact(&location.database, work_tree)
+        tdd_engine::integrity::ensure_intact(&location.database, work_tree, &crate::EVENT_KINDS)
             .map_err(tdd_engine::run::RunError::from)?;
         let (issue, connected) = crate::forge::connect(&options.forge)?;
         let n = issue.number();
@@ -416,7 +416,7 @@ impl<'p> Conductor<'p> {
         if own_worktree {
             crate::worktree::ensure(work_tree, &target, &branch)?;
         }
-        let engine = Session::new(&target, config.clone(), &config_text)?;
+        let engine = Session::new(&target, config.clone(), &config_text, crate::EVENT_KINDS)?;
         if own_worktree {
             engine.ensure_ledger_intact()?;
         }

@@ -8,7 +8,27 @@ use serde::Deserialize;
 use serde::Serialize;
 use tdd_leaves::Decision;
 
+use tdd_engine::ledger::Kinds;
+use tdd_engine::ledger::TypedEvent;
+use tdd_engine::run::RunEvent;
+use tdd_leaves::events::LeavesEvent;
+
 use crate::bail::Bail;
+
+/// Every domain's event kinds as one registry: the engine's runs, the supervisor's
+/// (which the leaves record for it), the leaves' and the conductor's. Each domain
+/// declares its own kinds; this is where they meet, and it is handed to whatever reads
+/// a stream that mixes them (the engine's [`tdd_engine::run::Session`], the journal,
+/// the report), so a fold passes over another domain's event and refuses a kind that no
+/// domain declares. The build fails when two domains declare one kind.
+pub const EVENT_KINDS: Kinds = Kinds::new(&[
+    (RunEvent::DOMAIN, RunEvent::KINDS),
+    ("Supervisor", tdd_leaves::report::SUPERVISION_KINDS),
+    (LeavesEvent::DOMAIN, LeavesEvent::KINDS),
+    (ConductorEvent::DOMAIN, ConductorEvent::KINDS),
+]);
+
+const _: () = assert!(EVENT_KINDS.distinct(), "two domains declare one kind");
 
 tdd_engine::ledger::typed_events! {
     /// Everything the conductor records about one conduct run.
@@ -363,9 +383,51 @@ mod tests {
     use serde_json::json;
     use tdd_engine::ledger::Event;
     use tdd_engine::ledger::TypedEvent;
-    use tdd_engine::run::RunEvent;
 
     use super::ConductorEvent;
+    use super::EVENT_KINDS;
+
+    /// A ledger the last release wrote (the demo, conducted to the end): every event in
+    /// it is of a kind some domain declares in the registry, each kind in the domain
+    /// that writes it, and each run folds with the registry. A domain left out of the
+    /// registry fails this (its events become unknown kinds).
+    #[test]
+    fn every_event_of_the_last_release_is_of_a_kind_the_registry_knows() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let copy = dir.path().join("ledger.sqlite3");
+        std::fs::copy(&fixture, &copy).expect("copy the fixture");
+        let ledger = tdd_engine::ledger::Ledger::open_read_only(&copy)
+            .expect("opens")
+            .expect("a ledger");
+        let events = ledger.events(None).expect("events");
+        let mut domains = std::collections::BTreeSet::new();
+        for event in &events {
+            let domain = EVENT_KINDS.domain_of(&event.kind);
+            assert!(
+                domain.is_some(),
+                "event {} is of a kind no domain declares: {}",
+                event.id,
+                event.kind
+            );
+            domains.extend(domain);
+        }
+        assert_eq!(
+            domains.into_iter().collect::<Vec<_>>(),
+            ["Conductor", "Leaves", "Run", "Supervisor"]
+        );
+        let run_id = events
+            .iter()
+            .find(|e| e.kind == "run_started")
+            .and_then(|e| e.run_id.clone())
+            .expect("a run");
+        let run = ledger.events(Some(&run_id)).expect("the run's events");
+        let state = tdd_engine::run::RunState::project(&run, &EVENT_KINDS)
+            .expect("folds")
+            .expect("a run");
+        assert_eq!(state.status, tdd_engine::run::RunStatus::Completed);
+    }
 
     /// Payloads as the previous release wrote the kinds its demo ledger does not hold
     /// (the fixture test in `journal` covers the others): each reads as its type and
@@ -420,7 +482,7 @@ mod tests {
                 prev_hash: String::new(),
                 hash: String::new(),
             };
-            let typed = tdd_engine::ledger::decode::<ConductorEvent>(&event, RunEvent::KINDS)
+            let typed = tdd_engine::ledger::decode::<ConductorEvent>(&event, &super::EVENT_KINDS)
                 .expect("reads")
                 .expect("a conductor event");
             assert_eq!(typed.kind(), kind);

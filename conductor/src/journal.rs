@@ -13,7 +13,6 @@ use tdd_engine::ledger::Event;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
 use tdd_engine::ledger::TypedEvent;
-use tdd_engine::run::RunEvent;
 
 use crate::events::CommentPosted;
 use crate::events::ConductorEvent;
@@ -34,7 +33,7 @@ struct Filed {
 fn decode(event: &Event) -> Result<Option<ConductorEvent>, LedgerError> {
     Ok(tdd_engine::ledger::decode::<ConductorEvent>(
         event,
-        RunEvent::KINDS,
+        &crate::events::EVENT_KINDS,
     )?)
 }
 

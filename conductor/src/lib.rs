@@ -37,6 +37,7 @@ pub use conductor::Summary;
 pub use error::Cause;
 pub use error::ConductError;
 pub use events::ConductorEvent;
+pub use events::EVENT_KINDS;
 pub use forge::Forge;
 pub use forge::ForgeSpec;
 pub use forge::GitHubForge;

@@ -239,7 +239,7 @@ impl Conductor<'_> {
             // the conductor was killed before noting it), and then a new one starts.
             let events =
                 tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&done))?;
-            let abandoned = tdd_engine::run::RunState::project(&events)
+            let abandoned = tdd_engine::run::RunState::project(&events, self.engine.kinds())
                 .map_err(tdd_engine::ledger::LedgerError::from)?
                 .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
             if !abandoned {

@@ -101,7 +101,7 @@ impl Conductor<'_> {
         };
         let events =
             tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
-        let Some(state) = tdd_engine::run::RunState::project(&events)
+        let Some(state) = tdd_engine::run::RunState::project(&events, self.engine.kinds())
             .map_err(tdd_engine::ledger::LedgerError::from)?
             .filter(|s| s.status != tdd_engine::run::RunStatus::Abandoned)
         else {
@@ -210,8 +210,8 @@ impl Conductor<'_> {
         };
         let events =
             tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
-        let Some(state) =
-            RunState::project(&events).map_err(tdd_engine::ledger::LedgerError::from)?
+        let Some(state) = RunState::project(&events, self.engine.kinds())
+            .map_err(tdd_engine::ledger::LedgerError::from)?
         else {
             return Ok(());
         };

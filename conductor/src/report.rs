@@ -6,7 +6,6 @@ use std::path::Path;
 
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
-use tdd_engine::ledger::TypedEvent;
 use tdd_engine::run::RunEvent;
 use tdd_leaves::events::LeavesEvent;
 
@@ -238,7 +237,7 @@ fn run_events(c: &Conductor<'_>) -> Result<Vec<RunEvent>, LedgerError> {
     for event in Ledger::open(c.journal.database())?.events(Some(run_id))? {
         events.extend(tdd_engine::ledger::decode::<RunEvent>(
             &event,
-            RunEvent::KINDS,
+            &crate::EVENT_KINDS,
         )?);
     }
     Ok(events)

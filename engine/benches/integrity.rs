@@ -159,13 +159,16 @@ fn main() {
     // anything but tdd).
     let ensure = median(|| {
         let _ = std::fs::remove_file(&seal);
-        tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+        tdd_engine::integrity::ensure_intact(&database, &repo, &tdd_engine::ledger::Kinds::NONE)
+            .expect("intact");
     });
     // With the seal the last check kept: nothing rehashed.
     settle(&database);
-    tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+    tdd_engine::integrity::ensure_intact(&database, &repo, &tdd_engine::ledger::Kinds::NONE)
+        .expect("intact");
     let sealed = median(|| {
-        tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+        tdd_engine::integrity::ensure_intact(&database, &repo, &tdd_engine::ledger::Kinds::NONE)
+            .expect("intact");
     });
     // After one append of tdd's own, which keeps the seal: that event rehashed.
     let mut after_append: Vec<Duration> = (0..RUNS)
@@ -176,7 +179,12 @@ fn main() {
                 .expect("append");
             drop(ledger);
             let start = Instant::now();
-            tdd_engine::integrity::ensure_intact(&database, &repo).expect("intact");
+            tdd_engine::integrity::ensure_intact(
+                &database,
+                &repo,
+                &tdd_engine::ledger::Kinds::NONE,
+            )
+            .expect("intact");
             start.elapsed()
         })
         .collect();

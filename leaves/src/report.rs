@@ -10,6 +10,19 @@ use tdd_supervisor::LeafEvent;
 use tdd_supervisor::ReportError;
 use tdd_supervisor::Reporter;
 
+/// The kinds supervision events are recorded as (the supervisor's domain, which this
+/// crate records for it): one per [`LeafEvent`], [`kind_of`] says which.
+pub const SUPERVISION_KINDS: &[&str] = &["leaf_launched", "leaf_signalled", "leaf_exited"];
+
+/// The kind `event` is recorded as, one of [`SUPERVISION_KINDS`].
+pub fn kind_of(event: &LeafEvent) -> &'static str {
+    match event {
+        LeafEvent::Launched { .. } => SUPERVISION_KINDS[0],
+        LeafEvent::Signalled { .. } => SUPERVISION_KINDS[1],
+        LeafEvent::Exited { .. } => SUPERVISION_KINDS[2],
+    }
+}
+
 /// Records supervision events in the repository's ledger. The database is opened at
 /// the first event and kept open: closing a SQLite WAL database checkpoints it, which
 /// would put a checkpoint between a leaf's launch and its supervision.
@@ -31,11 +44,7 @@ impl LedgerReporter {
 
 impl Reporter for LedgerReporter {
     fn report(&self, event: &LeafEvent) -> Result<(), ReportError> {
-        let kind = match event {
-            LeafEvent::Launched { .. } => "leaf_launched",
-            LeafEvent::Signalled { .. } => "leaf_signalled",
-            LeafEvent::Exited { .. } => "leaf_exited",
-        };
+        let kind = kind_of(event);
         let payload = serde_json::to_value(event).map_err(ReportError::new)?;
         let mut guard = self
             .ledger

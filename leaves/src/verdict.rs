@@ -4,11 +4,9 @@
 use serde::Deserialize;
 use serde::Serialize;
 use tdd_engine::ledger::Event;
-use tdd_engine::ledger::EventError;
 use tdd_engine::ledger::Ledger;
 use tdd_engine::ledger::LedgerError;
-use tdd_engine::ledger::TypedEvent;
-use tdd_engine::ledger::decode;
+use tdd_engine::ledger::decode_own;
 use tdd_engine::run::RunEvent;
 use tdd_engine::run::events::TestObserved;
 use tdd_prompts::Role;
@@ -131,7 +129,7 @@ fn own_runs(events: &[Event], leaf: &LeafRecord) -> Vec<(i64, TestObserved)> {
     events
         .iter()
         .filter(|e| e.id > leaf.event_id)
-        .filter_map(|e| match decode::<RunEvent>(e, RunEvent::KINDS) {
+        .filter_map(|e| match decode_own::<RunEvent>(e) {
             Ok(Some(RunEvent::TestObserved(observed))) => Some((e.id, observed)),
             _ => None,
         })
@@ -186,14 +184,10 @@ pub fn submit(
 ) -> Result<VerifierVerdict, VerdictError> {
     let events = ledger.events(None)?;
     // The leaves' own events, read strictly: one of their kinds that does not parse
-    // is an error, never passed over (a verdict already given must not go unseen); a
-    // kind no domain knows cannot be one of them.
+    // is an error, never passed over (a verdict already given must not go unseen).
     let ours = events
         .iter()
-        .filter_map(|e| match decode::<LeavesEvent>(e, RunEvent::KINDS) {
-            Err(EventError::UnknownKind { .. }) => None,
-            other => other.transpose(),
-        })
+        .filter_map(|e| decode_own::<LeavesEvent>(e).transpose())
         .collect::<Result<Vec<_>, _>>()
         .map_err(LedgerError::from)?;
     match check(&events, &ours, leaf, decision) {

@@ -52,16 +52,12 @@ pub use transfer::ImportRefused;
 pub use transfer::Imported;
 pub use transfer::StoredEvent;
 pub use transfer::check_chain;
-pub use typed::CONDUCTOR_KINDS;
-pub use typed::Domain;
 pub use typed::EventError;
-pub use typed::LEAVES_KINDS;
-pub use typed::SUPERVISOR_KINDS;
+pub use typed::Kinds;
 pub use typed::TypedEvent;
 pub use typed::decode;
-pub use typed::domain_of;
+pub use typed::decode_own;
 pub use typed::encode;
-pub use typed::lists_exactly;
 
 /// How long a writer waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);

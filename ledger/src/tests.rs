@@ -252,25 +252,22 @@ fn events_of_kinds_reads_only_those_kinds_in_order() {
 }
 
 #[test]
-fn the_kinds_of_an_enum_must_be_exactly_those_listed_for_its_domain() {
-    use crate::Domain;
-    use crate::lists_exactly;
-    let mut leaves = crate::LEAVES_KINDS.to_vec();
-    assert!(lists_exactly(&leaves, Domain::Leaves));
-    leaves.reverse();
+fn a_registry_names_the_domain_of_each_kind_and_finds_a_kind_declared_twice() {
+    use crate::Kinds;
+    const KINDS: Kinds = Kinds::new(&[
+        ("Supervisor", Supervision::KINDS),
+        ("Leaves", &["leaf_started", "leaf_finished"]),
+    ]);
+    const _: () = assert!(KINDS.distinct());
+    assert_eq!(KINDS.domain_of("leaf_exited"), Some("Supervisor"));
+    assert_eq!(KINDS.domain_of("leaf_started"), Some("Leaves"));
+    assert_eq!(KINDS.domain_of("leaf_renamed"), None);
+    assert_eq!(Kinds::NONE.domain_of("leaf_exited"), None);
+    let twice = Kinds::new(&[("A", &["x", "y"]), ("B", &["y"])]);
+    assert!(!twice.distinct(), "one kind in two domains");
     assert!(
-        lists_exactly(&leaves, Domain::Leaves),
-        "order does not matter"
-    );
-    leaves.pop();
-    assert!(!lists_exactly(&leaves, Domain::Leaves), "one missing");
-    leaves.push("leaf_renamed");
-    assert!(!lists_exactly(&leaves, Domain::Leaves), "one unknown");
-    let doubled = ["leaf_launched", "leaf_launched", "leaf_exited"];
-    assert!(!lists_exactly(&doubled, Domain::Supervisor), "one twice");
-    assert!(
-        lists_exactly(&["anything"], Domain::Run),
-        "the engine's are its own"
+        !Kinds::new(&[("A", &["x", "x"])]).distinct(),
+        "one kind twice in a domain"
     );
 }
 
@@ -312,7 +309,11 @@ fn a_typed_event_reads_back_as_written_and_a_bad_one_says_which() {
         .append(Some("run-1"), "no_such_kind", &json!({}))
         .expect("append");
     let events = ledger.events(Some("run-1")).expect("events");
-    let decoded = |i: usize| decode::<Supervision>(&events[i], &[]);
+    const KNOWN: crate::Kinds = crate::Kinds::new(&[
+        ("Supervisor", Supervision::KINDS),
+        ("Leaves", &["leaf_started"]),
+    ]);
+    let decoded = |i: usize| decode::<Supervision>(&events[i], &KNOWN);
     match decoded(0) {
         Ok(Some(Supervision::Signalled(read))) => assert_eq!(read, leaf),
         other => panic!("not the event written: {other:?}"),

@@ -2,8 +2,9 @@
 //! conductor) writes and reads its events as one enum, while the database keeps a kind
 //! and a JSON payload per event, readable by anything.
 //!
-//! The kinds of every domain are listed here, so whoever folds a stream of events can
-//! tell an event of another domain (to pass over) from an unknown kind (an error).
+//! Each domain declares its own kinds; whoever folds a stream of events is handed the
+//! registry of every domain's ([`Kinds`]), so it can tell an event of another domain
+//! (to pass over) from an unknown kind (an error). This crate names no domain's kinds.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -12,93 +13,59 @@ use super::Event;
 use super::Ledger;
 use super::LedgerError;
 
-/// The domain an event kind belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Domain {
-    /// The engine's runs, plans and observations (`tdd-engine`).
-    Run,
-    /// Supervision of leaf processes (`tdd-supervisor`, recorded by `tdd-leaves`).
-    Supervisor,
-    /// Leaves, verdicts and stop requests (`tdd-leaves`).
-    Leaves,
-    /// The conductor's own journal (`tdd-conductor`).
-    Conductor,
-}
+/// Every event kind a reader knows, by domain: each domain crate declares its own
+/// (its [`TypedEvent`] enum's `KINDS`), and whoever reads a stream that mixes domains
+/// is handed the whole registry by the top of the program, so a fold can pass over
+/// another domain's event and refuse a kind no domain declares. This crate names none.
+#[derive(Debug, Clone, Copy)]
+pub struct Kinds(&'static [(&'static str, &'static [&'static str])]);
 
-/// Kinds written by the supervisor's reporter.
-pub const SUPERVISOR_KINDS: &[&str] = &["leaf_launched", "leaf_signalled", "leaf_exited"];
+impl Kinds {
+    /// No kinds at all: every kind but a reader's own is unknown to it.
+    pub const NONE: Kinds = Kinds(&[]);
 
-/// Kinds written by the leaves runtime, verdicts and stop requests.
-pub const LEAVES_KINDS: &[&str] = &[
-    "leaf_prepared",
-    "leaf_started",
-    "leaf_aborted",
-    "leaf_finished",
-    "verdict_recorded",
-    "verdict_refused",
-    "stop_requested",
-    "stop_cleared",
-];
+    /// The registry of `domains`, each a name and its kinds. [`Kinds::distinct`] says
+    /// whether no kind is declared twice; check it where the registry is built.
+    pub const fn new(domains: &'static [(&'static str, &'static [&'static str])]) -> Kinds {
+        Kinds(domains)
+    }
 
-/// Kinds of the conductor's journal.
-pub const CONDUCTOR_KINDS: &[&str] = &[
-    "conduct_bailed",
-    "conduct_binary_accepted",
-    "conduct_completed",
-    "conduct_phase",
-    "conduct_resumed",
-    "conduct_run_abandoned",
-    "conduct_run_started",
-    "conduct_started",
-    "conduct_step_done",
-    "conduct_stopped",
-    "forge_comment_posted",
-    "forge_pr_opened",
-    "forge_retry",
-    "forge_statuses_posted",
-    "forge_unreachable",
-    "gate_refused",
-    "head_realigned",
-    "leaf_retried",
-    "orphan_leaf_ended",
-    "phase_reset",
-    "phase_undone",
-    "phase_verdict",
-    "plan_invalid",
-    "step_reset",
-];
+    /// The domain that declares `kind`, if one does.
+    pub fn domain_of(&self, kind: &str) -> Option<&'static str> {
+        self.0
+            .iter()
+            .find(|(_, kinds)| kinds.contains(&kind))
+            .map(|(domain, _)| *domain)
+    }
 
-impl Domain {
-    /// The kinds this crate lists for the domain, which [`domain_of`] tells apart;
-    /// `None` for the engine's runs, whose kinds the engine passes in.
-    pub const fn listed_kinds(self) -> Option<&'static [&'static str]> {
-        match self {
-            Domain::Run => None,
-            Domain::Supervisor => Some(SUPERVISOR_KINDS),
-            Domain::Leaves => Some(LEAVES_KINDS),
-            Domain::Conductor => Some(CONDUCTOR_KINDS),
+    /// Whether every kind is declared once, by one domain (usable in `const`, so a
+    /// registry can be checked when the build makes it).
+    pub const fn distinct(&self) -> bool {
+        let mut d = 0;
+        while d < self.0.len() {
+            let kinds = self.0[d].1;
+            let mut k = 0;
+            while k < kinds.len() {
+                let mut seen = 0;
+                let mut e = 0;
+                while e < self.0.len() {
+                    seen += count(self.0[e].1, kinds[k]);
+                    e += 1;
+                }
+                if seen != 1 {
+                    return false;
+                }
+                k += 1;
+            }
+            d += 1;
         }
+        true
     }
-}
 
-/// Whether `kinds` (a domain enum's) are exactly the kinds listed for `domain`, in any
-/// order and each once; always true for the engine's runs. [`typed_events!`] checks it
-/// at compile time, so an enum and the list [`domain_of`] reads cannot drift apart.
-pub const fn lists_exactly(kinds: &[&str], domain: Domain) -> bool {
-    let Some(listed) = domain.listed_kinds() else {
-        return true;
-    };
-    if kinds.len() != listed.len() {
-        return false;
+    /// The domains, each with its kinds, in the order given.
+    pub fn domains(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        self.0
     }
-    let mut i = 0;
-    while i < kinds.len() {
-        if count(listed, kinds[i]) != 1 || count(kinds, kinds[i]) != 1 {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// How many times `kind` is in `kinds` (a `const` loop: `==` on `str` is not `const`).
@@ -132,8 +99,8 @@ const fn same(a: &[u8], b: &[u8]) -> bool {
 /// A domain's events as one enum: its kinds, and how one event becomes a kind and a
 /// payload and back.
 pub trait TypedEvent: Serialize + DeserializeOwned + Sized {
-    /// The domain of every kind of this enum.
-    const DOMAIN: Domain;
+    /// The domain every kind of this enum belongs to, in words.
+    const DOMAIN: &'static str;
     /// Every kind this enum reads and writes.
     const KINDS: &'static [&'static str];
 
@@ -164,12 +131,12 @@ pub enum EventError {
         source: serde_json::Error,
     },
     /// A typed read asked for a kind its domain does not have (a bug of the caller).
-    #[error("`{kind}` is not a kind of the {domain:?} events")]
+    #[error("`{kind}` is not a kind of the {domain} events")]
     NotInDomain {
         /// The kind asked for.
         kind: String,
         /// The domain read.
-        domain: Domain,
+        domain: &'static str,
     },
     /// An event could not be encoded (a bug: every payload type serializes).
     #[error("a `{kind}` event could not be encoded")]
@@ -180,21 +147,6 @@ pub enum EventError {
         #[source]
         source: serde_json::Error,
     },
-}
-
-/// The domain `kind` belongs to, if any domain knows it. `run_kinds` are the engine's.
-pub fn domain_of(kind: &str, run_kinds: &[&str]) -> Option<Domain> {
-    if run_kinds.contains(&kind) {
-        Some(Domain::Run)
-    } else if SUPERVISOR_KINDS.contains(&kind) {
-        Some(Domain::Supervisor)
-    } else if LEAVES_KINDS.contains(&kind) {
-        Some(Domain::Leaves)
-    } else if CONDUCTOR_KINDS.contains(&kind) {
-        Some(Domain::Conductor)
-    } else {
-        None
-    }
 }
 
 /// The payload of `event`: the enum's adjacent `payload`, without its tag.
@@ -208,12 +160,12 @@ pub fn encode<E: TypedEvent>(event: &E) -> Result<serde_json::Value, EventError>
         .unwrap_or_else(|| serde_json::json!({})))
 }
 
-/// `event` as `E` when its kind is one of `E`'s; `Ok(None)` for a kind of another domain
-/// (given `E` is the engine's run events, or `run_kinds` names them); an error for a kind
-/// no domain knows, or a payload that does not parse.
-pub fn decode<E: TypedEvent>(event: &Event, run_kinds: &[&str]) -> Result<Option<E>, EventError> {
+/// `event` as `E` when its kind is one of `E`'s; `Ok(None)` for a kind another domain of
+/// `known` declares; an error for a kind no domain declares, or a payload that does not
+/// parse as its kind.
+pub fn decode<E: TypedEvent>(event: &Event, known: &Kinds) -> Result<Option<E>, EventError> {
     if !E::KINDS.contains(&event.kind.as_str()) {
-        return match domain_of(&event.kind, run_kinds) {
+        return match known.domain_of(&event.kind) {
             Some(_) => Ok(None),
             None => Err(EventError::UnknownKind {
                 id: event.id,
@@ -232,6 +184,17 @@ pub fn decode<E: TypedEvent>(event: &Event, run_kinds: &[&str]) -> Result<Option
         kind: event.kind.clone(),
         source,
     })
+}
+
+/// `event` as `E` when its kind is one of `E`'s, `Ok(None)` for any other kind (known to
+/// a domain or not): for a reader that looks only for its own events in a mixed stream.
+/// A payload that does not parse as its kind is an error, never passed over.
+pub fn decode_own<E: TypedEvent>(event: &Event) -> Result<Option<E>, EventError> {
+    if E::KINDS.contains(&event.kind.as_str()) {
+        decode::<E>(event, &Kinds::NONE)
+    } else {
+        Ok(None)
+    }
 }
 
 /// An event seen as the map `{"kind": …, "payload": …}` an adjacently tagged enum
@@ -319,7 +282,7 @@ impl Ledger {
         }
         let mut typed = Vec::new();
         for event in self.events_of_kinds(run_id, kinds)? {
-            if let Some(read) = decode::<E>(&event, &[])? {
+            if let Some(read) = decode_own::<E>(&event)? {
                 typed.push((event, read));
             }
         }
@@ -328,8 +291,8 @@ impl Ledger {
 }
 
 /// Declares a domain's event enum: each variant with its kind and payload type, the
-/// [`TypedEvent`] implementation, and the list of kinds. The build fails when the kinds
-/// differ from those this crate lists for the domain ([`lists_exactly`]).
+/// [`TypedEvent`] implementation, and the list of kinds (`KINDS`), which is what the
+/// domain registers in a [`Kinds`]. The build fails when a kind is declared twice.
 #[macro_export]
 macro_rules! typed_events {
     (
@@ -346,7 +309,7 @@ macro_rules! typed_events {
         }
 
         impl $crate::TypedEvent for $name {
-            const DOMAIN: $crate::Domain = $crate::Domain::$domain;
+            const DOMAIN: &'static str = stringify!($domain);
             const KINDS: &'static [&'static str] = &[$($kind),*];
 
             fn kind(&self) -> &'static str {
@@ -357,8 +320,8 @@ macro_rules! typed_events {
         }
 
         const _: () = assert!(
-            $crate::lists_exactly(<$name as $crate::TypedEvent>::KINDS, $crate::Domain::$domain),
-            "the enum's kinds differ from those tdd-ledger lists for its domain",
+            $crate::Kinds::new(&[("", <$name as $crate::TypedEvent>::KINDS)]).distinct(),
+            "the enum declares a kind twice",
         );
     };
 }

@@ -249,9 +249,12 @@ pub(crate) fn leaf_of(event: &LeavesEvent) -> Option<&str> {
     }
 }
 
-/// `event` as `E`, `None` for another domain's.
+/// `event` as `E`, `None` for another domain's; an error for a kind no domain declares.
 fn decode<E: TypedEvent>(event: &Event) -> Result<Option<E>, ReportError> {
-    Ok(tdd_engine::ledger::decode::<E>(event, RunEvent::KINDS)?)
+    Ok(tdd_engine::ledger::decode::<E>(
+        event,
+        &tdd_conductor::EVENT_KINDS,
+    )?)
 }
 
 /// Per test id, the first outcome `observations` give it: a phase's target runs come

@@ -78,7 +78,7 @@ pub fn cmd_ledger(ctx: &Ctx, cmd: LedgerCommand) -> Result<Outcome, CommandError
 fn publish(ctx: &Ctx) -> Result<Outcome, CommandError> {
     let location = ctx.ledger_location()?;
     let work_tree = ctx.work_tree()?;
-    integrity::ensure_intact(&location.database, &work_tree)?;
+    integrity::ensure_intact(&location.database, &work_tree, &tdd_conductor::EVENT_KINDS)?;
     let snapshots = match ctx.engine().ok().map(|e| e.status()) {
         Some(Ok(Some(state))) => tdd_engine::published::snapshot_trees(&work_tree, &state.run_id)?,
         _ => Vec::new(),
@@ -125,7 +125,8 @@ fn publish(ctx: &Ctx) -> Result<Outcome, CommandError> {
 fn import(ctx: &Ctx) -> Result<Outcome, CommandError> {
     let location = ctx.ledger_location()?;
     let work_tree = ctx.work_tree()?;
-    let found = integrity::take_in_published(&location.database, &work_tree)?;
+    let found =
+        integrity::take_in_published(&location.database, &work_tree, &tdd_conductor::EVENT_KINDS)?;
     let text = match &found.adopted {
         Some(adopted) => format!(
             "{}\nledger intact: {} events; {} run commits checked\n",
@@ -176,7 +177,7 @@ fn verify(ctx: &Ctx) -> Result<Outcome, CommandError> {
         if let Err(
             e @ (integrity::IntegrityError::Unpublished { .. }
             | integrity::IntegrityError::Published(_)),
-        ) = integrity::ensure_intact(&location.database, &work_tree)
+        ) = integrity::ensure_intact(&location.database, &work_tree, &tdd_conductor::EVENT_KINDS)
         {
             return Err(e.into());
         }

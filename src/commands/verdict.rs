@@ -45,7 +45,11 @@ pub fn cmd_verdict(ctx: &Ctx, args: VerdictArgs) -> Result<Outcome, CommandError
         .hint("the conductor launches verifiers; TDD_LEAF_ID and TDD_LEAF_TOKEN identify them"));
     };
     let location = ctx.ledger_location()?;
-    tdd_engine::integrity::ensure_intact(&location.database, &ctx.work_tree()?)?;
+    tdd_engine::integrity::ensure_intact(
+        &location.database,
+        &ctx.work_tree()?,
+        &tdd_conductor::EVENT_KINDS,
+    )?;
     let mut ledger = Ledger::open(&location.database)?;
     let leaf = match tdd_leaves::identity::authenticate(&ledger, &claimed) {
         Ok(leaf) => leaf,

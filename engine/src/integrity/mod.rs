@@ -24,6 +24,7 @@ use crate::git::GitError;
 use crate::ledger::Anchor;
 use crate::ledger::Break;
 use crate::ledger::COMMIT_STARTED;
+use crate::ledger::Kinds;
 use crate::ledger::Ledger;
 use crate::ledger::LedgerError;
 
@@ -224,15 +225,20 @@ pub fn check(database: &Path, work_tree: &Path, scope: Scope) -> Result<Integrit
 /// On a machine that holds nothing for the repository (its ledger directory does not
 /// exist: a clone), a branch whose run commits the empty ledger cannot account for has
 /// its published ledger taken in first ([`crate::published::adopt`]), and the check is
-/// made again, whole. Anywhere else a missing or older ledger stays a finding.
-pub fn ensure_intact(database: &Path, work_tree: &Path) -> Result<Integrity, IntegrityError> {
+/// made again, whole, and the run it moves here is read with `known`, the registry of
+/// every domain's event kinds. Anywhere else a missing or older ledger stays a finding.
+pub fn ensure_intact(
+    database: &Path,
+    work_tree: &Path,
+    known: &Kinds,
+) -> Result<Integrity, IntegrityError> {
     let integrity = check(database, work_tree, Scope::ToNewestAnchor)?;
     if integrity.is_intact() {
         return Ok(integrity);
     }
     let first_here = database.parent().is_some_and(|dir| !dir.exists());
     if integrity.chain.is_none() && first_here {
-        return take_in_published(database, work_tree);
+        return take_in_published(database, work_tree, known);
     }
     Err(IntegrityError::Tampered(Box::new(integrity)))
 }
@@ -243,8 +249,12 @@ pub fn ensure_intact(database: &Path, work_tree: &Path) -> Result<Integrity, Int
 /// itself on a machine new to the repository; `tdd ledger import` asks for it anywhere
 /// (a ledger behind the published one, after a `git fetch`). Refused, changing nothing,
 /// when the published chain does not continue the local one or is not as tdd writes it;
-/// `Unpublished` when there is none.
-pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity, IntegrityError> {
+/// `Unpublished` when there is none. The run moved is read with `known`.
+pub fn take_in_published(
+    database: &Path,
+    work_tree: &Path,
+    known: &Kinds,
+) -> Result<Integrity, IntegrityError> {
     use crate::published::Adoption;
     let adoption = crate::published::adopt(work_tree, true, |events| {
         crate::run::import_published(database, events)
@@ -274,7 +284,7 @@ pub fn take_in_published(database: &Path, work_tree: &Path) -> Result<Integrity,
     let here = here.canonicalize().unwrap_or(here);
     let newest = run_commits(work_tree, Scope::ToNewestAnchor)?;
     let (run_moved_from, projected) = match newest.first() {
-        Some(commit) => crate::run::adopt_run(database, &here, &commit.run_id)?,
+        Some(commit) => crate::run::adopt_run(database, &here, &commit.run_id, known)?,
         None => (None, None),
     };
     integrity.projected = projected;

@@ -101,7 +101,7 @@ fn a_missing_ledger_with_run_commits_fails_and_an_unrecorded_head_is_a_crash_win
         "{found:?}"
     );
     assert!(matches!(
-        ensure_intact(&repo.database, repo.dir.path()),
+        ensure_intact(&repo.database, repo.dir.path(), &crate::ledger::Kinds::NONE),
         Err(IntegrityError::Tampered(_))
     ));
 }

@@ -158,7 +158,7 @@ impl Session {
     /// The run `run_id` projected again from `ledger`, after a change was recorded.
     pub(super) fn reload(&self, ledger: &Ledger, run_id: &str) -> Result<RunState, RunError> {
         let events = ledger.events(Some(run_id))?;
-        RunState::project(&events)?.ok_or(RunError::NoActiveRun)
+        RunState::project(&events, &self.kinds)?.ok_or(RunError::NoActiveRun)
     }
 }
 

@@ -78,6 +78,7 @@ pub(crate) use tx::adopt_run;
 pub(crate) use tx::import_published;
 
 use crate::config::Config;
+use crate::ledger::Kinds;
 use crate::ledger::Ledger;
 use crate::ledger::LedgerError;
 use crate::ledger::LedgerLocation;
@@ -241,6 +242,9 @@ pub struct Session {
     config: Config,
     config_sha: String,
     location: LedgerLocation,
+    /// Every domain's event kinds, handed in by the top of the program: the run's fold
+    /// passes over another domain's events and refuses a kind no domain declares.
+    kinds: Kinds,
     adopted: std::sync::OnceLock<crate::integrity::Adopted>,
     /// The run the adoption of a published ledger projected, at the chain head it left:
     /// a read at that same head is that run, not a second fold of its events.
@@ -249,8 +253,14 @@ pub struct Session {
 
 impl Session {
     /// The session of `work_tree` with its parsed config and the config file's text,
-    /// for a caller that read them already.
-    pub fn new(work_tree: &Path, config: Config, config_text: &str) -> Result<Session, RunError> {
+    /// for a caller that read them already, and the registry of every domain's event
+    /// kinds (the run's among them) that the run's events are read with.
+    pub fn new(
+        work_tree: &Path,
+        config: Config,
+        config_text: &str,
+        kinds: Kinds,
+    ) -> Result<Session, RunError> {
         let work_tree = work_tree
             .canonicalize()
             .unwrap_or_else(|_| work_tree.to_path_buf());
@@ -260,9 +270,15 @@ impl Session {
             config,
             config_sha: Config::text_sha256(config_text),
             location,
+            kinds,
             adopted: std::sync::OnceLock::new(),
             projected: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The registry of event kinds the run's events are read with.
+    pub fn kinds(&self) -> &Kinds {
+        &self.kinds
     }
 
     /// The work tree.
@@ -276,7 +292,8 @@ impl Session {
     /// on the way in ([`Session::begin`], the one door to a [`RunTx`]), and so does a
     /// read-only [`Session::view`].
     pub fn ensure_ledger_intact(&self) -> Result<(), RunError> {
-        let found = crate::integrity::ensure_intact(&self.location.database, &self.work_tree)?;
+        let found =
+            crate::integrity::ensure_intact(&self.location.database, &self.work_tree, &self.kinds)?;
         if let Some(adopted) = found.adopted {
             let _ = self.adopted.set(adopted);
         }
@@ -367,7 +384,7 @@ impl Session {
             return Ok(None);
         };
         let events = ledger.events(last.run_id.as_deref())?;
-        Ok(RunState::project(&events)?)
+        Ok(RunState::project(&events, &self.kinds)?)
     }
 
     /// Opens the cycle after `after` (the first when `None`), or completes the run when none

@@ -20,7 +20,7 @@ use super::phase::Phase;
 use super::phase::Verb;
 use crate::ledger::Event;
 use crate::ledger::EventError;
-use crate::ledger::TypedEvent;
+use crate::ledger::Kinds;
 use crate::ledger::decode;
 use crate::observe::Observation;
 use crate::observe::TargetStatus;
@@ -174,15 +174,14 @@ pub struct RunStarted {
 
 impl RunState {
     /// Folds a run's events, oldest first; `None` when they do not start with
-    /// `run_started`. An event of an unknown kind, or one of the engine's whose payload
-    /// does not parse, is an error naming it; events of other domains (leaves, the
-    /// supervisor) are passed over.
-    pub fn project(events: &[Event]) -> Result<Option<RunState>, EventError> {
+    /// `run_started`. An event of a kind no domain of `known` declares, or one of the
+    /// engine's whose payload does not parse, is an error naming it; events of other
+    /// domains (leaves, the supervisor, the conductor) are passed over.
+    pub fn project(events: &[Event], known: &Kinds) -> Result<Option<RunState>, EventError> {
         let Some(first) = events.first() else {
             return Ok(None);
         };
-        let Some(RunEvent::RunStarted(started)) = decode::<RunEvent>(first, RunEvent::KINDS)?
-        else {
+        let Some(RunEvent::RunStarted(started)) = decode::<RunEvent>(first, known)? else {
             return Ok(None);
         };
         let cycles = started
@@ -219,16 +218,16 @@ impl RunState {
             suite_ids: BTreeSet::new(),
         };
         for event in events {
-            state.follow(event)?;
+            state.follow(event, known)?;
         }
         Ok(Some(state))
     }
 
     /// The state with `event` (recorded after those it was projected from) applied, as
     /// [`RunState::project`] would have it with `event` last.
-    pub(crate) fn follow(&mut self, event: &Event) -> Result<(), EventError> {
+    pub(crate) fn follow(&mut self, event: &Event, known: &Kinds) -> Result<(), EventError> {
         self.events += 1;
-        if let Some(typed) = decode::<RunEvent>(event, RunEvent::KINDS)? {
+        if let Some(typed) = decode::<RunEvent>(event, known)? {
             self.apply(typed);
         }
         Ok(())

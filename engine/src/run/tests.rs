@@ -23,6 +23,12 @@ use crate::observe::TargetVerdict;
 use crate::observe::TestResult;
 use crate::observe::Totals;
 
+/// The engine's own kinds: every other kind is unknown to these tests.
+const RUN: crate::ledger::Kinds = crate::ledger::Kinds::new(&[(
+    <super::RunEvent as crate::ledger::TypedEvent>::DOMAIN,
+    <super::RunEvent as crate::ledger::TypedEvent>::KINDS,
+)]);
+
 fn status() -> impl Strategy<Value = TargetStatus> {
     prop_oneof![
         Just(TargetStatus::Passed),
@@ -156,13 +162,13 @@ proptest! {
             events.push(event(i as i64 + 2, k, payload));
             if k == "garbage" {
                 // An unknown kind is an error naming the event, never skipped.
-                let err = RunState::project(&events).expect_err("an unknown kind is refused");
+                let err = RunState::project(&events, &RUN).expect_err("an unknown kind is refused");
                 prop_assert!(err.to_string().contains(&format!("event {}", i + 2)), "{err}");
                 events.pop();
                 continue;
             }
-            let before = RunState::project(&events[..events.len() - 1]).expect("projects").expect("a run");
-            let after = RunState::project(&events).expect("projects").expect("a run");
+            let before = RunState::project(&events[..events.len() - 1], &RUN).expect("projects").expect("a run");
+            let after = RunState::project(&events, &RUN).expect("projects").expect("a run");
             for (b, a) in before.cycles.iter().zip(&after.cycles) {
                 if b.phase != a.phase {
                     let moved_by = (k == "phase_changed" && *observed)
@@ -324,7 +330,7 @@ fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
             json!({ "n": 1, "from": Phase::Closed, "to": Phase::AwaitingRefactor, "snapshot": "s", "head": "g", "undone_from": "f1", "restored": [], "removed": [] }),
         ),
     ];
-    let reopened = RunState::project(&events)
+    let reopened = RunState::project(&events, &RUN)
         .expect("projects")
         .expect("a run");
     assert_eq!(reopened.status, RunStatus::Active);
@@ -346,7 +352,7 @@ fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
         "cycle_opened",
         json!({ "n": 2, "phase": Phase::AwaitingTest, "snapshot": "s3", "head": "f2" }),
     ));
-    let closed = RunState::project(&events)
+    let closed = RunState::project(&events, &RUN)
         .expect("projects")
         .expect("a run");
     assert_eq!(closed.current(), Some(1));

@@ -129,10 +129,13 @@ pub(crate) fn adopt_run(
     database: &std::path::Path,
     work_tree: &std::path::Path,
     run_id: &str,
+    known: &crate::ledger::Kinds,
 ) -> Result<(Option<String>, Option<super::Projected>), crate::integrity::IntegrityError> {
     let mut ledger = Ledger::open(database)?;
     let events = ledger.events(Some(run_id))?;
-    let Some(state) = RunState::project(&events).map_err(crate::ledger::LedgerError::from)? else {
+    let Some(state) =
+        RunState::project(&events, known).map_err(crate::ledger::LedgerError::from)?
+    else {
         return Ok((None, None));
     };
     let here = work_tree.display().to_string();
@@ -151,7 +154,7 @@ pub(crate) fn adopt_run(
     // The run as it stands now, for the command that took it in to read without
     // folding its events again.
     let mut now = state.clone();
-    now.follow(&recorded)
+    now.follow(&recorded, known)
         .map_err(crate::ledger::LedgerError::from)?;
     let projected = Some(super::Projected {
         anchor: ledger.anchor()?,

@@ -93,6 +93,11 @@ impl Builder {
         self.invocations.push(invocation);
     }
 
+    /// Adds a diagnostic line, when there is one.
+    pub(crate) fn diagnose(&mut self, line: Option<String>) {
+        self.diagnostics.extend(line);
+    }
+
     /// Marks the observation as not trustworthy; the first reason is kept.
     pub(crate) fn fail(&mut self, reason: impl Into<String>) {
         if self.runner_error.is_none() {

@@ -23,6 +23,7 @@ pub use tdd_sandbox as sandbox;
 
 mod adapters;
 mod build;
+mod build_dir;
 mod cargo_messages;
 mod clip;
 mod command;

@@ -1,5 +1,7 @@
 //! The engine end to end on a real cargo project: two cycles, and the cheats it catches.
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use crate::support::Env;
@@ -526,4 +528,51 @@ fn a_target_named_without_its_package_is_found_where_the_gate_finds_it() {
     let target = &value["data"]["targets"][0];
     assert_eq!(target["status"], "passed", "{value}");
     assert_eq!(target["matched"][0], "app::calc::sub subtracts", "{value}");
+}
+
+#[test]
+fn what_a_deciding_runs_tests_write_into_the_build_directory_is_discarded() {
+    // The clean room's target directory is kept warm from one deciding run to the next:
+    // a file the tests plant there (a compiled library a later build would link) must
+    // not survive the run that planted it.
+    let env = project();
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    let planting = "#[test]\nfn subtracts() {\n    if let Ok(dir) = std::env::var(\"CARGO_TARGET_DIR\") {\n        let _ = std::fs::write(std::path::Path::new(&dir).join(\"debug/planted-by-a-test\"), \"x\");\n    }\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
+    env.write("tests/sub.rs", planting);
+    let (exit, red) = advance(&env);
+    assert_eq!(
+        (exit, &red["data"]["to"]),
+        (0, &"AWAITING_IMPL".into()),
+        "{red}"
+    );
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    let (exit, green) = advance(&env);
+    assert_eq!(
+        (exit, &green["data"]["to"]),
+        (0, &"AWAITING_REFACTOR".into()),
+        "{green}"
+    );
+    let builds: Vec<PathBuf> = crate::conduct::files_under(env.ledger_home.path())
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.to_string_lossy().contains("app-cargo-target/"))
+        .collect();
+    assert!(
+        !builds.is_empty(),
+        "the clean room built into its own directory"
+    );
+    let planted: Vec<&PathBuf> = builds
+        .iter()
+        .filter(|path| path.ends_with("planted-by-a-test"))
+        .collect();
+    assert!(planted.is_empty(), "the planted file survived: {planted:?}");
+    let said = green["data"]["observations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|o| o["diagnostics"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .any(|line| line.contains("planted-by-a-test") && line.contains("emptied"));
+    assert!(said, "the run says what the tests wrote: {green}");
 }

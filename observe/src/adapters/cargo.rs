@@ -120,6 +120,13 @@ pub(crate) fn parse_nextest(bytes: &[u8]) -> Result<ParsedReport, ReportError> {
     Ok(parsed)
 }
 
+/// The target directory a project's cargo builds into, when its environment names one
+/// (the engine always does for a deciding run): absolute, or relative to its root.
+fn target_dir(project: &Project) -> Option<std::path::PathBuf> {
+    let dir = project.config.env.get("CARGO_TARGET_DIR")?;
+    Some(project.root.join(dir))
+}
+
 impl Cargo {
     fn build(&self, project: &Project, scratch: &Scratch, builder: &mut Builder) -> Option<Build> {
         let argv = [
@@ -388,6 +395,9 @@ impl Adapter for Cargo {
             Selection::AllExcept(ids) => (None, ids.as_slice()),
         };
         if let Some(build) = self.build(project, &scratch, &mut builder) {
+            // The tests are the agent's code: what they write into the build directory
+            // must not reach a later build (see `crate::build_dir`).
+            let watch = target_dir(project).and_then(|dir| crate::build_dir::Watch::start(&dir));
             let clean = build.errors.is_empty();
             builder.merge(ParsedReport {
                 collection_errors: build.errors,
@@ -411,6 +421,17 @@ impl Adapter for Cargo {
             }
             if docs.is_none_or(|ids| !ids.is_empty()) {
                 doctest::run(project, &scratch, &build.binaries, docs, &mut builder);
+            }
+            if let Some(watch) = watch {
+                let written = watch.settle();
+                if matches!(
+                    written,
+                    crate::build_dir::Written::Artifact { emptied: false, .. }
+                ) {
+                    builder.fail(written.words().unwrap_or_default());
+                } else {
+                    builder.diagnose(written.words());
+                }
             }
         }
         Ok(builder.finish(selection))

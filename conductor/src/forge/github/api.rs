@@ -7,8 +7,13 @@
 //! (`issues()`, `pulls()`, `repos().create_status()`), because the retry policy needs
 //! what those builders do not return: the status of a refused call before it becomes
 //! an error, `Retry-After` and `X-RateLimit-Remaining` to tell a rate limit from a
-//! denial, and `X-OAuth-Scopes` for `tdd doctor`'s token check. The bodies sent and
-//! read are the ones those endpoints document (`forge/github/mod.rs`).
+//! denial, and `X-OAuth-Scopes` for `tdd doctor`'s token check. The typed builders'
+//! error keeps the status and GitHub's message but no header, and octocrab takes a
+//! layer of our own (`with_layer`) only on a client built from a service of our own
+//! (`with_service`), which leaves out the default client's TLS connector, timeouts,
+//! base URL, authentication and headers: we would write again what octocrab gives.
+//! The bodies sent and read are the ones those endpoints document
+//! (`forge/github/mod.rs`).
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -345,7 +345,20 @@ fn remote_of(git: &Git, branch: &str) -> Result<Option<String>, GitError> {
 /// such ref.
 fn fetch_ledger(git: &Git, remote: &str, reference: &str) -> Result<bool, GitError> {
     let spec = format!("{reference}:{reference}");
-    match git.output(["fetch", "--no-tags", "--quiet", remote, &spec]) {
+    // No housekeeping after the fetch: `git maintenance --auto` would be one more
+    // process on the path of a clone's first command (git before 2.29 reads `gc.auto`).
+    let args = [
+        "-c",
+        "maintenance.auto=false",
+        "-c",
+        "gc.auto=0",
+        "fetch",
+        "--no-tags",
+        "--quiet",
+        remote,
+        &spec,
+    ];
+    match git.output(args) {
         Ok(_) => Ok(true),
         Err(GitError::Failed { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
             Ok(false)

@@ -393,11 +393,7 @@ mod tests {
     /// registry fails this (its events become unknown kinds).
     #[test]
     fn every_event_of_the_last_release_is_of_a_kind_the_registry_knows() {
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let copy = dir.path().join("ledger.sqlite3");
-        std::fs::copy(&fixture, &copy).expect("copy the fixture");
+        let (_dir, copy) = tdd_testutil::demo_ledger();
         let ledger = tdd_engine::ledger::Ledger::open_read_only(&copy)
             .expect("opens")
             .expect("a ledger");

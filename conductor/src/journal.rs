@@ -383,11 +383,7 @@ mod tests {
     /// each is written again exactly as it was stored.
     #[test]
     fn a_ledger_written_by_the_last_release_reads_as_conductor_events() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let database = dir.path().join("ledger.sqlite3");
-        std::fs::copy(&fixture, &database).expect("copy the fixture");
+        let (_dir, database) = tdd_testutil::demo_ledger();
         let every = every_conduct(&database).expect("reads");
         assert_eq!(every.len(), 30);
         let conduct = every[0].0.clone();

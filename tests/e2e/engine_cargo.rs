@@ -32,6 +32,28 @@ fn advance(env: &Env) -> (i32, Value) {
     env.json(&["advance"])
 }
 
+/// Starts the run, writes `test` for cycle 1 (RED) and the subtraction (GREEN), each
+/// accepted; gives GREEN's envelope.
+fn start_red_green(env: &Env, test: &str) -> Value {
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    env.write("tests/sub.rs", test);
+    let (exit, red) = advance(env);
+    assert_eq!(
+        (exit, &red["data"]["to"]),
+        (0, &"AWAITING_IMPL".into()),
+        "{red}"
+    );
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    let (exit, green) = advance(env);
+    assert_eq!(
+        (exit, &green["data"]["to"]),
+        (0, &"AWAITING_REFACTOR".into()),
+        "{green}"
+    );
+    green
+}
+
 fn log(env: &Env) -> Vec<String> {
     env.git(&["log", "--format=%s", "--reverse"])
         .lines()
@@ -489,22 +511,7 @@ fn a_target_directory_named_outside_the_checkout_is_built_into_by_no_run() {
     );
     env.write(".tdd/plan.md", PLAN);
     env.commit_all("calculator");
-    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
-    assert_eq!(exit, 0, "{started}");
-    env.write("tests/sub.rs", SUB_TEST);
-    let (exit, red) = advance(&env);
-    assert_eq!(
-        (exit, &red["data"]["to"]),
-        (0, &"AWAITING_IMPL".into()),
-        "{red}"
-    );
-    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
-    let (exit, green) = advance(&env);
-    assert_eq!(
-        (exit, &green["data"]["to"]),
-        (0, &"AWAITING_REFACTOR".into()),
-        "{green}"
-    );
+    start_red_green(&env, SUB_TEST);
     let written: Vec<_> = crate::conduct::files_under(shared.path())
         .into_iter()
         .map(|(path, _)| path)
@@ -536,23 +543,8 @@ fn what_a_deciding_runs_tests_write_into_the_build_directory_is_discarded() {
     // a file the tests plant there (a compiled library a later build would link) must
     // not survive the run that planted it.
     let env = project();
-    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
-    assert_eq!(exit, 0, "{started}");
     let planting = "#[test]\nfn subtracts() {\n    if let Ok(dir) = std::env::var(\"CARGO_TARGET_DIR\") {\n        let _ = std::fs::write(std::path::Path::new(&dir).join(\"debug/planted-by-a-test\"), \"x\");\n    }\n    assert_eq!(calc::sub(5, 2), 3);\n}\n";
-    env.write("tests/sub.rs", planting);
-    let (exit, red) = advance(&env);
-    assert_eq!(
-        (exit, &red["data"]["to"]),
-        (0, &"AWAITING_IMPL".into()),
-        "{red}"
-    );
-    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
-    let (exit, green) = advance(&env);
-    assert_eq!(
-        (exit, &green["data"]["to"]),
-        (0, &"AWAITING_REFACTOR".into()),
-        "{green}"
-    );
+    let green = start_red_green(&env, planting);
     let builds: Vec<PathBuf> = crate::conduct::files_under(env.ledger_home.path())
         .into_iter()
         .map(|(path, _)| path)

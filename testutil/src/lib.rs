@@ -90,6 +90,18 @@ pub fn commit_all(dir: &Path, message: &str) {
     git(dir, &["commit", "-q", "--allow-empty", "-m", message]);
 }
 
+/// A copy of the ledger the last release wrote for the demo, conducted to the end (the
+/// first schema; `engine/tests/ledgers/demo-0.1.0.sqlite3`), in a directory of its own:
+/// the directory, which must outlive the test's use of it, and the database's path.
+pub fn demo_ledger() -> (tempfile::TempDir, std::path::PathBuf) {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/ledgers/demo-0.1.0.sqlite3");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("ledger.sqlite3");
+    std::fs::copy(&fixture, &copy).expect("copy the fixture");
+    (dir, copy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -510,11 +510,7 @@ mod tests {
     /// belongs to a domain is the conductor's test, where every domain is known).
     #[test]
     fn a_ledger_written_by_the_last_release_reads_as_typed_events() {
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/ledgers/demo-0.1.0.sqlite3");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let copy = dir.path().join("ledger.sqlite3");
-        std::fs::copy(&fixture, &copy).expect("copy the fixture");
+        let (_dir, copy) = tdd_testutil::demo_ledger();
         let ledger = crate::ledger::Ledger::open_read_only(&copy)
             .expect("opens")
             .expect("a ledger");

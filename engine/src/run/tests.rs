@@ -373,11 +373,7 @@ fn a_reopened_refactor_closes_again_and_the_next_cycle_opens_afresh() {
 /// events.
 #[test]
 fn a_ledger_of_the_first_schema_is_brought_up_to_date_when_opened_for_writing() {
-    let fixture =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ledgers/demo-0.1.0.sqlite3");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let copy = dir.path().join("ledger.sqlite3");
-    std::fs::copy(&fixture, &copy).expect("copy the fixture");
+    let (_dir, copy) = tdd_testutil::demo_ledger();
     let mut ledger = crate::ledger::Ledger::open(&copy).expect("opens");
     assert_eq!(
         ledger.schema_version().expect("version"),

@@ -31,6 +31,7 @@ mod toolchain;
 
 pub use chain::ChainEntry;
 pub use install::InstallPin;
+pub use install::Share;
 pub use toolchain::ToolchainInstall;
 
 /// Variables a deciding run inherits from the environment captured at run start.
@@ -347,7 +348,7 @@ impl PinnedEnv {
         for pin in &was {
             if !now.iter().any(|n| n.root == pin.root) {
                 changes.push(format!("{}: no longer a dependency", pin.root.display()));
-            } else if let Some((path, before, after)) = pin.first_change() {
+            } else if let Some((path, before, after)) = pin.first_change(Share::EveryCore) {
                 changes.push(format!("{}: {before}, now {after}", path.display()));
             }
         }
@@ -423,7 +424,7 @@ impl PinnedEnv {
     /// pinned, is as it was.
     pub fn verify(&self) -> Result<(), RunnerChanged> {
         self.verify_runners()?;
-        self.verify_installs()
+        self.verify_installs(Share::EveryCore)
     }
 
     /// [`PinnedEnv::verify`] of the runners and the configuration chain only: a few
@@ -467,10 +468,11 @@ impl PinnedEnv {
     /// [`PinnedEnv::verify`] of what the runners load from outside the commit only (the
     /// fingerprints, [`InstallPin`]). Each is judged by change time, which any write
     /// sets for good: a change is seen by every check after it, so this one may run
-    /// beside the deciding runs it guards, whose results count only if it passes.
-    pub fn verify_installs(&self) -> Result<(), RunnerChanged> {
+    /// beside the deciding runs it guards, whose results count only if it passes
+    /// ([`Share::BesideARunner`], so it leaves them a core).
+    pub fn verify_installs(&self, share: Share) -> Result<(), RunnerChanged> {
         for pin in &self.installs {
-            if let Some((path, was, now)) = pin.first_change() {
+            if let Some((path, was, now)) = pin.first_change(share) {
                 return Err(RunnerChanged {
                     name: path.display().to_string(),
                     was,

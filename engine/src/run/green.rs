@@ -167,7 +167,7 @@ impl Session {
     ///
     /// The runners and the configuration chain are checked first; the fingerprints of
     /// what the runners load (thousands of entries) beside the clean room's reset and
-    /// runs: every deciding run's result is discarded when that check fails (a changed
+    /// runs, on every core but one so the runner keeps one to itself: every deciding run's result is discarded when that check fails (a changed
     /// installation refuses first, whatever the runs said), and a change made while
     /// they ran leaves a change time the check before the commit sees. So the longest
     /// check costs the gate nothing on its path.
@@ -184,7 +184,11 @@ impl Session {
             env.verify_runners()?;
         }
         std::thread::scope(|scope| {
-            let check = scope.spawn(|| pinned.map_or(Ok(()), |env| env.verify_installs()));
+            let check = scope.spawn(|| {
+                pinned.map_or(Ok(()), |env| {
+                    env.verify_installs(crate::observe::hermetic::Share::BesideARunner)
+                })
+            });
             let judged = self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, progress);
             // A panic in the check is the check's own bug: it goes on as one.
             match check

@@ -74,7 +74,7 @@ impl InstallPin {
     /// The same, leaving out the top-level entries named in `skip`.
     pub fn take_skipping(root: &Path, what: &str, skip: Vec<String>) -> Option<InstallPin> {
         let taken_ns = now_ns();
-        let (parts, entries) = fingerprint(root, taken_ns, &skip)?;
+        let (parts, entries) = fingerprint(root, taken_ns, &skip, Share::EveryCore)?;
         Some(InstallPin {
             root: root.to_path_buf(),
             what: what.to_string(),
@@ -101,8 +101,8 @@ impl InstallPin {
     /// changed, what it was and what it is (`present`, `absent`, `changed since run
     /// start`). An entry below the root is named before the root itself, whose own
     /// record changes with any entry added or removed.
-    pub fn first_change(&self) -> Option<(PathBuf, String, String)> {
-        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip) else {
+    pub fn first_change(&self, share: Share) -> Option<(PathBuf, String, String)> {
+        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip, share) else {
             return Some((self.root.clone(), "present".into(), "absent".into()));
         };
         let word = |present: bool| if present { "present" } else { "absent" };
@@ -132,6 +132,7 @@ fn fingerprint(
     root: &Path,
     taken_ns: i64,
     skip: &[String],
+    share: Share,
 ) -> Option<(BTreeMap<String, String>, u64)> {
     let meta = root.metadata().ok()?;
     let mut parts = BTreeMap::new();
@@ -163,7 +164,7 @@ fn fingerprint(
                 Vec::new()
             }
         };
-        let walked = walk_parts(root, &names, taken_ns);
+        let walked = walk_parts(root, &names, taken_ns, share);
         for (name, (digest, count)) in names.iter().zip(walked) {
             entries += count;
             parts.insert(name.to_string_lossy().into_owned(), digest);
@@ -173,14 +174,32 @@ fn fingerprint(
     Some((parts, entries))
 }
 
-/// Walks each of `names` under `root` on as many threads as there are cores, and
-/// returns each one's digest and entry count, in the order of `names`.
-fn walk_parts(root: &Path, names: &[std::ffi::OsString], taken_ns: i64) -> Vec<(String, u64)> {
+/// How many of the machine's cores a walk takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// Every core: nothing else is running.
+    EveryCore,
+    /// Every core but one (at least one): a runner runs beside the walk and keeps a
+    /// core to itself, so the walk does not slow the run it guards.
+    BesideARunner,
+}
+
+/// Walks each of `names` under `root` on the cores `share` gives, and returns each
+/// one's digest and entry count, in the order of `names`.
+fn walk_parts(
+    root: &Path,
+    names: &[std::ffi::OsString],
+    taken_ns: i64,
+    share: Share,
+) -> Vec<(String, u64)> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<(String, u64)>>> = Mutex::new(vec![None; names.len()]);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(names.len().max(1));
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = match share {
+        Share::EveryCore => cores,
+        Share::BesideARunner => cores.saturating_sub(1).max(1),
+    }
+    .min(names.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
@@ -348,7 +367,7 @@ mod tests {
         let dir = tree();
         let pin = InstallPin::take(&dir.path().join("site-packages"), "site").expect("pin");
         assert_eq!(pin.entries, 7, "{pin:?}");
-        assert_eq!(pin.first_change(), None);
+        assert_eq!(pin.first_change(Share::EveryCore), None);
     }
 
     #[test]
@@ -367,7 +386,9 @@ mod tests {
         restored
             .set_modified(times.modified().expect("mtime"))
             .expect("set mtime");
-        let (path, was, now) = pin.first_change().expect("the edit is seen");
+        let (path, was, now) = pin
+            .first_change(Share::EveryCore)
+            .expect("the edit is seen");
         assert_eq!(path, root.join("_pytest"));
         assert_eq!(
             (was.as_str(), now.as_str()),
@@ -381,18 +402,20 @@ mod tests {
         let root = dir.path().join("site-packages");
         let pin = InstallPin::take(&root, "site").expect("pin");
         std::fs::write(root.join("evil.pth"), "import os\n").expect("plant");
-        let (path, was, now) = pin.first_change().expect("planted");
+        let (path, was, now) = pin.first_change(Share::EveryCore).expect("planted");
         assert_eq!(path, root.join("evil.pth"));
         assert_eq!((was.as_str(), now.as_str()), ("absent", "present"));
         std::fs::remove_file(root.join("evil.pth")).expect("rm");
-        let (path, _, now) = pin.first_change().expect("put back is still a change");
+        let (path, _, now) = pin
+            .first_change(Share::EveryCore)
+            .expect("put back is still a change");
         assert_eq!(
             (path.as_path(), now.as_str()),
             (root.as_path(), "changed since run start")
         );
         let gone = InstallPin::take(&root, "site").expect("pin");
         std::fs::remove_dir_all(root.join("pluggy")).expect("rm");
-        let (path, was, now) = gone.first_change().expect("removed");
+        let (path, was, now) = gone.first_change(Share::EveryCore).expect("removed");
         assert_eq!(path, root.join("pluggy"));
         assert_eq!((was.as_str(), now.as_str()), ("present", "absent"));
     }
@@ -403,10 +426,10 @@ mod tests {
         let root = dir.path().join("site-packages");
         std::os::unix::fs::symlink("/nonexistent/elsewhere", root.join("linked")).expect("ln");
         let pin = InstallPin::take(&root, "site").expect("pin");
-        assert_eq!(pin.first_change(), None);
+        assert_eq!(pin.first_change(Share::EveryCore), None);
         std::fs::remove_file(root.join("linked")).expect("rm");
         std::os::unix::fs::symlink("/nonexistent/other", root.join("linked")).expect("ln");
-        let (path, _, _) = pin.first_change().expect("retargeted");
+        let (path, _, _) = pin.first_change(Share::EveryCore).expect("retargeted");
         assert_eq!(path, root.join("linked"));
     }
 
@@ -420,10 +443,10 @@ mod tests {
         let link = dir.path().join("python3");
         std::os::unix::fs::symlink(&a, &link).expect("ln");
         let pin = InstallPin::take(&link, "interpreter").expect("pin");
-        assert_eq!(pin.first_change(), None);
+        assert_eq!(pin.first_change(Share::EveryCore), None);
         std::fs::remove_file(&link).expect("rm");
         std::os::unix::fs::symlink(&b, &link).expect("ln");
-        let (path, _, now) = pin.first_change().expect("retargeted");
+        let (path, _, now) = pin.first_change(Share::EveryCore).expect("retargeted");
         assert_eq!((path, now.as_str()), (link, "changed since run start"));
     }
 
@@ -433,7 +456,7 @@ mod tests {
         let root = dir.path().join("site-packages");
         let pin = InstallPin::take(&root, "site").expect("pin");
         std::fs::remove_dir_all(&root).expect("rm");
-        let (path, _, now) = pin.first_change().expect("gone");
+        let (path, _, now) = pin.first_change(Share::EveryCore).expect("gone");
         assert_eq!((path, now.as_str()), (root, "absent"));
     }
 }

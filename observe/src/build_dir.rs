@@ -24,11 +24,18 @@ const WRITABLE: &[&str] = &["tmp", "tests", "nextest"];
 /// when a test step changed them, never the reason to empty everything.
 const CACHES: &[&str] = &[".rustc_info.json"];
 
+/// The mark a watch writes in the build directory, its clock.
+const MARK: &str = ".tdd-watch";
+
+/// How long a watch waits for the mark's time to move (a second on a file system that
+/// keeps whole seconds, a clock tick elsewhere).
+const MARK_BOUND: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// More entries than this are not walked: the directory is emptied as if written.
 const MAX_ENTRIES: usize = 2_000_000;
 
 /// A watch on a build directory from the end of a build step: every write into it
-/// after [`Watch::start`] has a change time at or after `since`, and none before.
+/// after [`Watch::start`] has a change time after `since`, and none before.
 #[derive(Debug)]
 pub(crate) struct Watch {
     root: PathBuf,
@@ -78,32 +85,24 @@ impl Written {
 }
 
 impl Watch {
-    /// Starts watching `root` once everything before this call has written it: waits
-    /// for the kernel's coarse clock (file times are taken from it) to move on, one
-    /// tick, or to the next second on a file system that keeps whole seconds only.
-    /// `None` when `root` is not a directory (nothing to watch).
+    /// Starts watching `root` once everything before this call has written it. The file
+    /// system is the clock: a mark written in `root` takes a change time no earlier than
+    /// any handed out before it (file times only move forward), and the mark is written
+    /// again until its time moves past that first one (at once where the kernel hands
+    /// out fine-grained times to a file whose time was read, within a clock tick, or a
+    /// second on a file system that keeps whole seconds), so every later write has a
+    /// later time. `None` when `root` is not a directory (nothing to watch); a mark
+    /// that cannot be written, or whose time does not move within [`MARK_BOUND`],
+    /// leaves a watch that finds everything written.
     pub(crate) fn start(root: &Path) -> Option<Watch> {
         let meta = std::fs::symlink_metadata(root).ok()?;
         if !meta.is_dir() {
             return None;
         }
-        let before = coarse_now();
-        // A file system that keeps whole seconds gives every write of this second the
-        // same time: the watch starts at the next second.
-        let whole_seconds = meta.ctime_nsec() == 0 && meta.mtime_nsec() == 0;
-        let since = if whole_seconds {
-            (before / 1_000_000_000 + 1) * 1_000_000_000
-        } else {
-            before + 1
-        };
-        // Bounded: the clock only moves forward, a tick (or a second) at most.
-        while coarse_now() < since {
-            std::thread::yield_now();
-        }
         Some(Watch {
             root: root.to_path_buf(),
             identity: (meta.dev(), meta.ino()),
-            since: coarse_now().max(since),
+            since: mark(&root.join(MARK)).unwrap_or(i64::MIN),
         })
     }
 
@@ -128,10 +127,7 @@ impl Watch {
 
     /// Whether `meta` was changed since the watch started.
     fn changed(&self, meta: &std::fs::Metadata) -> bool {
-        meta.ctime()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.ctime_nsec())
-            >= self.since
+        changed_ns(meta) > self.since
     }
 
     /// The first file under the root changed since the watch started (else a changed
@@ -159,7 +155,13 @@ impl Watch {
                 };
                 let name = entry.file_name();
                 let top = rel.as_os_str().is_empty();
-                if top && WRITABLE.iter().chain(CACHES).any(|w| name == *w) {
+                if top
+                    && WRITABLE
+                        .iter()
+                        .chain(CACHES)
+                        .chain([&MARK])
+                        .any(|w| name == *w)
+                {
                     continue;
                 }
                 seen += 1;
@@ -223,15 +225,44 @@ fn open_up(dir: &Path) {
     }
 }
 
-/// The kernel's coarse real-time clock in ns, from which file times are taken.
-fn coarse_now() -> i64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME_COARSE)
-        .map(|t| {
-            t.tv_sec()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(t.tv_nsec())
-        })
-        .unwrap_or(i64::MAX)
+/// The change time of `meta`, in ns.
+fn changed_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.ctime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(meta.ctime_nsec())
+}
+
+/// Writes the mark at `path` (never through a link) until its change time moves past
+/// the first one it took; gives that first time, which no write before the call
+/// exceeds and every write after it does. `None` when it cannot be written or its
+/// time does not move within [`MARK_BOUND`].
+fn mark(path: &Path) -> Option<i64> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let write = || -> Option<i64> {
+        let mut file = std::fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+            .open(path)
+            .ok()?;
+        file.write_all(b"tdd").ok()?;
+        // Read back through the handle: the time written, and (where the kernel hands
+        // out fine-grained times) a time that was read, so the next write moves it.
+        file.metadata().ok().map(|meta| changed_ns(&meta))
+    };
+    let first = write()?;
+    let deadline = std::time::Instant::now() + MARK_BOUND;
+    loop {
+        if write()? > first {
+            return Some(first);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        std::thread::yield_now();
+    }
 }
 
 #[cfg(test)]
@@ -344,7 +375,7 @@ mod tests {
         let root = dir.path().join("target");
         std::fs::create_dir(&root).expect("mkdir");
         let watch = Watch::start(&root).expect("a directory");
-        std::fs::remove_dir(&root).expect("rmdir");
+        std::fs::remove_dir_all(&root).expect("rmdir");
         std::os::unix::fs::symlink(outside.path(), &root).expect("link");
         assert!(matches!(watch.settle(), Written::Artifact { .. }));
         assert!(

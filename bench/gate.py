@@ -11,7 +11,8 @@ machine's load hits both sides alike:
 
 With --cargo, the same on a 20-crate cargo workspace, plus the number of crates the
 second and later GREENs compile (goal: only the changed crate and what depends on it,
-never a dependency from the registry).
+never a dependency from the registry), and any run that emptied the build directory
+because its tests wrote it (none should).
 
 With --sandbox-off, the repositories' tdd.toml says `[sandbox] enabled = false`, so
 runners start unconfined: run it beside a run without the flag to see what confining
@@ -157,6 +158,10 @@ def bench_cargo(work, env):
         assert envelope["ok"], envelope
         totals.append(wall)
         overhead.append(wall - runner_ms(envelope["data"]))
+        emptied = [d for o in envelope["data"].get("observations", []) for d in o.get("diagnostics", [])
+                   if "build directory" in d]
+        if emptied:
+            print(f"  GREEN {i}: the build directory was emptied: {emptied[0]}")
         if i > 0:
             crates = compiled(envelope)
             print(f"  GREEN {i}: compiled {len(crates)} crate(s): {', '.join(c.split()[1] for c in crates)}")

@@ -167,10 +167,11 @@ impl Session {
     ///
     /// The runners and the configuration chain are checked first; the fingerprints of
     /// what the runners load (thousands of entries) beside the clean room's reset and
-    /// runs, on every core but one so the runner keeps one to itself: every deciding run's result is discarded when that check fails (a changed
-    /// installation refuses first, whatever the runs said), and a change made while
-    /// they ran leaves a change time the check before the commit sees. So the longest
-    /// check costs the gate nothing on its path.
+    /// runs, on every core but one so the runner keeps one to itself: every deciding
+    /// run's result is discarded when that check fails (a changed installation refuses
+    /// first, whatever the runs said), and a change made while they ran leaves a change
+    /// time the check before the commit sees. So the longest check costs the gate
+    /// nothing on its path.
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,

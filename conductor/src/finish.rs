@@ -34,7 +34,7 @@ impl Conductor<'_> {
         let ticks = crate::plan::ticks_at_head(&self.work_tree, &self.plan_path);
         Summary {
             conduct: self.journal.conduct().to_string(),
-            run_id: self.cursor.run_id.clone(),
+            run_id: self.cursor.run_id().map(str::to_string),
             issue: self.issue.number(),
             branch: self.branch.clone(),
             steps_done: ticks.iter().filter(|(_, t)| *t).count(),
@@ -46,7 +46,7 @@ impl Conductor<'_> {
     }
 
     /// Records a bail: the half-done step reset, the record in the ledger and on the forge.
-    pub(crate) fn bail(&mut self, bail: &Bail) -> Result<(), ConductError> {
+    pub(crate) fn bail(&self, bail: &Bail) -> Result<(), ConductError> {
         self.progress.event(
             "conduct_bailed",
             json!(bail),
@@ -66,7 +66,7 @@ impl Conductor<'_> {
         }
         self.journal.record(&ConductorEvent::Bailed(Bailed {
             bail: bail.clone(),
-            run_id: self.cursor.run_id.clone(),
+            run_id: self.cursor.run_id().map(str::to_string),
         }))?;
         let body = crate::report::bail_comment(bail);
         self.best_effort(self.forge.comment("bail", &body).map(drop))?;

@@ -45,7 +45,7 @@ impl Conductor<'_> {
         step: u32,
         phase: &str,
     ) -> Result<(Response, Duration), Halt> {
-        request.run_id = self.cursor.run_id.clone();
+        request.run_id = self.cursor.run_id().map(str::to_string);
         request.wall_timeout = Duration::from_secs(self.config.conductor.leaf_timeout_s);
         request.idle_timeout = Some(Duration::from_secs(self.config.conductor.idle_timeout_s));
         let role = request.role();
@@ -243,10 +243,9 @@ impl Conductor<'_> {
     /// The number of steps in the plan at HEAD (0 before the plan is committed). A
     /// committed plan's steps do not change, so the count is read from git once.
     pub(crate) fn steps_planned(&self) -> u32 {
-        if self.cursor.steps_planned.get() == 0 {
+        self.cursor.steps_planned(|| {
             let n = crate::plan::ticks_at_head(&self.work_tree, &self.plan_path).len();
-            self.cursor.steps_planned.set(u32::try_from(n).unwrap_or(0));
-        }
-        self.cursor.steps_planned.get()
+            u32::try_from(n).unwrap_or(u32::MAX)
+        })
     }
 }

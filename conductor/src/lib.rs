@@ -4,6 +4,7 @@
 
 pub mod bail;
 pub mod conductor;
+mod cursor;
 mod decide;
 mod denied;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod issue;
 pub mod journal;
 mod leaf;
 pub mod lock;
+mod open;
 pub mod plan;
 mod recover;
 pub mod relay;

@@ -98,7 +98,7 @@ fn undeclared_red(name: &str, summary: &Value) -> Option<String> {
 impl Conductor<'_> {
     /// The plan is committed at HEAD, or a planner writes it (one retry), it is checked
     /// and committed with its checklist.
-    pub(crate) fn ensure_plan(&mut self) -> Result<(), Halt> {
+    pub(crate) fn ensure_plan(&self) -> Result<(), Halt> {
         if !ticks_at_head(&self.work_tree, &self.plan_path).is_empty() {
             return Ok(());
         }
@@ -175,7 +175,7 @@ impl Conductor<'_> {
 
     /// Writes the projection (the planner's front-matter and the step checklist) and
     /// commits it.
-    fn commit_plan(&mut self, plan: &Plan, text: &str) -> Result<(), Halt> {
+    fn commit_plan(&self, plan: &Plan, text: &str) -> Result<(), Halt> {
         let front = front_matter(text).unwrap_or(text);
         let mut out = format!(
             "{front}\n# Issue #{}: {}\n\n",
@@ -228,9 +228,9 @@ impl Conductor<'_> {
     /// beyond the project's declared `known_failures` (or with a runner error) bails
     /// `baseline_red` naming the undeclared failures. A run that already completed leaves
     /// nothing to do.
-    pub(crate) fn ensure_run(&mut self) -> Result<(), Halt> {
+    pub(crate) fn ensure_run(&self) -> Result<(), Halt> {
         if let Some(state) = self.engine.status()? {
-            self.cursor.run_id = Some(state.run_id);
+            self.cursor.found_run(state.run_id);
             return Ok(());
         }
         if let Some(done) = self.journal.engine_run()? {
@@ -243,7 +243,7 @@ impl Conductor<'_> {
                 .map_err(tdd_engine::ledger::LedgerError::from)?
                 .is_some_and(|s| s.status == tdd_engine::run::RunStatus::Abandoned);
             if !abandoned {
-                self.cursor.run_id = Some(done);
+                self.cursor.found_run(done);
                 return Ok(());
             }
         }
@@ -251,7 +251,7 @@ impl Conductor<'_> {
             .engine
             .begin_baseline()?
             .start(Path::new(&self.plan_path), self.progress)?;
-        self.cursor.run_id = Some(started.run_id.clone());
+        self.cursor.found_run(started.run_id.clone());
         self.journal.record(&ConductorEvent::RunStarted(EngineRun {
             run_id: started.run_id.clone(),
         }))?;

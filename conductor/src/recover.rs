@@ -60,7 +60,7 @@ fn last_phase_commit(state: &RunState) -> Option<(usize, &'static str, String)> 
 impl Conductor<'_> {
     /// On a resume: the ticked boxes at HEAD must be exactly the closed cycles (a
     /// skipped cycle's box stays unticked).
-    pub(crate) fn check_agreement(&mut self) -> Result<(), Halt> {
+    pub(crate) fn check_agreement(&self) -> Result<(), Halt> {
         let Some(state) = self.engine.status()? else {
             return Ok(());
         };
@@ -93,7 +93,7 @@ impl Conductor<'_> {
     /// `restore_phase_start` then makes the files exact), so the work of that phase is
     /// redone (or its undo) as if the kill came just before it. Any other difference is
     /// not the engine's, and is left to `check_agreement`.
-    pub(crate) fn realign_head(&mut self) -> Result<(), Halt> {
+    pub(crate) fn realign_head(&self) -> Result<(), Halt> {
         // The engine run of this conduct run, active or completed (a killed undo of the
         // last REFACTOR finds the run completed in the ledger).
         let Some(run_id) = self.journal.engine_run()? else {
@@ -154,7 +154,7 @@ impl Conductor<'_> {
     /// On a resume: whatever a killed conductor's leaf left half-done in the current
     /// phase is dropped, the tree restored exactly to that phase's start. The phases
     /// before it stand; `settle_unjudged` then judges the last one if it was not.
-    pub(crate) fn restore_phase_start(&mut self) -> Result<(), Halt> {
+    pub(crate) fn restore_phase_start(&self) -> Result<(), Halt> {
         let Some(state) = self.engine.status()? else {
             return self.reset_half_done_step();
         };
@@ -174,7 +174,7 @@ impl Conductor<'_> {
 
     /// Puts the current step back to where it began: every phase it committed is rolled
     /// back through the engine, and the tree restored to the step's start.
-    pub(crate) fn reset_half_done_step(&mut self) -> Result<(), Halt> {
+    pub(crate) fn reset_half_done_step(&self) -> Result<(), Halt> {
         let Some(state) = self.engine.status()? else {
             // No engine run: only an uncommitted plan can be left over.
             if ticks_at_head(&self.work_tree, &self.plan_path).is_empty() {
@@ -204,12 +204,12 @@ impl Conductor<'_> {
     /// cycle's RED or GREEN commit, or the REFACTOR that closed the cycle before it.
     /// An ACCEPT is recorded; a REJECT within the budget undoes the phase (reopening a
     /// REFACTOR) and leaves its findings for the revise leaf.
-    pub(crate) fn settle_unjudged(&mut self) -> Result<(), Halt> {
-        let Some(run_id) = self.cursor.run_id.clone() else {
+    pub(crate) fn settle_unjudged(&self) -> Result<(), Halt> {
+        let Some(run_id) = self.cursor.run_id() else {
             return Ok(());
         };
         let events =
-            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(&run_id))?;
+            tdd_engine::ledger::Ledger::open(&self.location.database)?.events(Some(run_id))?;
         let Some(state) = RunState::project(&events, self.engine.kinds())
             .map_err(tdd_engine::ledger::LedgerError::from)?
         else {
@@ -250,7 +250,7 @@ impl Conductor<'_> {
     /// Judges `commit`, the work of `phase` of `planned` (unless `recorded` already
     /// holds its verdict), and acts on the verdict.
     fn settle(
-        &mut self,
+        &self,
         planned: &PlannedCycle,
         phase: Phase,
         commit: &str,

@@ -230,7 +230,7 @@ fn render_integrity(out: &mut String, phases: &[PhaseRecord], hooks: &[String]) 
 
 /// The engine run's own events, read as the engine's type.
 fn run_events(c: &Conductor<'_>) -> Result<Vec<RunEvent>, LedgerError> {
-    let Some(run_id) = c.cursor.run_id.as_deref() else {
+    let Some(run_id) = c.cursor.run_id() else {
         return Ok(Vec::new());
     };
     let mut events = Vec::new();
@@ -345,7 +345,7 @@ pub(crate) fn pr_body(c: &Conductor<'_>, complete: bool) -> Result<String, Ledge
     out.push_str(&format!(
         "\n---\nconduct `{}` · engine run `{}` · every event behind this report is in the ledger (`tdd ledger path`, `tdd ledger verify`).\n",
         c.journal.conduct(),
-        c.cursor.run_id.as_deref().unwrap_or("-")
+        c.cursor.run_id().unwrap_or("-")
     ));
     Ok(out)
 }
@@ -400,7 +400,7 @@ fn sandbox_line(c: &Conductor<'_>) -> Result<Option<String>, LedgerError> {
         let LeavesEvent::LeafStarted(started) = typed else {
             continue;
         };
-        let ours = event.run_id.is_none() || event.run_id == c.cursor.run_id;
+        let ours = event.run_id.is_none() || event.run_id.as_deref() == c.cursor.run_id();
         if ours && started.leaf_id.contains(&marker) {
             let level = started.sandbox.unwrap_or_else(|| "not confined".into());
             *levels.entry(level).or_default() += 1;

@@ -48,7 +48,7 @@ pub(crate) fn ms(d: Duration) -> u64 {
 
 impl Conductor<'_> {
     /// Drives the step at `index` until its cycle closes, then reports it.
-    pub(crate) fn step(&mut self, state: &RunState, index: usize) -> Result<(), Halt> {
+    pub(crate) fn step(&self, state: &RunState, index: usize) -> Result<(), Halt> {
         let planned = state.plan.cycles[index].clone();
         let n = planned.n;
         let _span = tracing::info_span!("step", n, run_id = state.run_id.as_str()).entered();
@@ -115,12 +115,7 @@ impl Conductor<'_> {
     }
 
     /// One phase: developer leaf, advance, verifier; revise on REJECT within budget.
-    fn phase(
-        &mut self,
-        planned: &PlannedCycle,
-        phase: Phase,
-        timing: &mut Timing,
-    ) -> Result<(), Halt> {
+    fn phase(&self, planned: &PlannedCycle, phase: Phase, timing: &mut Timing) -> Result<(), Halt> {
         let (n, name) = (planned.n, phase.trailer());
         let _span = tracing::info_span!("phase", phase = name).entered();
         // Refusals, like REJECTs, count across invocations: a stopped or killed

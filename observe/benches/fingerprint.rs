@@ -13,6 +13,8 @@ use criterion::Criterion;
 use criterion::criterion_group;
 use criterion::criterion_main;
 use tdd_observe::hermetic::InstallPin;
+use tdd_observe::hermetic::InstallWatch;
+use tdd_observe::hermetic::Share;
 
 /// Writes `packages` packages of 100 small files each under `root`.
 fn node_modules(root: &Path, packages: usize) {
@@ -41,10 +43,9 @@ fn bench(c: &mut Criterion) {
     let pin = InstallPin::take(&root, "dependency directory").expect("pin");
     let name = format!("unchanged node_modules of {} entries", pin.entries);
     c.bench_function(&name, |b| {
-        b.iter(|| {
-            assert!(black_box(pin.first_change(tdd_observe::hermetic::Share::EveryCore)).is_none())
-        });
+        b.iter(|| assert!(black_box(pin.first_change(Share::EveryCore)).is_none()));
     });
+    watched(c, &pin, &name);
     if let Some(site) = std::env::var_os("TDD_BENCH_SITE") {
         let pin = InstallPin::take(Path::new(&site), "site-packages").expect("pin");
         let name = format!(
@@ -53,13 +54,31 @@ fn bench(c: &mut Criterion) {
             pin.entries
         );
         c.bench_function(&name, |b| {
-            b.iter(|| {
-                assert!(
-                    black_box(pin.first_change(tdd_observe::hermetic::Share::EveryCore)).is_none()
-                )
-            });
+            b.iter(|| assert!(black_box(pin.first_change(Share::EveryCore)).is_none()));
         });
+        watched(c, &pin, &name);
     }
+}
+
+/// The walk beside a runner (every core but one) as a close makes it: plain, and
+/// watching what it walks, with the watches' removal; then the check after the runs
+/// that the watch spares a second walk.
+fn watched(c: &mut Criterion, pin: &InstallPin, name: &str) {
+    let beside = Share::BesideARunner;
+    c.bench_function(&format!("{name}, beside a runner"), |b| {
+        b.iter(|| assert!(black_box(pin.first_change(beside)).is_none()));
+    });
+    c.bench_function(&format!("{name}, beside a runner, watched"), |b| {
+        b.iter(|| {
+            let watch = InstallWatch::new();
+            assert!(black_box(pin.first_change_watched(beside, &watch)).is_none());
+        });
+    });
+    let watch = InstallWatch::new();
+    assert!(pin.first_change_watched(beside, &watch).is_none());
+    c.bench_function(&format!("{name}, after the runs, watched"), |b| {
+        b.iter(|| assert!(black_box(pin.held_by(&watch))));
+    });
 }
 
 criterion_group! {

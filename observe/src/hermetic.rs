@@ -28,11 +28,13 @@ mod chain;
 mod install;
 mod python;
 mod toolchain;
+mod watch;
 
 pub use chain::ChainEntry;
 pub use install::InstallPin;
 pub use install::Share;
 pub use toolchain::ToolchainInstall;
+pub use watch::InstallWatch;
 
 /// Variables a deciding run inherits from the environment captured at run start.
 ///
@@ -472,15 +474,47 @@ impl PinnedEnv {
     /// ([`Share::BesideARunner`], so it leaves them a core).
     pub fn verify_installs(&self, share: Share) -> Result<(), RunnerChanged> {
         for pin in &self.installs {
-            if let Some((path, was, now)) = pin.first_change(share) {
-                return Err(RunnerChanged {
-                    name: path.display().to_string(),
-                    was,
-                    now: format!("{now} (in {}, {})", pin.what, pin.root.display()),
-                });
-            }
+            pin.first_change(share)
+                .map_or(Ok(()), |c| Err(changed_in(pin, c)))?;
         }
         Ok(())
+    }
+
+    /// [`PinnedEnv::verify_installs`], watching each root as it is walked (see
+    /// [`InstallWatch`]), so that [`PinnedEnv::verify_after_runs`] can tell, once the runs
+    /// it guards are over, whether anything changed since without walking again.
+    pub fn verify_installs_watching(
+        &self,
+        share: Share,
+        watch: &InstallWatch,
+    ) -> Result<(), RunnerChanged> {
+        for pin in &self.installs {
+            let change = pin.first_change_watched(share, watch);
+            change.map_or(Ok(()), |c| Err(changed_in(pin, c)))?;
+        }
+        Ok(())
+    }
+
+    /// [`PinnedEnv::verify`] after deciding runs that a watched walk
+    /// ([`PinnedEnv::verify_installs_watching`]) guarded: the runners and the
+    /// configuration chain by their bytes as always; each root the kernel's queue proves
+    /// unchanged is not walked again, every other one is (on every core).
+    pub fn verify_after_runs(&self, watch: &InstallWatch) -> Result<(), RunnerChanged> {
+        self.verify_runners()?;
+        for pin in self.installs.iter().filter(|pin| !pin.held_by(watch)) {
+            let change = pin.first_change(Share::EveryCore);
+            change.map_or(Ok(()), |c| Err(changed_in(pin, c)))?;
+        }
+        Ok(())
+    }
+}
+
+/// The refusal for `pin`'s first change: the path, what it was and what it is.
+fn changed_in(pin: &InstallPin, (path, was, now): (PathBuf, String, String)) -> RunnerChanged {
+    RunnerChanged {
+        name: path.display().to_string(),
+        was,
+        now: format!("{now} (in {}, {})", pin.what, pin.root.display()),
     }
 }
 

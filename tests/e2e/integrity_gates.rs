@@ -978,6 +978,43 @@ fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
 }
 
 #[test]
+fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_commit() {
+    let (_dir, venv, site) = venv_with_pytest();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = Env::new().with_env("PATH", &path);
+    let live = env.root().canonicalize().expect("work tree");
+    let planted = site.join("left_behind.py");
+    // Committed before run start: in the clean room only, and only with the stub (the
+    // sensitivity run, which starts after the check beside GREEN's first runs has
+    // ended), a module is planted in site-packages and taken away again.
+    env.write(
+        "conftest.py",
+        &format!(
+            "import os\n\n\ndef pytest_sessionstart(session):\n    if os.path.realpath(os.getcwd()) == {live:?}:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        open({p:?}, 'w').close()\n        os.remove({p:?})\n",
+            live = live.display().to_string(),
+            p = planted.display().to_string()
+        ),
+    );
+    // Unconfined, so that code run by the deciding run can reach the installation.
+    let env = at_green_with(env, Locks::Hand, "\n[sandbox]\nenabled = false\n");
+    let red = head(&env);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert!(!planted.exists());
+    assert_runner_changed(&env, &red, (code, &value));
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("site-packages")),
+        "{value}"
+    );
+}
+
+#[test]
 fn an_installation_written_while_the_deciding_runs_run_refuses_the_commit() {
     let (_dir, venv, site) = venv_with_pytest();
     let path = format!(

@@ -9,7 +9,10 @@ use super::cleanroom::CleanRoom;
 use super::state::RunState;
 use crate::config::AdapterKind;
 use crate::observe::Project;
+use crate::observe::hermetic::InstallWatch;
 use crate::observe::hermetic::PinnedEnv;
+use crate::observe::hermetic::RunnerChanged;
+use crate::observe::hermetic::Share;
 use crate::observe::hermetic::runner_programs;
 
 /// The run's pins with the dependencies taken anew, and what changed, in words.
@@ -117,18 +120,6 @@ impl Session {
         .collect()
     }
 
-    /// Refuses a deciding run when a pinned runner, the configuration chain above the
-    /// clean room or what the runners load from outside the commit is not as it was at
-    /// run start. Checked before a gate's first deciding run, and again after its last:
-    /// a change to an installation leaves a change time behind it, so one made while the
-    /// runs ran, even undone, is seen then.
-    pub(super) fn check_pinned(&self, pinned: Option<&PinnedEnv>) -> Result<(), RunError> {
-        match pinned {
-            Some(env) => Ok(env.verify()?),
-            None => Ok(()),
-        }
-    }
-
     /// For a cycle whose plan declares `changes_dependencies`: the run's pins with the
     /// dependencies taken as they are now, and what changed since they were pinned,
     /// recorded as `dependencies_changed`. `None` when nothing changed (nothing is
@@ -231,5 +222,102 @@ impl Session {
                 })
             })
             .collect()
+    }
+}
+
+/// The check of what a close's deciding runs load from outside the commit: the
+/// fingerprints of the pinned installations (tens of thousands of entries, judged by
+/// change time) walked on a thread of their own from the moment the close begins, on
+/// every core but one; the runs' results count only once [`InstallCheck::finish`] has
+/// passed. A close refused before its runs never waits for the walk (it goes on,
+/// reading only, until it ends).
+///
+/// A walk that also watches what it walks ([`InstallWatch`]) takes longer, so a GREEN
+/// starts it only once its targets passed alone, beside the suites and the sensitivity
+/// run ([`InstallCheck::watch_from_now`]): a GREEN refused on its targets (the common
+/// refusal) waits for the plain walk only, and an accepted one is spared the walk
+/// again before its commit.
+pub(super) struct InstallCheck {
+    pinned: Option<Arc<PinnedEnv>>,
+    watch: Arc<InstallWatch>,
+    walk: Option<Walking>,
+    watched: Option<Walking>,
+}
+
+type Walking = std::thread::JoinHandle<Result<(), RunnerChanged>>;
+
+/// Whether the walk a close begins with watches what it walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FirstWalk {
+    /// Plain: a watched walk follows once the targets passed (GREEN).
+    Plain,
+    /// Watched from the start: a REFACTOR close has no target run to be refused on
+    /// first.
+    Watched,
+}
+
+impl InstallCheck {
+    /// Starts the walk of `pinned`'s installations, if any are pinned.
+    pub(super) fn start(pinned: Option<&Arc<PinnedEnv>>, first: FirstWalk) -> InstallCheck {
+        let mut check = InstallCheck {
+            pinned: pinned.cloned(),
+            watch: Arc::new(InstallWatch::new()),
+            walk: None,
+            watched: None,
+        };
+        match first {
+            FirstWalk::Watched => check.watch_from_now(),
+            FirstWalk::Plain => check.walk = check.spawn(None),
+        }
+        check
+    }
+
+    /// Starts the watched walk, unless one was started: from the moment each entry is
+    /// walked, any change to it is queued by the kernel.
+    pub(super) fn watch_from_now(&mut self) {
+        if self.watched.is_none() {
+            self.watched = self.spawn(Some(Arc::clone(&self.watch)));
+        }
+    }
+
+    fn spawn(&self, watch: Option<Arc<InstallWatch>>) -> Option<Walking> {
+        let env = Arc::clone(self.pinned.as_ref()?);
+        Some(std::thread::spawn(move || match watch {
+            Some(watch) => env.verify_installs_watching(Share::BesideARunner, &watch),
+            None => env.verify_installs(Share::BesideARunner),
+        }))
+    }
+
+    /// Waits for the first walk: `Err` when something under an installation changed
+    /// since run start.
+    pub(super) fn finish(&mut self) -> Result<(), RunError> {
+        match self.walk.take() {
+            Some(walk) => joined(walk),
+            None => self.watched.take().map_or(Ok(()), joined),
+        }
+    }
+
+    /// Refuses a commit when a pinned runner, the configuration chain above the clean
+    /// room or what the runners load from outside the commit is not as it was at run
+    /// start. Called after a close's last deciding run: a change made before an entry
+    /// was walked leaves a change time the watched walk saw, and one made after it an
+    /// event the kernel queued, so one made while the runs ran, even undone, is seen.
+    /// Only what the watch cannot vouch for is walked again.
+    pub(super) fn after_runs(&mut self) -> Result<(), RunError> {
+        self.finish()?;
+        self.watched.take().map_or(Ok(()), joined)?;
+        match &self.pinned {
+            Some(env) => Ok(env.verify_after_runs(&self.watch)?),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The walk's answer, once it ends.
+fn joined(walk: Walking) -> Result<(), RunError> {
+    match walk.join() {
+        Ok(checked) => Ok(checked?),
+        // A panic in the check is the check's own bug: it goes on as one.
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }

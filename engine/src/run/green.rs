@@ -19,6 +19,8 @@ use super::advance::Ctx;
 use super::candidate;
 use super::candidate::Candidate;
 use super::cleanroom::CleanRoomError;
+use super::deciding::FirstWalk;
+use super::deciding::InstallCheck;
 use super::gates::Refused;
 use super::gates::green_gate;
 use super::gates::suite_gate;
@@ -45,8 +47,16 @@ impl Session {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
-        self.enforce_locks(ledger, ctx, outcome)?;
+        // Begun first, so that the walk of the installations (longer than a target's
+        // run) is well ahead by the time the deciding runs start.
         let refactor = ctx.phase == Phase::AwaitingRefactor;
+        let first = if refactor {
+            FirstWalk::Watched
+        } else {
+            FirstWalk::Plain
+        };
+        let mut installs = InstallCheck::start(ctx.pinned.as_ref(), first);
+        self.enforce_locks(ledger, ctx, outcome)?;
         let (now, sweep, head) = if refactor {
             match self.before_close(ledger, ctx, progress)? {
                 Ok(prepared) => prepared,
@@ -79,7 +89,14 @@ impl Session {
             });
             ledger.record(Some(&ctx.state.run_id), &event)?;
         }
-        let judged = match self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, progress) {
+        let judged = match self.judge_in_clean_room(
+            ctx,
+            outcome,
+            &candidate,
+            &sweep,
+            &mut installs,
+            progress,
+        ) {
             Err(RunError::CleanRoom(CleanRoomError::LinkLeavesTree { path, target })) => {
                 Ok(Some(link_leaves_tree(ctx.phase, &path, &target)))
             }
@@ -106,7 +123,7 @@ impl Session {
                 Phase::AwaitingRefactor,
             )
         };
-        self.check_pinned(ctx.pinned.as_deref())?;
+        installs.after_runs()?;
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
     }
 
@@ -165,41 +182,26 @@ impl Session {
     /// A suite whose targets already passed alone runs without them where its runner can
     /// deselect by id, and is judged with their results added: one suite run in total.
     ///
-    /// The runners and the configuration chain are checked first; the fingerprints of
-    /// what the runners load (thousands of entries) beside the clean room's reset and
-    /// runs, on every core but one so the runner keeps one to itself: every deciding
-    /// run's result is discarded when that check fails (a changed installation refuses
-    /// first, whatever the runs said), and a change made while they ran leaves a change
-    /// time the check before the commit sees. So the longest check costs the gate
-    /// nothing on its path.
+    /// The runners and the configuration chain (a few files judged by bytes) are checked
+    /// first; the walk of what the runners load (`installs`, begun with the close) is
+    /// waited for once the runs are over, and every deciding run's result is discarded
+    /// when it fails (a changed installation refuses first, whatever the runs said).
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,
         outcome: &mut AdvanceOutcome,
         candidate: &Candidate,
         sweep: &[String],
+        installs: &mut InstallCheck,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
-        let pinned = ctx.pinned.as_deref();
-        if let Some(env) = pinned {
+        if let Some(env) = ctx.pinned.as_deref() {
             env.verify_runners()?;
         }
-        std::thread::scope(|scope| {
-            let check = scope.spawn(|| {
-                pinned.map_or(Ok(()), |env| {
-                    env.verify_installs(crate::observe::hermetic::Share::BesideARunner)
-                })
-            });
-            let judged = self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, progress);
-            // A panic in the check is the check's own bug: it goes on as one.
-            match check
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            {
-                Ok(()) => judged,
-                Err(changed) => Err(changed.into()),
-            }
-        })
+        let judged =
+            self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, installs, progress);
+        installs.finish()?;
+        judged
     }
 
     /// [`Session::judge_in_clean_room`] without the check of the pins.
@@ -209,6 +211,7 @@ impl Session {
         outcome: &mut AdvanceOutcome,
         candidate: &Candidate,
         sweep: &[String],
+        installs: &mut InstallCheck,
         progress: &dyn Progress,
     ) -> Result<Option<Refused>, RunError> {
         let projects = self.in_clean_room(ctx.pinned.as_ref(), &candidate.tree, sweep)?;
@@ -219,6 +222,7 @@ impl Session {
                 Err(refusal) => return Ok(Some(refusal)),
             }
         }
+        installs.watch_from_now();
         // Who the commit will be by, and the next phase's base, are learned while the
         // suites run (not before: a GREEN refused on its targets makes no commit).
         ctx.stamp.start(&self.work_tree);

@@ -30,6 +30,9 @@ use serde::Deserialize;
 use serde::Serialize;
 use sha2::Digest;
 
+use super::watch::InstallWatch;
+use super::watch::RootWatch;
+
 /// The most entries walked under one root; a root beyond it is pinned as `too large`
 /// (its top-level entries only), so that a fingerprint never takes unbounded time.
 const MAX_ENTRIES: usize = 400_000;
@@ -74,7 +77,7 @@ impl InstallPin {
     /// The same, leaving out the top-level entries named in `skip`.
     pub fn take_skipping(root: &Path, what: &str, skip: Vec<String>) -> Option<InstallPin> {
         let taken_ns = now_ns();
-        let (parts, entries) = fingerprint(root, taken_ns, &skip, Share::EveryCore)?;
+        let (parts, entries) = fingerprint(root, taken_ns, &skip, Share::EveryCore, None)?;
         Some(InstallPin {
             root: root.to_path_buf(),
             what: what.to_string(),
@@ -102,7 +105,37 @@ impl InstallPin {
     /// start`). An entry below the root is named before the root itself, whose own
     /// record changes with any entry added or removed.
     pub fn first_change(&self, share: Share) -> Option<(PathBuf, String, String)> {
-        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip, share) else {
+        self.first_change_with(share, None)
+    }
+
+    /// [`InstallPin::first_change`], with a kernel watch added on each directory before
+    /// it is listed (and on each file with several names): when nothing changed, `watch`
+    /// then tells whether anything under the root changes later without a walk
+    /// ([`InstallWatch`]).
+    pub fn first_change_watched(
+        &self,
+        share: Share,
+        watch: &InstallWatch,
+    ) -> Option<(PathBuf, String, String)> {
+        let root = watch.root(&self.root);
+        let change = self.first_change_with(share, Some(&root));
+        root.done(change.is_none());
+        change
+    }
+
+    /// Whether `watch` proves that nothing under the root changed since its watched
+    /// walk found it unchanged.
+    pub fn held_by(&self, watch: &InstallWatch) -> bool {
+        watch.holds(&self.root)
+    }
+
+    fn first_change_with(
+        &self,
+        share: Share,
+        watch: Option<&RootWatch<'_>>,
+    ) -> Option<(PathBuf, String, String)> {
+        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip, share, watch)
+        else {
             return Some((self.root.clone(), "present".into(), "absent".into()));
         };
         let word = |present: bool| if present { "present" } else { "absent" };
@@ -127,12 +160,14 @@ impl InstallPin {
     }
 }
 
-/// The fingerprint of every top-level entry under `root`, and the number of entries.
+/// The fingerprint of every top-level entry under `root`, and the number of entries;
+/// with `watch`, each directory is watched before it is listed.
 fn fingerprint(
     root: &Path,
     taken_ns: i64,
     skip: &[String],
     share: Share,
+    watch: Option<&RootWatch<'_>>,
 ) -> Option<(BTreeMap<String, String>, u64)> {
     let meta = root.metadata().ok()?;
     let mut parts = BTreeMap::new();
@@ -153,6 +188,9 @@ fn fingerprint(
     }
     let mut entries = 1u64;
     if meta.is_dir() {
+        if let Some(watch) = watch {
+            watch.dir(root);
+        }
         let names: Vec<std::ffi::OsString> = match std::fs::read_dir(root) {
             Ok(dir) => dir
                 .filter_map(Result::ok)
@@ -160,11 +198,14 @@ fn fingerprint(
                 .filter(|name| !skip.iter().any(|s| s.as_bytes() == name.as_bytes()))
                 .collect(),
             Err(e) => {
+                if let Some(w) = watch {
+                    w.give_up();
+                }
                 own.update(e.to_string().as_bytes());
                 Vec::new()
             }
         };
-        let walked = walk_parts(root, &names, taken_ns, share);
+        let walked = walk_parts(root, &names, taken_ns, share, watch);
         for (name, (digest, count)) in names.iter().zip(walked) {
             entries += count;
             parts.insert(name.to_string_lossy().into_owned(), digest);
@@ -191,6 +232,7 @@ fn walk_parts(
     names: &[std::ffi::OsString],
     taken_ns: i64,
     share: Share,
+    watch: Option<&RootWatch<'_>>,
 ) -> Vec<(String, u64)> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<(String, u64)>>> = Mutex::new(vec![None; names.len()]);
@@ -206,7 +248,7 @@ fn walk_parts(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(name) = names.get(i) else { break };
-                    let done = walk_one(&root.join(name), name.as_bytes(), taken_ns);
+                    let done = walk_one(&root.join(name), name.as_bytes(), taken_ns, watch);
                     if let Ok(mut slots) = out.lock() {
                         slots[i] = Some(done);
                     }
@@ -224,12 +266,20 @@ fn walk_parts(
 /// The digest and entry count of `path` and everything below it, links not followed.
 /// Each directory's entries are looked at relative to the directory they were listed
 /// from, so no path is resolved again from the root.
-fn walk_one(path: &Path, rel: &[u8], taken_ns: i64) -> (String, u64) {
+fn walk_one(
+    path: &Path,
+    rel: &[u8],
+    taken_ns: i64,
+    watch: Option<&RootWatch<'_>>,
+) -> (String, u64) {
     let mut hasher = sha2::Sha256::new();
     let mut count = 1u64;
     let meta = match path.symlink_metadata() {
         Ok(meta) => meta,
         Err(e) => {
+            if let Some(w) = watch {
+                w.give_up();
+            }
             hasher.update(rel);
             hasher.update(e.to_string().as_bytes());
             return (short(hasher), count);
@@ -239,11 +289,19 @@ fn walk_one(path: &Path, rel: &[u8], taken_ns: i64) -> (String, u64) {
     let mut dirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     if meta.is_dir() {
         dirs.push((path.to_path_buf(), rel.to_vec()));
+    } else if let Some(watch) = watch {
+        watch.file(path, &meta);
     }
     while let Some((dir, rel)) = dirs.pop() {
+        if let Some(watch) = watch {
+            watch.dir(&dir);
+        }
         let mut children: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
             Ok(listing) => listing.filter_map(Result::ok).collect(),
             Err(e) => {
+                if let Some(w) = watch {
+                    w.give_up();
+                }
                 hasher.update(&rel);
                 hasher.update(e.to_string().as_bytes());
                 continue;
@@ -254,6 +312,9 @@ fn walk_one(path: &Path, rel: &[u8], taken_ns: i64) -> (String, u64) {
         for child in children {
             count += 1;
             if count as usize > MAX_ENTRIES {
+                if let Some(w) = watch {
+                    w.give_up();
+                }
                 hasher.update(b"too large");
                 return (short(hasher), count);
             }
@@ -265,9 +326,14 @@ fn walk_one(path: &Path, rel: &[u8], taken_ns: i64) -> (String, u64) {
                     record(&mut hasher, &child_rel, &meta, || child.path(), taken_ns);
                     if meta.is_dir() {
                         dirs.push((child.path(), child_rel));
+                    } else if let Some(watch) = watch {
+                        watch.file(&child.path(), &meta);
                     }
                 }
                 Err(e) => {
+                    if let Some(w) = watch {
+                        w.give_up();
+                    }
                     hasher.update(&child_rel);
                     hasher.update(e.to_string().as_bytes());
                 }

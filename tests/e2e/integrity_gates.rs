@@ -977,17 +977,43 @@ fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
     assert_refused(&env, &red, outcome, "target_failing");
 }
 
-#[test]
-fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_commit() {
-    let (_dir, venv, site) = venv_with_pytest();
+/// An environment whose `PATH` starts with a virtual environment that sees the host's
+/// pytest, and where a module planted in its site-packages goes.
+fn with_venv_on_path() -> (tempfile::TempDir, Env, PathBuf) {
+    let (dir, venv, site) = venv_with_pytest();
     let path = format!(
         "{}:{}",
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let env = Env::new().with_env("PATH", &path);
+    (
+        dir,
+        Env::new().with_env("PATH", &path),
+        site.join("left_behind.py"),
+    )
+}
+
+/// Unconfined, so that code run by the deciding run can reach the installation.
+const UNCONFINED: &str = "\n[sandbox]\nenabled = false\n";
+
+/// Asserts GREEN, after code run by its deciding runs planted `planted` in
+/// site-packages and took it away, was refused as a changed installation.
+fn assert_planted_and_refused(env: &Env, red: &str, planted: &Path) {
+    let (code, value) = env.json(&["advance"]);
+    assert!(!planted.exists());
+    assert_runner_changed(env, red, (code, &value));
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("site-packages")),
+        "{value}"
+    );
+}
+
+#[test]
+fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_commit() {
+    let (_dir, env, planted) = with_venv_on_path();
     let live = env.root().canonicalize().expect("work tree");
-    let planted = site.join("left_behind.py");
     // Committed before run start: in the clean room only, and only with the stub (the
     // sensitivity run, which starts after the check beside GREEN's first runs has
     // ended), a module is planted in site-packages and taken away again.
@@ -999,36 +1025,19 @@ fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_com
             p = planted.display().to_string()
         ),
     );
-    // Unconfined, so that code run by the deciding run can reach the installation.
-    let env = at_green_with(env, Locks::Hand, "\n[sandbox]\nenabled = false\n");
+    let env = at_green_with(env, Locks::Hand, UNCONFINED);
     let red = head(&env);
     env.write("calc.py", &format!("{CALC}{IMPL}"));
-    let (code, value) = env.json(&["advance"]);
-    assert!(!planted.exists());
-    assert_runner_changed(&env, &red, (code, &value));
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("site-packages")),
-        "{value}"
-    );
+    assert_planted_and_refused(&env, &red, &planted);
 }
 
 #[test]
 fn an_installation_written_while_the_deciding_runs_run_refuses_the_commit() {
-    let (_dir, venv, site) = venv_with_pytest();
-    let path = format!(
-        "{}:{}",
-        venv.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    // Unconfined, so that code run by the deciding run can reach the installation.
-    let unconfined = "\n[sandbox]\nenabled = false\n";
-    let env = at_green_with(Env::new().with_env("PATH", &path), Locks::Hand, unconfined);
+    let (_dir, env, planted) = with_venv_on_path();
+    let env = at_green_with(env, Locks::Hand, UNCONFINED);
     let red = head(&env);
     // The implementation is honest, and plants a module in site-packages as it is
     // imported, then takes it away: only the change times are left behind.
-    let planted = site.join("left_behind.py");
     env.write(
         "calc.py",
         &format!(
@@ -1036,13 +1045,5 @@ fn an_installation_written_while_the_deciding_runs_run_refuses_the_commit() {
             p = planted.display().to_string()
         ),
     );
-    let (code, value) = env.json(&["advance"]);
-    assert!(!planted.exists());
-    assert_runner_changed(&env, &red, (code, &value));
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("site-packages")),
-        "{value}"
-    );
+    assert_planted_and_refused(&env, &red, &planted);
 }

@@ -170,6 +170,28 @@ pub fn namespaces() -> Namespaces {
     }
 }
 
+/// Tries the namespaces [`namespaces`] asks about, each in its own thread at once, and
+/// returns when all three are known: a caller that starts it on a thread of its own
+/// before its first confined spawn spares that spawn the probes' time, one after
+/// another. Each probe is still made once per process; a later call costs nothing.
+pub fn probe_namespaces() {
+    std::thread::scope(|scope| {
+        for probe in [
+            mounts::available,
+            mounts::pid_namespaces,
+            mounts::net_namespaces,
+        ] {
+            // Where no thread can be made, the probe is made here.
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, probe)
+                .is_err()
+            {
+                probe();
+            }
+        }
+    });
+}
+
 /// What this kernel offers, as the level a policy would get here.
 pub fn probe() -> Level {
     if std::env::var_os(NO_LANDLOCK_VAR).is_some() {

@@ -244,7 +244,11 @@ pub(super) struct InstallCheck {
     watched: Option<Walking>,
 }
 
-type Walking = std::thread::JoinHandle<Result<(), RunnerChanged>>;
+/// A walk going on in its thread, or done in the caller's when no thread could be made.
+enum Walking {
+    Going(std::thread::JoinHandle<Result<(), RunnerChanged>>),
+    Done(Result<(), RunnerChanged>),
+}
 
 /// Whether the walk a close begins with watches what it walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,11 +285,16 @@ impl InstallCheck {
     }
 
     fn spawn(&self, watch: Option<Arc<InstallWatch>>) -> Option<Walking> {
-        let env = Arc::clone(self.pinned.as_ref()?);
-        Some(std::thread::spawn(move || match watch {
-            Some(watch) => env.verify_installs_watching(Share::BesideARunner, &watch),
-            None => env.verify_installs(Share::BesideARunner),
-        }))
+        let env = self.pinned.as_ref()?;
+        let (mine, theirs) = ((Arc::clone(env), watch.clone()), (Arc::clone(env), watch));
+        let spawned = std::thread::Builder::new()
+            .name("install walk".to_string())
+            .spawn(move || walk(&theirs.0, theirs.1.as_deref()));
+        Some(match spawned {
+            Ok(going) => Walking::Going(going),
+            // No thread could be made: the walk is made here, on the gate's path.
+            Err(_) => Walking::Done(walk(&mine.0, mine.1.as_deref())),
+        })
     }
 
     /// Waits for the first walk: `Err` when something under an installation changed
@@ -313,11 +322,23 @@ impl InstallCheck {
     }
 }
 
+/// The walk of `env`'s installations beside a runner, watching what it walks when
+/// `watch` is given.
+fn walk(env: &PinnedEnv, watch: Option<&InstallWatch>) -> Result<(), RunnerChanged> {
+    match watch {
+        Some(watch) => env.verify_installs_watching(Share::BesideARunner, watch),
+        None => env.verify_installs(Share::BesideARunner),
+    }
+}
+
 /// The walk's answer, once it ends.
 fn joined(walk: Walking) -> Result<(), RunError> {
-    match walk.join() {
-        Ok(checked) => Ok(checked?),
-        // A panic in the check is the check's own bug: it goes on as one.
-        Err(panic) => std::panic::resume_unwind(panic),
+    match walk {
+        Walking::Done(checked) => Ok(checked?),
+        Walking::Going(going) => match going.join() {
+            Ok(checked) => Ok(checked?),
+            // A panic in the check is the check's own bug: it goes on as one.
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
     }
 }

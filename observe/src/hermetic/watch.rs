@@ -2,7 +2,7 @@
 //! deciding runs run, so that the check before the commit need not walk every entry
 //! again.
 //!
-//! The walk before the runs adds a kernel watch (inotify) on each directory before it
+//! The walk beside the runs adds a kernel watch (inotify) on each directory before it
 //! lists it, and on each file with more than one name (a write through another name is
 //! reported to that name's directory, not to this one). A change made before a watch
 //! was added leaves a change time the same walk sees; one made after it is queued by
@@ -164,10 +164,16 @@ impl RootWatch<'_> {
         self.add(path, AddWatchFlags::IN_ONLYDIR);
     }
 
-    /// Watches the file `meta` describes at `path` when it has more than one name.
+    /// Watches the file `meta` describes at `path` when it has more than one name. A
+    /// write through another name between the look at the file and its watch is seen
+    /// by the change time it left: the root is then walked again.
     pub(super) fn file(&self, path: &Path, meta: &std::fs::Metadata) {
         if meta.nlink() > 1 && !meta.file_type().is_symlink() {
             self.add(path, AddWatchFlags::empty());
+            let key = |m: &std::fs::Metadata| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec());
+            if !std::fs::symlink_metadata(path).is_ok_and(|now| key(&now) == key(meta)) {
+                self.give_up();
+            }
         }
     }
 

@@ -285,15 +285,15 @@ impl InstallCheck {
     }
 
     fn spawn(&self, watch: Option<Arc<InstallWatch>>) -> Option<Walking> {
-        let env = self.pinned.as_ref()?;
-        let (mine, theirs) = ((Arc::clone(env), watch.clone()), (Arc::clone(env), watch));
+        let env = Arc::clone(self.pinned.as_ref()?);
+        let (its_env, its_watch) = (Arc::clone(&env), watch.clone());
         let spawned = std::thread::Builder::new()
             .name("install walk".to_string())
-            .spawn(move || walk(&theirs.0, theirs.1.as_deref()));
+            .spawn(move || walk(&its_env, its_watch.as_deref()));
         Some(match spawned {
             Ok(going) => Walking::Going(going),
             // No thread could be made: the walk is made here, on the gate's path.
-            Err(_) => Walking::Done(walk(&mine.0, mine.1.as_deref())),
+            Err(_) => Walking::Done(walk(&env, watch.as_deref())),
         })
     }
 

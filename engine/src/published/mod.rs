@@ -30,6 +30,9 @@ use crate::ledger::Anchor;
 use crate::ledger::ImportRefused;
 use crate::ledger::Ledger;
 use crate::ledger::LedgerError;
+use crate::run::scan::HeadRef;
+use crate::run::scan::Located;
+use crate::run::scan::RefRead;
 
 /// Where the ledgers are published: `refs/tdd/ledger/<branch>`.
 pub const LEDGER_REF_PREFIX: &str = "refs/tdd/ledger/";
@@ -86,8 +89,17 @@ pub struct Published {
     pub written: bool,
 }
 
-/// The branch checked out in `work_tree`, or `None` when HEAD is detached.
+/// The branch checked out in `work_tree`, or `None` when HEAD is detached: read from
+/// HEAD's file where the refs are files, else asked of git.
 pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
+    if let Ok(located) = crate::run::scan::locate(work_tree)
+        && let Some(head) = located.head_ref()
+    {
+        return Ok(match head {
+            HeadRef::Branch(branch) => Some(branch),
+            HeadRef::Detached(_) => None,
+        });
+    }
     match Git::new(work_tree).text(["symbolic-ref", "-q", "--short", "HEAD"]) {
         Ok(branch) if !branch.is_empty() => Ok(Some(branch)),
         Ok(_) => Ok(None),
@@ -96,8 +108,17 @@ pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
     }
 }
 
-/// The commit `reference` names, if it exists.
-fn resolve(git: &Git, reference: &str) -> Result<Option<ObjectId>, GitError> {
+/// The commit `reference` names, if it exists: read from the ref files where it can
+/// be, else asked of git.
+fn resolve(located: &Located, git: &Git, reference: &str) -> Result<Option<ObjectId>, GitError> {
+    match located.read_ref(reference) {
+        // As `^{commit}` asks: an id that names no commit here resolves to nothing.
+        RefRead::Found(id) => {
+            return Ok(located.objects().tree_of_commit(&id).is_ok().then_some(id));
+        }
+        RefRead::Absent => return Ok(None),
+        RefRead::Unread => {}
+    }
     match git.text([
         "rev-parse",
         "-q",
@@ -131,7 +152,7 @@ pub fn publish(
     let located = crate::run::scan::locate(work_tree)?;
     let objects = located.objects();
     let head = ledger.anchor()?;
-    let previous = resolve(&git, &reference)?;
+    let previous = resolve(&located, &git, &reference)?;
     let mut reused: Vec<(u64, ObjectId)> = Vec::new();
     if let Some(prev) = &previous {
         let checked = objects.handle()?;
@@ -213,13 +234,21 @@ fn write_commit(
 }
 
 /// The trees of run `run_id`'s snapshots (`refs/tdd/<run id>/...`), which a resume
-/// restores from and a clone would otherwise lack.
+/// restores from and a clone would otherwise lack: read from the ref files where they
+/// can be, else asked of git.
 pub fn snapshot_trees(work_tree: &Path, run_id: &str) -> Result<Vec<String>, GitError> {
-    let refs = Git::new(work_tree).text([
-        "for-each-ref",
-        "--format=%(tree)",
-        &format!("refs/tdd/{run_id}/"),
-    ])?;
+    let prefix = format!("refs/tdd/{run_id}/");
+    let located = crate::run::scan::locate(work_tree)?;
+    if let Some(refs) = located.refs_under(&prefix) {
+        let objects = located.objects();
+        // A ref that names no commit has no tree, as git's `%(tree)` gives none for it.
+        return Ok(refs
+            .iter()
+            .filter_map(|(_, id)| objects.tree_of_commit(id).ok())
+            .map(|tree| tree.to_string())
+            .collect());
+    }
+    let refs = Git::new(work_tree).text(["for-each-ref", "--format=%(tree)", &prefix])?;
     Ok(refs
         .lines()
         .map(str::trim)
@@ -272,10 +301,11 @@ pub fn adopt(
     };
     let reference = ledger_ref(&branch);
     let git = Git::new(work_tree);
+    let located = crate::run::scan::locate(work_tree)?;
     let mut fetched_from = None;
     let mut configured = false;
     let mut push = None;
-    let commit = match resolve(&git, &reference)? {
+    let commit = match resolve(&located, &git, &reference)? {
         Some(commit) => commit,
         None => {
             let remote = remote_of(&git, &branch)?;
@@ -284,7 +314,7 @@ pub fn adopt(
                 _ => false,
             };
             let commit = if found {
-                resolve(&git, &reference)?
+                resolve(&located, &git, &reference)?
             } else {
                 None
             };

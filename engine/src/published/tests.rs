@@ -179,3 +179,77 @@ fn a_detached_head_or_no_ref_is_unpublished() {
     git(&repo, &["checkout", "-q", "--detach"]);
     assert_eq!(publish(&database, &repo, &[]).expect("runs"), None);
 }
+
+/// The trees of `refs/tdd/<run>/` as git lists them.
+fn trees_by_git(repo: &Path, run: &str) -> Vec<String> {
+    git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(tree)",
+            &format!("refs/tdd/{run}/"),
+        ],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn the_refs_read_in_process_are_those_git_reads_loose_or_packed() {
+    let (dir, database) = repo_with(3);
+    let repo = dir.path().join("repo");
+    let tree = |text: &str| {
+        let blob = git_with_input(&repo, &["hash-object", "-w", "--stdin"], text);
+        let tree = git_with_input(&repo, &["mktree"], &format!("100644 blob {blob}\tf\n"));
+        git(&repo, &["commit-tree", &tree, "-m", text])
+    };
+    let (a, b, c) = (tree("a"), tree("b"), tree("c"));
+    git(&repo, &["update-ref", "refs/tdd/run-1/cycle-1-red", &a]);
+    git(
+        &repo,
+        &["update-ref", "refs/tdd/run-1/deep/cycle-2-green", &b],
+    );
+    git(&repo, &["update-ref", "refs/tdd/run-2/cycle-1-red", &c]);
+    assert_eq!(
+        snapshot_trees(&repo, "run-1").expect("read"),
+        trees_by_git(&repo, "run-1")
+    );
+    assert_eq!(snapshot_trees(&repo, "run-1").expect("read").len(), 2);
+    // Packed, then one of them moved again as a loose file over its packed line.
+    git(&repo, &["pack-refs", "--all"]);
+    assert_eq!(
+        snapshot_trees(&repo, "run-1").expect("read"),
+        trees_by_git(&repo, "run-1")
+    );
+    git(&repo, &["update-ref", "refs/tdd/run-1/cycle-1-red", &c]);
+    assert_eq!(
+        snapshot_trees(&repo, "run-1").expect("read"),
+        trees_by_git(&repo, "run-1")
+    );
+    assert!(snapshot_trees(&repo, "run-3").expect("read").is_empty());
+
+    // The ledger ref, once packed, is still the previous export the next one follows.
+    let first = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("some");
+    git(&repo, &["pack-refs", "--all"]);
+    append(&database, 2);
+    let second = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("some");
+    let parent = git(&repo, &["rev-parse", &format!("{}^", second.commit)]);
+    assert_eq!(parent, first.commit);
+
+    assert_eq!(
+        current_branch(&repo).expect("read"),
+        Some("work".to_string())
+    );
+    git(&repo, &["checkout", "-q", "-b", "feature/x"]);
+    assert_eq!(
+        current_branch(&repo).expect("read"),
+        Some("feature/x".to_string())
+    );
+    git(&repo, &["checkout", "-q", "--detach"]);
+    assert_eq!(current_branch(&repo).expect("read"), None);
+}

@@ -146,7 +146,8 @@ impl RunTx<'_> {
             .engine
             .advance_in(&mut self.ledger, unchanged, progress)?;
         if outcome.commit.is_some() || outcome.run_complete {
-            self.engine.publish_after_change();
+            let active = (!outcome.run_complete).then_some(outcome.run_id.as_str());
+            self.engine.publish_after_change(active);
         }
         Ok(outcome)
     }

@@ -133,6 +133,8 @@ impl Session {
             )
         };
         installs.after_runs()?;
+        // Its watches are let go of now, beside the commit: the kernel takes a while.
+        drop(installs);
         self.commit_candidate(ledger, ctx, outcome, &head, &candidate, &message, to)
     }
 

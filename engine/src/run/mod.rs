@@ -322,11 +322,20 @@ impl Session {
         crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
     }
 
-    /// [`Session::publish_ledger`] after a change was recorded and committed: a failure
-    /// does not undo the change (the next change, `tdd ledger publish` or the forge's
-    /// push publishes again), so it is logged, not returned.
-    pub(crate) fn publish_after_change(&self) {
-        if let Err(e) = self.publish_ledger() {
+    /// [`Session::publish_ledger`] after a change was recorded and committed, with the
+    /// snapshot trees of `active`, the run the change left active here (known to the
+    /// caller, so the ledger is not projected again). A failure does not undo the change
+    /// (the next change, `tdd ledger publish` or the forge's push publishes again), so
+    /// it is logged, not returned.
+    pub(crate) fn publish_after_change(&self, active: Option<&str>) {
+        let snapshots = active.map_or_else(
+            || Ok(Vec::new()),
+            |run_id| crate::published::snapshot_trees(&self.work_tree, run_id),
+        );
+        let published = snapshots.map_err(Into::into).and_then(|snapshots| {
+            crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
+        });
+        if let Err(e) = published {
             tracing::warn!(error = %e, "the ledger could not be published in git");
         }
     }

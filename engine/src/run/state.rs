@@ -446,6 +446,11 @@ impl RunState {
             .collect()
     }
 
+    /// The run's id while it is active; `None` once it completed or was abandoned.
+    pub fn active_id(&self) -> Option<&str> {
+        (self.status == RunStatus::Active).then_some(self.run_id.as_str())
+    }
+
     /// The index of the cycle being worked on: the first that is not closed or skipped.
     pub fn current(&self) -> Option<usize> {
         self.cycles.iter().position(|c| !c.phase.is_final())

@@ -26,6 +26,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 
+use nix::fcntl::AtFlags;
 use serde::Deserialize;
 use serde::Serialize;
 use sha2::Digest;
@@ -172,7 +173,13 @@ fn fingerprint(
     let meta = root.metadata().ok()?;
     let mut parts = BTreeMap::new();
     let mut own = sha2::Sha256::new();
-    record(&mut own, b".", &meta, || root.to_path_buf(), taken_ns);
+    record(
+        &mut own,
+        b".",
+        &Stat::of(&meta),
+        || root.to_path_buf(),
+        taken_ns,
+    );
     // A root that is a link (a virtual environment's interpreter) is followed, and every
     // link on the way is part of its record: retargeted, it is another root.
     let mut at = root.to_path_buf();
@@ -264,8 +271,10 @@ fn walk_parts(
 }
 
 /// The digest and entry count of `path` and everything below it, links not followed.
-/// Each directory's entries are looked at relative to the directory they were listed
-/// from, so no path is resolved again from the root.
+/// Each directory is opened relative to the one it was listed from (never through a
+/// link), and its entries are looked at relative to it, so no path is resolved again
+/// from the root; a directory waiting its turn keeps only its parent open, so the
+/// descriptors held never exceed the depth.
 fn walk_one(
     path: &Path,
     rel: &[u8],
@@ -275,7 +284,7 @@ fn walk_one(
     let mut hasher = sha2::Sha256::new();
     let mut count = 1u64;
     let meta = match path.symlink_metadata() {
-        Ok(meta) => meta,
+        Ok(meta) => Stat::of(&meta),
         Err(e) => {
             if let Some(w) = watch {
                 w.give_up();
@@ -286,30 +295,35 @@ fn walk_one(
         }
     };
     record(&mut hasher, rel, &meta, || path.to_path_buf(), taken_ns);
-    let mut dirs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut dirs: Vec<Pending> = Vec::new();
     if meta.is_dir() {
-        dirs.push((path.to_path_buf(), rel.to_vec()));
+        dirs.push(Pending {
+            parent: None,
+            path: path.to_path_buf(),
+            rel: rel.to_vec(),
+        });
     } else if let Some(watch) = watch {
         watch.file(path, &meta);
     }
-    while let Some((dir, rel)) = dirs.pop() {
+    while let Some(pending) = dirs.pop() {
         if let Some(watch) = watch {
-            watch.dir(&dir);
+            watch.dir(&pending.path);
         }
-        let mut children: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
-            Ok(listing) => listing.filter_map(Result::ok).collect(),
+        let (dir, mut names) = match pending.list() {
+            Ok(listed) => listed,
             Err(e) => {
                 if let Some(w) = watch {
                     w.give_up();
                 }
-                hasher.update(&rel);
+                hasher.update(&pending.rel);
                 hasher.update(e.to_string().as_bytes());
                 continue;
             }
         };
         // Sorted, so the digest does not depend on the order the directory lists them.
-        children.sort_unstable_by_key(std::fs::DirEntry::file_name);
-        for child in children {
+        names.sort_unstable();
+        let dir = std::rc::Rc::new(dir);
+        for name in names {
             count += 1;
             if count as usize > MAX_ENTRIES {
                 if let Some(w) = watch {
@@ -318,16 +332,31 @@ fn walk_one(
                 hasher.update(b"too large");
                 return (short(hasher), count);
             }
-            let mut child_rel = rel.clone();
+            let mut child_rel = pending.rel.clone();
             child_rel.push(b'/');
-            child_rel.extend_from_slice(child.file_name().as_bytes());
-            match child.metadata() {
-                Ok(meta) => {
-                    record(&mut hasher, &child_rel, &meta, || child.path(), taken_ns);
+            child_rel.extend_from_slice(name.as_bytes());
+            let at = || {
+                pending
+                    .path
+                    .join(std::ffi::OsStr::from_bytes(name.as_bytes()))
+            };
+            match nix::sys::stat::fstatat(&*dir, name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(stat) => {
+                    let meta = Stat::of_raw(&stat);
+                    if meta.is_symlink() {
+                        hash_link(&mut hasher, &child_rel, &meta, &dir, &name);
+                    } else {
+                        record(&mut hasher, &child_rel, &meta, at, taken_ns);
+                    }
                     if meta.is_dir() {
-                        dirs.push((child.path(), child_rel));
+                        let path = at();
+                        dirs.push(Pending {
+                            parent: Some((std::rc::Rc::clone(&dir), name)),
+                            path,
+                            rel: child_rel,
+                        });
                     } else if let Some(watch) = watch {
-                        watch.file(&child.path(), &meta);
+                        watch.file(&at(), &meta);
                     }
                 }
                 Err(e) => {
@@ -335,12 +364,109 @@ fn walk_one(
                         w.give_up();
                     }
                     hasher.update(&child_rel);
-                    hasher.update(e.to_string().as_bytes());
+                    hasher.update(std::io::Error::from(e).to_string().as_bytes());
                 }
             }
         }
     }
     (short(hasher), count)
+}
+
+/// A directory waiting to be listed: the directory it was listed from (open) and its
+/// name there, or none for the walk's first; its path, for a watch and for a racy
+/// file's bytes; its path relative to the root, as recorded.
+struct Pending {
+    parent: Option<(std::rc::Rc<nix::dir::Dir>, std::ffi::CString)>,
+    path: PathBuf,
+    rel: Vec<u8>,
+}
+
+impl Pending {
+    /// Opens the directory (a link in its place is refused, not followed) and gives it
+    /// with the names it lists, `.` and `..` left out.
+    fn list(&self) -> std::io::Result<(nix::dir::Dir, Vec<std::ffi::CString>)> {
+        use nix::fcntl::OFlag;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mode = nix::sys::stat::Mode::empty();
+        let mut dir = match &self.parent {
+            Some((parent, name)) => nix::dir::Dir::openat(&**parent, name.as_c_str(), flags, mode),
+            None => nix::dir::Dir::open(&self.path, flags, mode),
+        }?;
+        let mut names = Vec::new();
+        for entry in dir.iter() {
+            let name = entry?.file_name().to_owned();
+            if !matches!(name.as_bytes(), b"." | b"..") {
+                names.push(name);
+            }
+        }
+        Ok((dir, names))
+    }
+}
+
+/// What `stat` says of one entry, as a fingerprint records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stat {
+    /// Type and permission bits.
+    pub mode: u32,
+    /// How many names the entry has.
+    pub nlink: u64,
+    /// Device and inode.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, seconds and nanoseconds.
+    pub mtime: (i64, i64),
+    /// Change time, seconds and nanoseconds.
+    pub ctime: (i64, i64),
+}
+
+impl Stat {
+    /// From the standard library's view of it.
+    pub(super) fn of(meta: &std::fs::Metadata) -> Stat {
+        Stat {
+            mode: meta.mode(),
+            nlink: meta.nlink(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// From the kernel's record.
+    #[allow(clippy::useless_conversion)] // the field types differ between platforms
+    fn of_raw(stat: &nix::sys::stat::FileStat) -> Stat {
+        Stat {
+            mode: u32::from(stat.st_mode),
+            nlink: u64::from(stat.st_nlink),
+            dev: u64::from(stat.st_dev),
+            ino: u64::from(stat.st_ino),
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime: (i64::from(stat.st_mtime), i64::from(stat.st_mtime_nsec)),
+            ctime: (i64::from(stat.st_ctime), i64::from(stat.st_ctime_nsec)),
+        }
+    }
+
+    fn kind(&self) -> u32 {
+        self.mode & nix::libc::S_IFMT
+    }
+
+    /// A directory.
+    pub(super) fn is_dir(&self) -> bool {
+        self.kind() == nix::libc::S_IFDIR
+    }
+
+    /// A symbolic link.
+    pub(super) fn is_symlink(&self) -> bool {
+        self.kind() == nix::libc::S_IFLNK
+    }
+
+    fn is_file(&self) -> bool {
+        self.kind() == nix::libc::S_IFREG
+    }
 }
 
 /// Adds one entry's `stat` record to `hasher`: path, type and mode, inode, size,
@@ -349,34 +475,55 @@ fn walk_one(
 fn record(
     hasher: &mut sha2::Sha256,
     rel: &[u8],
-    meta: &std::fs::Metadata,
+    meta: &Stat,
     at: impl FnOnce() -> PathBuf,
     taken_ns: i64,
 ) {
-    hasher.update(rel);
-    hasher.update([0]);
-    for value in [
-        u64::from(meta.mode()),
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        u64::from_ne_bytes(meta.mtime().to_ne_bytes()),
-        u64::from_ne_bytes(meta.mtime_nsec().to_ne_bytes()),
-        u64::from_ne_bytes(meta.ctime().to_ne_bytes()),
-        u64::from_ne_bytes(meta.ctime_nsec().to_ne_bytes()),
-    ] {
-        hasher.update(value.to_le_bytes());
-    }
+    stat_record(hasher, rel, meta);
     let ctime_ns = meta
-        .ctime()
+        .ctime
+        .0
         .saturating_mul(1_000_000_000)
-        .saturating_add(meta.ctime_nsec());
-    if meta.file_type().is_symlink() {
+        .saturating_add(meta.ctime.1);
+    if meta.is_symlink() {
         if let Ok(target) = std::fs::read_link(at()) {
             hasher.update(target.as_os_str().as_bytes());
         }
     } else if meta.is_file() && ctime_ns >= taken_ns.saturating_sub(RACY_NS) {
         hash_bytes(hasher, &at());
+    }
+}
+
+/// [`record`] of a link listed in `dir` as `name`, its target read there.
+fn hash_link(
+    hasher: &mut sha2::Sha256,
+    rel: &[u8],
+    meta: &Stat,
+    dir: &nix::dir::Dir,
+    name: &std::ffi::CStr,
+) {
+    stat_record(hasher, rel, meta);
+    if let Ok(target) = nix::fcntl::readlinkat(dir, name) {
+        hasher.update(target.as_bytes());
+    }
+}
+
+/// The part of an entry's record every entry has: path, then type and mode, device,
+/// inode, size, modification and change times.
+fn stat_record(hasher: &mut sha2::Sha256, rel: &[u8], meta: &Stat) {
+    hasher.update(rel);
+    hasher.update([0]);
+    for value in [
+        u64::from(meta.mode),
+        meta.dev,
+        meta.ino,
+        meta.size,
+        u64::from_ne_bytes(meta.mtime.0.to_ne_bytes()),
+        u64::from_ne_bytes(meta.mtime.1.to_ne_bytes()),
+        u64::from_ne_bytes(meta.ctime.0.to_ne_bytes()),
+        u64::from_ne_bytes(meta.ctime.1.to_ne_bytes()),
+    ] {
+        hasher.update(value.to_le_bytes());
     }
 }
 

@@ -29,6 +29,8 @@ use nix::sys::inotify::AddWatchFlags;
 use nix::sys::inotify::InitFlags;
 use nix::sys::inotify::Inotify;
 
+use super::install::Stat;
+
 /// Every event that leaves a change behind: content, metadata (times, mode, link count),
 /// entries created, removed or moved in or out, and the watched object itself removed
 /// or moved. Opening, reading and closing are not watched.
@@ -56,9 +58,30 @@ pub struct InstallWatch {
     /// How many more watches this may add: a quarter of the user's limit, so that a
     /// gate never starves the user's own file watchers (an editor's, a dev server's).
     budget: AtomicI64,
+    /// Whether any watch was added: only then is there anything for the kernel to let go.
+    watching: AtomicBool,
     /// Roots whose every directory (and every file with several names) is watched,
     /// with the device and inode their path named when their watch was added.
     whole: Mutex<BTreeMap<PathBuf, (u64, u64)>>,
+}
+
+impl Drop for InstallWatch {
+    /// Removes every watch. The kernel lets go of many watches slowly (it waits out a
+    /// grace period first: about 20 ms for the few thousand directories of an
+    /// interpreter's library), and nothing reads the queue once this is dropped, so
+    /// they are removed on a thread of their own and the gate goes on at once; where
+    /// no thread can be made, here.
+    fn drop(&mut self) {
+        let Some(inotify) = self.inotify.take() else {
+            return;
+        };
+        if self.watching.load(Ordering::Relaxed) {
+            // A spawn that fails drops the closure, and the watches with it, here.
+            let _ = std::thread::Builder::new()
+                .name("watch release".to_string())
+                .spawn(move || drop(inotify));
+        }
+    }
 }
 
 impl Default for InstallWatch {
@@ -75,6 +98,7 @@ impl InstallWatch {
             inotify: Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok(),
             changed: AtomicBool::new(false),
             budget: AtomicI64::new(watch_budget()),
+            watching: AtomicBool::new(false),
             whole: Mutex::new(BTreeMap::new()),
         }
     }
@@ -164,14 +188,15 @@ impl RootWatch<'_> {
         self.add(path, AddWatchFlags::IN_ONLYDIR);
     }
 
-    /// Watches the file `meta` describes at `path` when it has more than one name. A
-    /// write through another name between the look at the file and its watch is seen
-    /// by the change time it left: the root is then walked again.
-    pub(super) fn file(&self, path: &Path, meta: &std::fs::Metadata) {
-        if meta.nlink() > 1 && !meta.file_type().is_symlink() {
+    /// Watches the file `meta` (what the walk recorded) describes at `path` when it has
+    /// more than one name. A write through another name between the look at the file
+    /// and its watch is seen by the change time it left: the root is then walked again.
+    pub(super) fn file(&self, path: &Path, meta: &Stat) {
+        if meta.nlink > 1 && !meta.is_symlink() {
             self.add(path, AddWatchFlags::empty());
-            let key = |m: &std::fs::Metadata| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec());
-            if !std::fs::symlink_metadata(path).is_ok_and(|now| key(&now) == key(meta)) {
+            let key = |m: &Stat| (m.dev, m.ino, m.ctime);
+            let now = std::fs::symlink_metadata(path).map(|now| Stat::of(&now));
+            if !now.is_ok_and(|now| key(&now) == key(meta)) {
                 self.give_up();
             }
         }
@@ -194,7 +219,9 @@ impl RootWatch<'_> {
                 .inotify
                 .as_ref()
                 .is_some_and(|inotify| inotify.add_watch(path, changes() | extra).is_ok());
-        if !added {
+        if added {
+            self.watch.watching.store(true, Ordering::Relaxed);
+        } else {
             self.broken.store(true, Ordering::Relaxed);
         }
     }

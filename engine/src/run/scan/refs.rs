@@ -27,43 +27,134 @@ impl Located {
     /// The commit id HEAD names, from the ref files; `None` when HEAD is unborn or stored
     /// in a way this does not read.
     fn head_id(&self) -> Option<ObjectId> {
+        match self.head_ref()? {
+            HeadRef::Branch(name) => match self.read_ref(&format!("refs/heads/{name}")) {
+                RefRead::Found(id) => Some(id),
+                RefRead::Absent | RefRead::Unread => None,
+            },
+            HeadRef::Detached(id) => Some(id),
+        }
+    }
+
+    /// What HEAD names, from its file: `None` when the refs are not files or HEAD is
+    /// not a branch of `refs/heads/` or a commit id (the caller then asks git).
+    pub(crate) fn head_ref(&self) -> Option<HeadRef> {
         if !refs_are_files(&self.common_dir) {
             return None;
         }
         let head = crate::observe::read_regular_file(&self.git_dir.join("HEAD"))?;
         let head = head.trim_ascii();
         match head.strip_prefix(b"ref:") {
-            Some(name) => self.resolve(name.trim_ascii()),
-            None => ObjectId::from_hex(head).ok(),
+            Some(name) => {
+                let name = std::str::from_utf8(name.trim_ascii()).ok()?;
+                let branch = name.strip_prefix("refs/heads/")?;
+                safe_ref_name(name).then(|| HeadRef::Branch(branch.to_string()))
+            }
+            None => ObjectId::from_hex(head).ok().map(HeadRef::Detached),
         }
     }
 
-    /// The id of the branch ref `name` (`refs/heads/...`): its loose file, else its line
-    /// in `packed-refs`.
-    fn resolve(&self, name: &[u8]) -> Option<ObjectId> {
-        let name = std::str::from_utf8(name).ok()?;
-        if !name.starts_with("refs/heads/") || name.split('/').any(|p| p.is_empty() || p == "..") {
-            return None;
+    /// The id ref `name` (`refs/heads/...`, `refs/tdd/...`) holds: its loose file, else
+    /// its line in `packed-refs`.
+    pub(crate) fn read_ref(&self, name: &str) -> RefRead {
+        let shared = name.starts_with("refs/heads/") || name.starts_with("refs/tdd/");
+        if !shared || !safe_ref_name(name) || !refs_are_files(&self.common_dir) {
+            return RefRead::Unread;
         }
         let loose = self.common_dir.join(name);
         match std::fs::symlink_metadata(&loose) {
-            Ok(_) => {
-                let text = crate::observe::read_regular_file(&loose)?;
-                ObjectId::from_hex(text.trim_ascii()).ok()
+            Ok(meta) if meta.is_file() => {
+                match crate::observe::read_regular_file(&loose).map(|text| {
+                    ObjectId::from_hex(text.trim_ascii()).map_or(RefRead::Unread, RefRead::Found)
+                }) {
+                    Some(read) => read,
+                    None => RefRead::Unread,
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let packed =
-                    crate::observe::read_regular_file(&self.common_dir.join("packed-refs"))?;
-                packed.split(|b| *b == b'\n').find_map(|line| {
-                    let (id, rest) =
-                        line.split_at_checked(line.iter().position(|b| *b == b' ')?)?;
-                    (rest.get(1..)? == name.as_bytes())
-                        .then(|| ObjectId::from_hex(id).ok())
-                        .flatten()
-                })
-            }
-            Err(_) => None,
+            // A directory of that name holds other refs, not this one.
+            Ok(meta) if meta.is_dir() => self.packed(name),
+            Ok(_) => RefRead::Unread,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.packed(name),
+            Err(_) => RefRead::Unread,
         }
+    }
+
+    /// Ref `name`'s line in `packed-refs`.
+    fn packed(&self, name: &str) -> RefRead {
+        let path = self.common_dir.join("packed-refs");
+        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return RefRead::Absent;
+        }
+        let Some(packed) = crate::observe::read_regular_file(&path) else {
+            return RefRead::Unread;
+        };
+        packed_lines(&packed)
+            .find(|(_, line_name)| *line_name == name.as_bytes())
+            .map_or(RefRead::Absent, |(id, _)| {
+                ObjectId::from_hex(id).map_or(RefRead::Unread, RefRead::Found)
+            })
+    }
+
+    /// Every ref under `prefix` (`refs/tdd/<run id>/`) and the id it holds, loose files
+    /// over `packed-refs` lines, sorted by name; `None` when the refs are not files or
+    /// one cannot be read here (the caller then asks git).
+    pub(crate) fn refs_under(&self, prefix: &str) -> Option<Vec<(String, ObjectId)>> {
+        if !prefix.starts_with("refs/tdd/")
+            || !prefix.ends_with('/')
+            || !safe_ref_name(prefix.trim_end_matches('/'))
+            || !refs_are_files(&self.common_dir)
+        {
+            return None;
+        }
+        let mut found = std::collections::BTreeMap::new();
+        let path = self.common_dir.join("packed-refs");
+        if let Some(packed) = crate::observe::read_regular_file(&path) {
+            for (id, name) in packed_lines(&packed) {
+                if let (Some(name), Ok(id)) = (
+                    std::str::from_utf8(name)
+                        .ok()
+                        .filter(|n| n.starts_with(prefix)),
+                    ObjectId::from_hex(id),
+                ) {
+                    found.insert(name.to_string(), id);
+                }
+            }
+        } else if std::fs::symlink_metadata(&path).is_ok() {
+            return None;
+        }
+        let mut dirs = vec![prefix.trim_end_matches('/').to_string()];
+        while let Some(dir) = dirs.pop() {
+            let path = self.common_dir.join(&dir);
+            // Never listed through a link: git's own refs are directories of files.
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                _ => return None,
+            }
+            let Ok(listing) = std::fs::read_dir(&path) else {
+                return None;
+            };
+            for entry in listing {
+                let entry = entry.ok()?;
+                let name = format!("{dir}/{}", entry.file_name().to_str()?);
+                if name.ends_with(".lock") {
+                    continue;
+                }
+                match entry.file_type().ok()? {
+                    kind if kind.is_dir() => dirs.push(name),
+                    kind if kind.is_file() => match self.read_ref(&name) {
+                        RefRead::Found(id) => {
+                            found.insert(name, id);
+                        }
+                        RefRead::Absent => {}
+                        RefRead::Unread => return None,
+                    },
+                    _ => return None,
+                }
+            }
+        }
+        Some(found.into_iter().collect())
     }
 
     /// Points `refs/tdd/<name>` at a new commit of `tree` (message `message`, the
@@ -76,13 +167,7 @@ impl Located {
         tree: &str,
         message: &str,
     ) -> Result<bool, GitError> {
-        let safe = name
-            .split('/')
-            .all(|p| !p.is_empty() && p != ".." && !p.starts_with('.') && !p.ends_with(".lock"))
-            && !name
-                .bytes()
-                .any(|b| b.is_ascii_control() || b" ~^:?*[\\".contains(&b));
-        if !refs_are_files(&self.common_dir) || !safe {
+        if !refs_are_files(&self.common_dir) || !safe_ref_name(name) {
             return Ok(false);
         }
         let secs = crate::run::stamp::now();
@@ -113,4 +198,47 @@ impl Located {
         }
         Ok(true)
     }
+}
+
+/// What HEAD names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HeadRef {
+    /// A branch, by its short name (`main`, `feature/x`).
+    Branch(String),
+    /// A commit, HEAD detached.
+    Detached(ObjectId),
+}
+
+/// What the ref files say of one ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RefRead {
+    /// The ref holds this id.
+    Found(ObjectId),
+    /// No such ref.
+    Absent,
+    /// Stored in a way this does not read (a symbolic ref, a reftable, a file that is
+    /// not one): the caller asks git.
+    Unread,
+}
+
+/// The `(id, name)` of each ref line of a `packed-refs` file (its header and the
+/// peeled lines of tags skipped).
+fn packed_lines(packed: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    packed.split(|b| *b == b'\n').filter_map(|line| {
+        if line.starts_with(b"#") || line.starts_with(b"^") {
+            return None;
+        }
+        let space = line.iter().position(|b| *b == b' ')?;
+        Some((&line[..space], line.get(space + 1..)?.trim_ascii_end()))
+    })
+}
+
+/// Whether `name` is a ref name this reads and writes as a path: no empty, `..` or
+/// hidden component, no `.lock` ending, none of the characters git refuses.
+fn safe_ref_name(name: &str) -> bool {
+    name.split('/')
+        .all(|p| !p.is_empty() && p != ".." && !p.starts_with('.') && !p.ends_with(".lock"))
+        && !name
+            .bytes()
+            .any(|b| b.is_ascii_control() || b" ~^:?*[\\".contains(&b))
 }

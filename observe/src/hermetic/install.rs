@@ -410,7 +410,7 @@ pub(super) struct Stat {
     pub mode: u32,
     /// How many names the entry has.
     pub nlink: u64,
-    /// Device and inode.
+    /// Device.
     pub dev: u64,
     /// Inode.
     pub ino: u64,

@@ -89,8 +89,9 @@ pub struct Published {
     pub written: bool,
 }
 
-/// The branch checked out in `work_tree`, or `None` when HEAD is detached: read from
-/// HEAD's file where the refs are files, else asked of git.
+/// The branch checked out in `work_tree` (its name under `refs/heads/`, whatever tag
+/// shares it), or `None` when HEAD is detached: read from HEAD's file where the refs
+/// are files, else asked of git.
 pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
     if let Ok(located) = crate::run::scan::locate(work_tree)
         && let Some(head) = located.head_ref()
@@ -100,9 +101,11 @@ pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
             HeadRef::Detached(_) => None,
         });
     }
-    match Git::new(work_tree).text(["symbolic-ref", "-q", "--short", "HEAD"]) {
-        Ok(branch) if !branch.is_empty() => Ok(Some(branch)),
-        Ok(_) => Ok(None),
+    match Git::new(work_tree).text(["symbolic-ref", "-q", "HEAD"]) {
+        Ok(name) => Ok(name
+            .strip_prefix("refs/heads/")
+            .filter(|branch| !branch.is_empty())
+            .map(str::to_string)),
         Err(GitError::Failed { .. }) => Ok(None),
         Err(e) => Err(e),
     }

@@ -272,9 +272,11 @@ fn walk_parts(
 
 /// The digest and entry count of `path` and everything below it, links not followed.
 /// Each directory is opened relative to the one it was listed from (never through a
-/// link), and its entries are looked at relative to it, so no path is resolved again
-/// from the root; a directory waiting its turn keeps only its parent open, so the
-/// descriptors held never exceed the depth.
+/// link), and its entries are looked at relative to it, so their paths are not
+/// resolved again from the root (only a racy file's bytes and a watch are reached by
+/// path). A directory waiting its turn keeps its parent open only down to
+/// [`HELD_DEPTH`]; deeper ones are opened by path, so a walk holds a bounded number of
+/// descriptors however deep the tree.
 fn walk_one(
     path: &Path,
     rel: &[u8],
@@ -301,6 +303,7 @@ fn walk_one(
             parent: None,
             path: path.to_path_buf(),
             rel: rel.to_vec(),
+            depth: 0,
         });
     } else if let Some(watch) = watch {
         watch.file(path, &meta);
@@ -344,16 +347,24 @@ fn walk_one(
                 Ok(stat) => {
                     let meta = Stat::of_raw(&stat);
                     if meta.is_symlink() {
-                        hash_link(&mut hasher, &child_rel, &meta, &dir, &name);
+                        let reachable = fits_a_path(&at());
+                        hash_link(
+                            &mut hasher,
+                            &child_rel,
+                            &meta,
+                            reachable.then_some((&dir, &name)),
+                        );
                     } else {
                         record(&mut hasher, &child_rel, &meta, at, taken_ns);
                     }
                     if meta.is_dir() {
                         let path = at();
+                        let depth = pending.depth + 1;
                         dirs.push(Pending {
-                            parent: Some((std::rc::Rc::clone(&dir), name)),
+                            parent: (depth <= HELD_DEPTH).then(|| (std::rc::Rc::clone(&dir), name)),
                             path,
                             rel: child_rel,
+                            depth,
                         });
                     } else if let Some(watch) = watch {
                         watch.file(&at(), &meta);
@@ -372,33 +383,50 @@ fn walk_one(
     (short(hasher), count)
 }
 
+/// How deep below a walk's first directory a waiting directory keeps its parent
+/// open: each level holds one descriptor at most, so a walk never holds more than
+/// this many however deep the tree.
+const HELD_DEPTH: usize = 32;
+
+/// Whether `path` is short enough for the kernel to resolve (`PATH_MAX`, its closing
+/// NUL included). What lies beyond is recorded as the error a look by path gives,
+/// as every fingerprint has recorded it, though a look relative to an open directory
+/// would reach it.
+fn fits_a_path(path: &Path) -> bool {
+    path.as_os_str().len() < usize::try_from(nix::libc::PATH_MAX).unwrap_or(4096)
+}
+
 /// A directory waiting to be listed: the directory it was listed from (open) and its
-/// name there, or none for the walk's first; its path, for a watch and for a racy
-/// file's bytes; its path relative to the root, as recorded.
+/// name there, or none for the walk's first and below [`HELD_DEPTH`]; its path, for a
+/// watch and for a racy file's bytes; its path relative to the root, as recorded; and
+/// how deep it is below the walk's first.
 struct Pending {
     parent: Option<(std::rc::Rc<nix::dir::Dir>, std::ffi::CString)>,
     path: PathBuf,
     rel: Vec<u8>,
+    depth: usize,
 }
 
 impl Pending {
     /// Opens the directory (a link in its place is refused, not followed) and gives it
-    /// with the names it lists, `.` and `..` left out.
+    /// with the names it lists, `.` and `..` and entries that cannot be read left out.
     fn list(&self) -> std::io::Result<(nix::dir::Dir, Vec<std::ffi::CString>)> {
         use nix::fcntl::OFlag;
+        if !fits_a_path(&self.path) {
+            return Err(std::io::Error::from_raw_os_error(nix::libc::ENAMETOOLONG));
+        }
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let mode = nix::sys::stat::Mode::empty();
         let mut dir = match &self.parent {
             Some((parent, name)) => nix::dir::Dir::openat(&**parent, name.as_c_str(), flags, mode),
             None => nix::dir::Dir::open(&self.path, flags, mode),
         }?;
-        let mut names = Vec::new();
-        for entry in dir.iter() {
-            let name = entry?.file_name().to_owned();
-            if !matches!(name.as_bytes(), b"." | b"..") {
-                names.push(name);
-            }
-        }
+        let names = dir
+            .iter()
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_owned())
+            .filter(|name| !matches!(name.as_bytes(), b"." | b".."))
+            .collect();
         Ok((dir, names))
     }
 }
@@ -494,16 +522,18 @@ fn record(
     }
 }
 
-/// [`record`] of a link listed in `dir` as `name`, its target read there.
+/// [`record`] of a link listed in `dir` as `name`, its target read there (none when
+/// `at` is `None`: its path is too long to read it by).
 fn hash_link(
     hasher: &mut sha2::Sha256,
     rel: &[u8],
     meta: &Stat,
-    dir: &nix::dir::Dir,
-    name: &std::ffi::CStr,
+    at: Option<(&nix::dir::Dir, &std::ffi::CString)>,
 ) {
     stat_record(hasher, rel, meta);
-    if let Ok(target) = nix::fcntl::readlinkat(dir, name) {
+    if let Some((dir, name)) = at
+        && let Ok(target) = nix::fcntl::readlinkat(dir, name.as_c_str())
+    {
         hasher.update(target.as_bytes());
     }
 }
@@ -661,6 +691,61 @@ mod tests {
         std::os::unix::fs::symlink(&b, &link).expect("ln");
         let (path, _, now) = pin.first_change(Share::EveryCore).expect("retargeted");
         assert_eq!((path, now.as_str()), (link, "changed since run start"));
+    }
+
+    /// Set in the copy of this test binary that walks with few descriptors.
+    const DEEP_ROOT: &str = "TDD_TEST_DEEP_ROOT";
+
+    #[test]
+    fn a_tree_deeper_than_the_descriptors_left_is_walked_alike() {
+        if let Some(root) = std::env::var_os(DEEP_ROOT) {
+            // The copy: as few descriptors as a busy process may have left.
+            use nix::sys::resource::Resource;
+            nix::sys::resource::setrlimit(Resource::RLIMIT_NOFILE, 64, 64).expect("limit");
+            let pin = InstallPin::take(Path::new(&root), "deep").expect("pin");
+            let parts = serde_json::to_string(&pin.parts).expect("json");
+            std::io::Write::write_all(
+                &mut std::io::stdout(),
+                format!("PARTS {parts}\n").as_bytes(),
+            )
+            .expect("written");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().join("site-packages");
+        // 150 levels, each with a directory still to walk beside the one walked first,
+        // so every level's directory is waited on while the walk goes deeper.
+        let mut deep = root.join("pkg");
+        for _ in 0..150 {
+            std::fs::create_dir_all(deep.join("a")).expect("mkdir");
+            deep.push("b");
+        }
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        std::fs::write(deep.join("m.py"), "x = 1\n").expect("write");
+        let pin = InstallPin::take(&root, "deep").expect("pin");
+        assert_eq!(pin.entries, 1 + 1 + 2 * 150 + 1, "{pin:?}");
+        let name =
+            "hermetic::install::tests::a_tree_deeper_than_the_descriptors_left_is_walked_alike";
+        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(DEEP_ROOT, &root)
+            .output()
+            .expect("the copy runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let parts = stdout
+            .lines()
+            .find_map(|line| line.split_once("PARTS ").map(|(_, parts)| parts))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no parts: {stdout} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        let expected = serde_json::to_string(&pin.parts).expect("json");
+        assert_eq!(
+            parts, expected,
+            "a walk short of descriptors saw another tree"
+        );
     }
 
     #[test]

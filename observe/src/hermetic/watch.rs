@@ -48,7 +48,8 @@ fn changes() -> AddWatchFlags {
 
 /// Kernel watches on the pinned roots, added by the walk that checks them
 /// ([`super::PinnedEnv::verify_installs_watching`]) and asked once the runs are over
-/// ([`super::PinnedEnv::verify_after_runs`]). Dropping it removes every watch.
+/// ([`super::PinnedEnv::verify_after_runs`]). Dropping it removes every watch, on a
+/// thread of its own (see its `Drop`).
 #[derive(Debug)]
 pub struct InstallWatch {
     inotify: Option<Inotify>,

@@ -54,8 +54,8 @@ impl Located {
         }
     }
 
-    /// The id ref `name` (`refs/heads/...`, `refs/tdd/...`) holds: its loose file, else
-    /// its line in `packed-refs`.
+    /// The id ref `name` (`refs/heads/...`, `refs/tdd/...`) holds: its loose file (read
+    /// only when the file itself is no link), else its line in `packed-refs`.
     pub(crate) fn read_ref(&self, name: &str) -> RefRead {
         let shared = name.starts_with("refs/heads/") || name.starts_with("refs/tdd/");
         if !shared || !safe_ref_name(name) || !refs_are_files(&self.common_dir) {
@@ -81,19 +81,48 @@ impl Located {
 
     /// Ref `name`'s line in `packed-refs`.
     fn packed(&self, name: &str) -> RefRead {
-        let path = self.common_dir.join("packed-refs");
-        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        {
-            return RefRead::Absent;
+        match self.packed_refs() {
+            Packed::None => RefRead::Absent,
+            Packed::Unread => RefRead::Unread,
+            Packed::Refs(refs) => refs
+                .into_iter()
+                .find(|(line_name, _)| line_name == name)
+                .map_or(RefRead::Absent, |(_, id)| RefRead::Found(id)),
         }
-        let Some(packed) = crate::observe::read_regular_file(&path) else {
-            return RefRead::Unread;
+    }
+
+    /// The refs `packed-refs` lists, read only when every line is as git writes it (a
+    /// header, `<id> <name>`, a tag's peeled `^<id>`, each ended by a newline) and
+    /// every name one this reads; anything else is left to git.
+    fn packed_refs(&self) -> Packed {
+        let path = self.common_dir.join("packed-refs");
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Packed::None,
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_PACKED => {}
+            _ => return Packed::Unread,
+        }
+        let Some(text) = crate::observe::read_regular_file(&path) else {
+            return Packed::Unread;
         };
-        packed_lines(&packed)
-            .find(|(_, line_name)| *line_name == name.as_bytes())
-            .map_or(RefRead::Absent, |(id, _)| {
-                ObjectId::from_hex(id).map_or(RefRead::Unread, RefRead::Found)
-            })
+        if !text.is_empty() && !text.ends_with(b"\n") {
+            return Packed::Unread;
+        }
+        let mut refs = Vec::new();
+        for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            if line.starts_with(b"#") || line.starts_with(b"^") {
+                continue;
+            }
+            let parsed = line.iter().position(|b| *b == b' ').and_then(|space| {
+                let id = ObjectId::from_hex(&line[..space]).ok()?;
+                let name = std::str::from_utf8(&line[space + 1..]).ok()?;
+                safe_ref_name(name).then(|| (name.to_string(), id))
+            });
+            match parsed {
+                Some(entry) => refs.push(entry),
+                None => return Packed::Unread,
+            }
+        }
+        Packed::Refs(refs)
     }
 
     /// Every ref under `prefix` (`refs/tdd/<run id>/`) and the id it holds, loose files
@@ -108,25 +137,20 @@ impl Located {
             return None;
         }
         let mut found = std::collections::BTreeMap::new();
-        let path = self.common_dir.join("packed-refs");
-        if let Some(packed) = crate::observe::read_regular_file(&path) {
-            for (id, name) in packed_lines(&packed) {
-                if let (Some(name), Ok(id)) = (
-                    std::str::from_utf8(name)
-                        .ok()
-                        .filter(|n| n.starts_with(prefix)),
-                    ObjectId::from_hex(id),
-                ) {
-                    found.insert(name.to_string(), id);
-                }
+        match self.packed_refs() {
+            Packed::None => {}
+            Packed::Unread => return None,
+            Packed::Refs(refs) => {
+                found.extend(
+                    refs.into_iter()
+                        .filter(|(name, _)| name.starts_with(prefix)),
+                );
             }
-        } else if std::fs::symlink_metadata(&path).is_ok() {
-            return None;
         }
         let mut dirs = vec![prefix.trim_end_matches('/').to_string()];
         while let Some(dir) = dirs.pop() {
             let path = self.common_dir.join(&dir);
-            // Never listed through a link: git's own refs are directories of files.
+            // A directory that is a link is not listed: git's own refs are directories.
             match std::fs::symlink_metadata(&path) {
                 Ok(meta) if meta.is_dir() => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -221,16 +245,17 @@ pub(crate) enum RefRead {
     Unread,
 }
 
-/// The `(id, name)` of each ref line of a `packed-refs` file (its header and the
-/// peeled lines of tags skipped).
-fn packed_lines(packed: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    packed.split(|b| *b == b'\n').filter_map(|line| {
-        if line.starts_with(b"#") || line.starts_with(b"^") {
-            return None;
-        }
-        let space = line.iter().position(|b| *b == b' ')?;
-        Some((&line[..space], line.get(space + 1..)?.trim_ascii_end()))
-    })
+/// The largest `packed-refs` read here; a larger one is left to git.
+const MAX_PACKED: u64 = 64 * 1024 * 1024;
+
+/// What `packed-refs` holds, as far as this reads it.
+enum Packed {
+    /// There is none.
+    None,
+    /// Not as git writes it, or too large: git is asked.
+    Unread,
+    /// Its refs, by name.
+    Refs(Vec<(String, ObjectId)>),
 }
 
 /// Whether `name` is a ref name this reads and writes as a path: no empty, `..` or

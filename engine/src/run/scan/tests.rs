@@ -407,3 +407,43 @@ fn a_sparse_index_keeps_the_directories_it_leaves_out() {
     assert!(listing.contains("\tfar/away/f.txt"), "{listing}");
     assert!(listing.contains("\ttests/test_b.py"), "{listing}");
 }
+
+#[test]
+fn a_packed_refs_file_not_as_git_writes_it_is_left_to_git() {
+    let dir = tempfile::tempdir().expect("dir");
+    let git_dir = dir.path().join(".git");
+    std::fs::create_dir_all(git_dir.join("refs/tdd")).expect("mkdir");
+    let located = Located {
+        root: dir.path().to_path_buf(),
+        git_dir: git_dir.clone(),
+        common_dir: git_dir.clone(),
+    };
+    let id = "1234567890123456789012345678901234567890";
+    let name = "refs/tdd/ledger/main";
+    let with = |text: &str| {
+        std::fs::write(git_dir.join("packed-refs"), text).expect("write");
+        located.read_ref(name)
+    };
+    let found = RefRead::Found(gix_hash::ObjectId::from_hex(id.as_bytes()).expect("id"));
+    assert_eq!(
+        with(&format!("# pack-refs with: peeled\n{id} {name}\n")),
+        found
+    );
+    assert_eq!(with(&format!("{id} refs/tdd/other\n")), RefRead::Absent);
+    // A carriage return, a tab, a last line unended, a name git refuses, a bad id:
+    // git reads each otherwise, or not at all, so it is asked.
+    for odd in [
+        format!("{id} {name}\r\n"),
+        format!("{id}\t{name}\n"),
+        format!("{id} {name}"),
+        format!("{id} refs/tdd/a b\n{id} {name}\n"),
+        format!("xyz {name}\n"),
+    ] {
+        assert_eq!(with(&odd), RefRead::Unread, "{odd:?}");
+        assert_eq!(located.refs_under("refs/tdd/ledger/"), None, "{odd:?}");
+    }
+    std::fs::remove_file(git_dir.join("packed-refs")).expect("rm");
+    assert_eq!(located.read_ref(name), RefRead::Absent);
+    std::os::unix::fs::symlink("/nonexistent", git_dir.join("packed-refs")).expect("ln");
+    assert_eq!(located.read_ref(name), RefRead::Unread);
+}

@@ -104,6 +104,19 @@ pub(crate) fn read_events(
     query(conn, sql, &[&run_id, &kind], path)
 }
 
+/// Reads the events of run `run_id` after event `after` (by id), oldest first.
+pub(crate) fn read_run_after(
+    conn: &Connection,
+    run_id: &str,
+    after: u64,
+    path: &Path,
+) -> Result<Vec<Event>, LedgerError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let sql = "SELECT id, run_id, kind, payload, at, prev_hash, hash FROM events \
+               WHERE run_id = ?1 AND id > ?2 ORDER BY id";
+    query(conn, sql, &[&run_id, &after], path)
+}
+
 /// Reads events of any of `kinds` oldest first, optionally only one run's.
 pub(crate) fn read_kinds(
     conn: &Connection,

@@ -44,6 +44,22 @@ pub struct RunHead {
 }
 
 impl Ledger {
+    /// The id of the newest `run_started` or `run_adopted` event whose payload names
+    /// `worktree` (at `$.worktree`): the event the latest run of that work tree follows
+    /// from. Read by SQLite's JSON functions, so no payload is decoded into Rust.
+    pub fn newest_start_in(&self, worktree: &str) -> Result<Option<u64>, LedgerError> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT MAX(id) FROM events WHERE kind IN ('run_started', 'run_adopted') \
+                 AND json_valid(payload) AND json_extract(payload, '$.worktree') = ?1",
+                [worktree],
+                |r| r.get(0),
+            )
+            .map_err(sql_err(&self.path))?;
+        Ok(id.and_then(|id| u64::try_from(id).ok()))
+    }
+
     /// Every engine run (a run whose first event is a `run_started`), oldest run first,
     /// with the work tree and plan length of that start, the time of its newest event,
     /// and for each of `newest` (sets of kinds) its newest event of those kinds with its

@@ -18,6 +18,7 @@ mod chain;
 pub mod clock;
 mod heads;
 mod location;
+mod memo;
 pub mod parallel;
 pub mod redact;
 mod schema;
@@ -305,6 +306,11 @@ impl Ledger {
         chain::read_events(&self.conn, run_id, None, &self.path)
     }
 
+    /// The events of run `run_id` recorded after event `after` (by id), oldest first.
+    pub fn run_events_after(&self, run_id: &str, after: u64) -> Result<Vec<Event>, LedgerError> {
+        chain::read_run_after(&self.conn, run_id, after, &self.path)
+    }
+
     /// Events of one kind, oldest first, optionally only those of one run.
     pub fn events_of_kind(
         &self,
@@ -364,6 +370,43 @@ impl Ledger {
             taken.seal(&head);
         }
         Ok(verification)
+    }
+
+    /// Starts the write-ahead log afresh now, with a write that records no event: the
+    /// log's header, which SQLite puts on the disk before the first write after a
+    /// checkpoint, is written while the caller does longer work beside it (a gate's
+    /// runs), so the events recorded next do not wait for the disk. It sets the `meta`
+    /// row `log_started` to the time; no event, hash or chain head changes. Best effort:
+    /// a write that cannot be made now leaves the wait to the first event, as before.
+    pub fn start_log(&mut self) {
+        let Ok(tx) = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+        else {
+            return;
+        };
+        self.reseal.check_own();
+        let set = tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('log_started', ?1) \
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [clock::now_rfc3339()],
+        );
+        if set.is_ok() && tx.commit().is_ok() {
+            self.reseal.after_write();
+        }
+    }
+
+    /// Copies what the write-ahead log holds into the database now rather than when the
+    /// connection closes, and empties the log: for a writer done writing that still has
+    /// work before it closes, so that the clock has passed the database's change time
+    /// by then and keeping the seal ([`seal`]) need not wait for it. Best effort: a
+    /// checkpoint that cannot run now runs at the close, as it would have.
+    pub fn checkpoint(&mut self) {
+        self.reseal.check_own();
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        self.reseal.after_write();
     }
 
     /// Keeps no seal when this ledger closes, though every write was its own: for a

@@ -360,29 +360,38 @@ fn no_follow_no_block() -> i32 {
 
 /// The seal kept for `database`, if there is one and it reads.
 fn read(database: &Path) -> Option<Seal> {
-    use std::io::Read;
-    let file = open_regular(&seal_path(database))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SEAL).read_to_end(&mut bytes).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    serde_json::from_slice(&read_regular(&seal_path(database), MAX_SEAL)?).ok()
 }
 
 /// Keeps `seal`, whole or not at all (a file beside it, renamed over it).
 fn write(database: &Path, seal: &Seal) {
-    let path = seal_path(database);
-    let Ok(bytes) = serde_json::to_vec(seal) else {
-        return;
-    };
+    if let Ok(bytes) = serde_json::to_vec(seal) {
+        keep_whole(&seal_path(database), &bytes);
+    }
+}
+
+/// The first `cap` bytes of `path` when it is a regular file that reads (never a link
+/// followed or a pipe waited on).
+pub(crate) fn read_regular(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Writes `bytes` to `path` whole or not at all: into a new file of this process's
+/// own beside it (never through a link or a file left there), renamed over `path`.
+pub(crate) fn keep_whole(path: &Path, bytes: &[u8]) {
     let mut temporary = path.as_os_str().to_os_string();
     temporary.push(format!(".{}.tmp", std::process::id()));
     let temporary = PathBuf::from(temporary);
-    // A new file of its own (never through a link or a file left there).
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temporary)
-        .and_then(|mut file| std::io::Write::write_all(&mut file, &bytes));
-    if written.is_err() || std::fs::rename(&temporary, &path).is_err() {
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes));
+    if written.is_err() || std::fs::rename(&temporary, path).is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
 }

@@ -438,3 +438,43 @@ fn an_event_edited_in_place_after_the_ledger_was_sealed_is_refused_by_the_next_c
         "{value}"
     );
 }
+
+/// A change keeps the ledger's seal for the files it leaves, so the next command
+/// rehashes only what the change appended: here an accepted GREEN, which commits,
+/// records and publishes the ledger in git. (Run as root, SQLite re-owns the
+/// write-ahead log on every open, so a second connection opened while the change
+/// writes, such as one to publish, would cost every later check a walk of the whole
+/// chain.)
+#[test]
+fn a_change_that_commits_and_publishes_keeps_the_seal_for_the_files_it_leaves() {
+    use std::os::unix::fs::MetadataExt;
+    let env = project();
+    let db = database(&env);
+    red(&env);
+    green(&env);
+    // Nothing else runs in between: a command's own check would seal anew.
+    let mut seal = db.clone().into_os_string();
+    seal.push("-seal.json");
+    let seal: Value =
+        serde_json::from_slice(&std::fs::read(PathBuf::from(seal)).expect("a seal is kept"))
+            .expect("the seal reads");
+    let meta = std::fs::symlink_metadata(&db).expect("the database");
+    let ns = |secs: i64, nanos: i64| secs * 1_000_000_000 + nanos;
+    let key = serde_json::json!([
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        ns(meta.mtime(), meta.mtime_nsec()),
+        ns(meta.ctime(), meta.ctime_nsec()),
+    ]);
+    assert_eq!(
+        seal["key"][0], key,
+        "the seal is for the database as GREEN left it"
+    );
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    assert!(
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+        "the log was copied into the database"
+    );
+    assert_eq!(seal["key"][1], Value::Null, "{seal}");
+}

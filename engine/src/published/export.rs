@@ -5,12 +5,13 @@
 //! format               "tdd ledger export 1"
 //! head                 "<count>:<hash>", the chain head the export holds
 //! events/0000000001.jsonl   events 1 to 1024, one stored event per line
-//! events/0000001025.jsonl   ...
+//! events/0000001025.jsonl   ... then the events after the last full chunk,
+//!                           in pieces of 8 (`layout`)
 //! snapshots/<tree id>  the active run's snapshot trees (kept reachable, and carried by a push)
 //! ```
 //!
-//! A full chunk never changes, so an export after a phase writes one blob and three
-//! trees, and git stores and sends each finished chunk once.
+//! A full chunk or piece never changes, so an export after a phase writes one blob (the
+//! last piece) and three trees, and git stores and sends each finished chunk once.
 
 use gix_hash::ObjectId;
 use gix_object::tree::Entry;
@@ -26,6 +27,22 @@ use crate::run::scan::Objects;
 pub(super) const FORMAT: &str = "tdd ledger export 1\n";
 /// Events per chunk file.
 pub(super) const CHUNK: u64 = 1024;
+/// Events per piece of the stretch after the last full chunk.
+pub(super) const PIECE: u64 = 8;
+
+/// The chunk files an export of `count` events holds, as (first, last) event ids: one
+/// of [`CHUNK`] events for each full stretch, then the events after them in pieces of
+/// [`PIECE`], the last piece holding what is left. A publication after a phase so
+/// rewrites one piece, never the whole stretch since the last full chunk; a stretch
+/// that fills becomes one chunk. Readers take chunks of any length that follow on.
+pub(super) fn layout(count: u64) -> Vec<(u64, u64)> {
+    let full = count / CHUNK * CHUNK;
+    let chunks = (0..count / CHUNK).map(|k| (k * CHUNK + 1, (k + 1) * CHUNK));
+    let pieces = (full..count)
+        .step_by(usize::try_from(PIECE).unwrap_or(usize::MAX))
+        .map(move |before| (before + 1, (before + PIECE).min(count)));
+    chunks.chain(pieces).collect()
+}
 
 /// An export read back: the chain it holds and where it came from.
 #[derive(Debug)]

@@ -144,10 +144,24 @@ pub fn publish(
     work_tree: &Path,
     snapshots: &[String],
 ) -> Result<Option<Published>, PublishError> {
-    let Some(branch) = current_branch(work_tree)? else {
+    if current_branch(work_tree)?.is_none() {
+        return Ok(None);
+    }
+    let Some(ledger) = Ledger::open_read_only(database)? else {
         return Ok(None);
     };
-    let Some(ledger) = Ledger::open_read_only(database)? else {
+    publish_from(&ledger, work_tree, snapshots)
+}
+
+/// [`publish`] from a ledger already open: a change publishes through the connection
+/// it wrote with, so no second connection touches the ledger's files while it holds
+/// their seal ([`crate::ledger::seal`]).
+pub(crate) fn publish_from(
+    ledger: &Ledger,
+    work_tree: &Path,
+    snapshots: &[String],
+) -> Result<Option<Published>, PublishError> {
+    let Some(branch) = current_branch(work_tree)? else {
         return Ok(None);
     };
     let reference = ledger_ref(&branch);
@@ -156,7 +170,9 @@ pub fn publish(
     let objects = located.objects();
     let head = ledger.anchor()?;
     let previous = resolve(&located, &git, &reference)?;
-    let mut reused: Vec<(u64, ObjectId)> = Vec::new();
+    // The previous export's chunks by (first, last) event: the same bytes again where
+    // this chain continues the one it holds.
+    let mut reused: std::collections::HashMap<(u64, u64), ObjectId> = Default::default();
     if let Some(prev) = &previous {
         let checked = objects.handle()?;
         let tree = objects.tree_of_commit(prev)?;
@@ -169,29 +185,45 @@ pub fn publish(
                     written: false,
                 }));
             }
-            // Full chunks of an export this chain continues are the same bytes again.
             if ledger.hash_at(old.head.count)?.as_deref() == Some(old.head.hash.as_str()) {
+                let lasts = old
+                    .chunks
+                    .iter()
+                    .skip(1)
+                    .map(|(first, _)| first.saturating_sub(1));
+                let lasts = lasts.chain(std::iter::once(old.head.count));
                 reused = old
                     .chunks
-                    .into_iter()
-                    .filter(|(first, _)| first + export::CHUNK - 1 <= old.head.count)
+                    .iter()
+                    .zip(lasts)
+                    .map(|((first, id), last)| ((*first, last), *id))
                     .collect();
             }
         }
     }
-    let from = reused
-        .last()
-        .map_or(0, |(first, _)| first + export::CHUNK - 1);
-    let mut chunks = reused;
-    for events in ledger
-        .stored_events_after(from)?
-        .chunks(export::CHUNK as usize)
-    {
-        let Some(first) = events.first().map(|e| e.id) else {
+    let wanted = export::layout(head.count);
+    let from = wanted
+        .iter()
+        .find(|span| !reused.contains_key(span))
+        .map(|(first, _)| first - 1);
+    let events = match from {
+        Some(from) => ledger.stored_events_after(from)?,
+        None => Vec::new(),
+    };
+    let mut chunks = Vec::with_capacity(wanted.len());
+    for (first, last) in wanted {
+        if let Some(id) = reused.get(&(first, last)) {
+            chunks.push((first, *id));
+            continue;
+        }
+        // The events are in id order: those of the span are one slice of them.
+        let span = &events[events.partition_point(|e| e.id < first)..];
+        let span = &span[..span.partition_point(|e| e.id <= last)];
+        let Some(start) = span.first().map(|e| e.id) else {
             continue;
         };
-        let blob = objects.write(gix_object::Kind::Blob, &export::encode_chunk(events)?)?;
-        chunks.push((first, blob));
+        let blob = objects.write(gix_object::Kind::Blob, &export::encode_chunk(span)?)?;
+        chunks.push((start, blob));
     }
     let kept: Vec<ObjectId> = snapshots
         .iter()
@@ -199,18 +231,21 @@ pub fn publish(
         .collect();
     let tree = export::write_tree(&objects, &head, &chunks, &kept)?;
     let commit = write_commit(&objects, tree, previous.as_ref(), &head)?;
-    let old = previous.map_or_else(
-        || ObjectId::null(objects.kind()).to_string(),
-        |p| p.to_string(),
-    );
-    git.output([
-        "update-ref",
-        "-m",
-        "tdd: publish the ledger",
-        &reference,
-        &commit.to_string(),
-        &old,
-    ])?;
+    // In-process where git would do no more than move the ref file; else by git.
+    if !located.move_ref(&reference, &commit, previous.as_ref())? {
+        let old = previous.map_or_else(
+            || ObjectId::null(objects.kind()).to_string(),
+            |p| p.to_string(),
+        );
+        git.output([
+            "update-ref",
+            "-m",
+            "tdd: publish the ledger",
+            &reference,
+            &commit.to_string(),
+            &old,
+        ])?;
+    }
     Ok(Some(Published {
         reference,
         commit: commit.to_string(),

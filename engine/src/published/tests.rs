@@ -75,6 +75,88 @@ fn append(database: &Path, n: usize) {
 }
 
 #[test]
+fn the_events_after_the_full_chunks_are_kept_in_pieces_that_follow_on() {
+    assert_eq!(export::layout(0), Vec::<(u64, u64)>::new());
+    assert_eq!(export::layout(5), vec![(1, 5)]);
+    let p = export::PIECE;
+    assert_eq!(
+        export::layout(2 * p + 3),
+        vec![(1, p), (p + 1, 2 * p), (2 * p + 1, 2 * p + 3)]
+    );
+    let full = export::CHUNK;
+    assert_eq!(export::layout(full), vec![(1, full)]);
+    assert_eq!(
+        export::layout(full + p + 1),
+        vec![
+            (1, full),
+            (full + 1, full + p),
+            (full + p + 1, full + p + 1)
+        ]
+    );
+    for count in [1, p - 1, p, p + 1, 1023, 1024, 1025, 2047, 2048, 2100] {
+        let spans = export::layout(count);
+        let mut next = 1;
+        for (first, last) in &spans {
+            assert_eq!(*first, next, "{count}: {spans:?}");
+            assert!(last >= first && last - first < export::CHUNK);
+            next = last + 1;
+        }
+        assert_eq!(next, count + 1, "{count}: {spans:?}");
+    }
+}
+
+#[test]
+fn a_publication_writes_again_only_the_piece_its_events_fall_in() {
+    let (full, p) = (export::CHUNK, export::PIECE);
+    let (dir, database) = repo_with(usize::try_from(full + p + 3).expect("fits"));
+    let repo = dir.path().join("repo");
+    let first = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    append(&database, 3);
+    let second = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    let blob = |commit: &str, first: u64| {
+        let name = export::chunk_name(first);
+        git(&repo, &["rev-parse", &format!("{commit}:events/{name}")])
+    };
+    assert_eq!(second.events, full + p + 6);
+    // The full chunk and the full piece are the same blobs; the last piece grew.
+    assert_eq!(blob(&first.commit, 1), blob(&second.commit, 1));
+    assert_eq!(
+        blob(&first.commit, full + 1),
+        blob(&second.commit, full + 1)
+    );
+    assert_ne!(
+        blob(&first.commit, full + p + 1),
+        blob(&second.commit, full + p + 1)
+    );
+    // Filled, the stretch becomes one chunk, and the chain reads back whole.
+    append(&database, usize::try_from(full - p - 6).expect("fits"));
+    let third = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    assert_eq!(third.events, 2 * full);
+    let names = git(
+        &repo,
+        &[
+            "ls-tree",
+            "--name-only",
+            &format!("{}:events", third.commit),
+        ],
+    );
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        ["0000000001.jsonl", "0000001025.jsonl"]
+    );
+    let other = dir.path().join("other/ledger.sqlite3");
+    let adoption =
+        adopt(&repo, false, |events| Ledger::open(&other)?.import(events)).expect("adopts");
+    assert!(matches!(adoption, Adoption::Imported { appended, .. } if appended == 2 * full));
+}
+
+#[test]
 fn a_published_chain_is_read_back_byte_for_byte_and_moves_the_ref_forward() {
     let (dir, database) = repo_with(export::CHUNK as usize + 5);
     let repo = dir.path().join("repo");

@@ -147,7 +147,8 @@ impl RunTx<'_> {
             .advance_in(&mut self.ledger, unchanged, progress)?;
         if outcome.commit.is_some() || outcome.run_complete {
             let active = (!outcome.run_complete).then_some(outcome.run_id.as_str());
-            self.engine.publish_after_change(active);
+            self.ledger.checkpoint();
+            self.engine.publish_after_change(&self.ledger, active);
         }
         Ok(outcome)
     }
@@ -368,21 +369,10 @@ impl Session {
                 Some(scanned) => Snapshot::keep(&self.work_tree, &name, scanned?),
                 None => Snapshot::take(&self.work_tree, &name),
             });
-            let commit = if candidate.is_empty() {
-                Ok(None)
-            } else {
-                anchor_trailers(ledger, &chosen, message, &trailers).and_then(|trailers| {
-                    let stamp = ctx.stamp.take(&self.work_tree);
-                    Ok(candidate::commit(
-                        &git,
-                        head,
-                        candidate,
-                        message,
-                        &trailers,
-                        stamp.as_ref(),
-                    )?)
-                })
-            };
+            let commit = candidate::commit(&git, head, candidate, message, || {
+                let trailers = anchor_trailers(ledger, &chosen, message, &trailers)?;
+                Ok::<_, RunError>((trailers, ctx.stamp.take(&self.work_tree)))
+            });
             let snapshot = snapshot.join().unwrap_or_else(|_| {
                 Err(crate::git::GitError::Failed {
                     args: "snapshot".into(),

@@ -142,45 +142,28 @@ pub(crate) fn build(
     Ok(Candidate { tree, chosen, left })
 }
 
+/// What a commit is anchored with: its trailers and, when known, who it is by.
+pub(crate) type Anchoring<'t> = (Vec<(&'t str, String)>, Option<Stamp>);
+
 /// Commits `candidate` on top of HEAD (which must still be `parent`), moves HEAD to it, and
 /// brings the user's index in line for the committed paths only. The work tree is not
-/// touched: a file changed after the scan shows as a change against the new commit. When
-/// HEAD is no longer `parent`, HEAD stays where it is and the index entries of the
-/// committed paths are HEAD's.
-pub(crate) fn commit(
+/// touched: a file changed after the scan shows as a change against the new commit.
+///
+/// `anchor` gives the commit's trailers and stamp (recording what the trailers name); it
+/// runs while the index takes the committed paths from the candidate's tree, which is
+/// the commit's, so neither waits for the other. When `anchor` fails or HEAD is no
+/// longer `parent`, HEAD stays where it is and the index entries of the committed paths
+/// are HEAD's.
+pub(crate) fn commit<'t, E: From<GitError>>(
     git: &Git,
     parent: &str,
     candidate: &Candidate,
     message: &str,
-    trailers: &[(&str, String)],
-    stamp: Option<&Stamp>,
-) -> Result<Option<String>, GitError> {
+    anchor: impl FnOnce() -> Result<Anchoring<'t>, E>,
+) -> Result<Option<String>, E> {
     if candidate.is_empty() {
         return Ok(None);
     }
-    let trailer_text: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let trailer_text = trailer_text.join("\n");
-    let commit = match stamp {
-        Some(stamp) => {
-            let object =
-                stamp.commit_object(&candidate.tree, parent, message, &trailer_text, now());
-            let objects = crate::run::scan::locate(git.dir())?.objects();
-            objects
-                .write(gix_object::Kind::Commit, &object)?
-                .to_string()
-        }
-        None => git.text([
-            "commit-tree",
-            &candidate.tree,
-            "-p",
-            parent,
-            "-m",
-            message,
-            "-m",
-            &trailer_text,
-        ])?,
-    };
-    let subject = message.lines().next().unwrap_or_default();
     let mut pathspecs = Vec::new();
     for change in &candidate.chosen {
         pathspecs.extend_from_slice(&change.path);
@@ -199,10 +182,11 @@ pub(crate) fn commit(
             &pathspecs,
         )
     };
-    // HEAD moves and the index takes the committed paths from the new commit (named, so
-    // the reset does not wait for HEAD): two processes at once.
-    let (moved, reset) = std::thread::scope(|scope| {
-        let moved = scope.spawn(|| {
+    std::thread::scope(|scope| {
+        let reset = scope.spawn(|| reset_to(&candidate.tree));
+        let made = anchor().and_then(|(trailers, stamp)| {
+            let commit = write_commit(git, parent, candidate, message, &trailers, stamp.as_ref())?;
+            let subject = message.lines().next().unwrap_or_default();
             git.output([
                 "update-ref",
                 "-m",
@@ -210,24 +194,61 @@ pub(crate) fn commit(
                 "HEAD",
                 &commit,
                 parent,
-            ])
+            ])?;
+            Ok(commit)
         });
-        let reset = reset_to(&commit);
-        let moved = moved.join().unwrap_or_else(|_| {
+        let reset = reset.join().unwrap_or_else(|_| {
             Err(GitError::Failed {
-                args: "update-ref".into(),
-                stderr: "the thread moving HEAD panicked".into(),
+                args: "reset".into(),
+                stderr: "the thread bringing the index in line panicked".into(),
             })
         });
-        (moved, reset)
-    });
-    if let Err(err) = moved {
-        // HEAD did not move (it is no longer `parent`): the index follows HEAD back.
-        let _ = reset_to("HEAD");
-        return Err(err);
+        match made {
+            Ok(commit) => {
+                reset?;
+                Ok(Some(commit))
+            }
+            Err(err) => {
+                // HEAD did not move: the index follows HEAD back.
+                let _ = reset_to("HEAD");
+                Err(err)
+            }
+        }
+    })
+}
+
+/// Writes the commit object of `candidate` on `parent`: by the stamp's identity and
+/// time when there is one, else as `git commit-tree` makes it.
+fn write_commit(
+    git: &Git,
+    parent: &str,
+    candidate: &Candidate,
+    message: &str,
+    trailers: &[(&str, String)],
+    stamp: Option<&Stamp>,
+) -> Result<String, GitError> {
+    let trailer_text: Vec<String> = trailers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let trailer_text = trailer_text.join("\n");
+    match stamp {
+        Some(stamp) => {
+            let object =
+                stamp.commit_object(&candidate.tree, parent, message, &trailer_text, now());
+            let objects = crate::run::scan::locate(git.dir())?.objects();
+            Ok(objects
+                .write(gix_object::Kind::Commit, &object)?
+                .to_string())
+        }
+        None => git.text([
+            "commit-tree",
+            &candidate.tree,
+            "-p",
+            parent,
+            "-m",
+            message,
+            "-m",
+            &trailer_text,
+        ]),
     }
-    reset?;
-    Ok(Some(commit))
 }
 
 /// A path as bytes for the filesystem.
@@ -268,14 +289,9 @@ mod tests {
                 .then(|| crate::run::stamp::Probe::default().take(dir.path()))
                 .flatten();
             assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
-            let made = commit(
-                &git,
-                &head,
-                &candidate,
-                "feat: new",
-                &[("TDD-Run", "r".into())],
-                stamp.as_ref(),
-            )
+            let made = commit(&git, &head, &candidate, "feat: new", || {
+                Ok::<_, GitError>((vec![("TDD-Run", "r".to_string())], stamp))
+            })
             .expect("commit")
             .expect("a commit");
             assert_eq!(
@@ -309,8 +325,33 @@ mod tests {
             &["commit", "-q", "--allow-empty", "-m", "moved"],
         );
         let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
-        assert!(commit(&git, &head, &candidate, "feat: new", &[], None).is_err());
+        let anchored = || Ok::<_, GitError>((Vec::new(), None));
+        assert!(commit(&git, &head, &candidate, "feat: new", anchored).is_err());
         assert_eq!(tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]), moved);
+        assert_eq!(
+            tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
+            " M calc.py\n",
+            "the change is in the work tree only"
+        );
+    }
+
+    #[test]
+    fn a_commit_whose_anchor_fails_leaves_head_and_unstages_its_paths() {
+        let (dir, git) = committed_repo();
+        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+        let failed = || {
+            Err::<Anchoring<'static>, _>(GitError::Failed {
+                args: "record".into(),
+                stderr: "the ledger refused the write".into(),
+            })
+        };
+        let err = commit(&git, &head, &candidate, "feat: new", failed).expect_err("refused");
+        assert!(err.to_string().contains("the ledger refused"), "{err}");
+        assert_eq!(
+            tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]),
+            format!("{head}\n")
+        );
         assert_eq!(
             tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
             " M calc.py\n",

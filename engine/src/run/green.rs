@@ -98,14 +98,17 @@ impl Session {
             });
             ledger.record(Some(&ctx.state.run_id), &event)?;
         }
-        let judged = match self.judge_in_clean_room(
-            ctx,
-            outcome,
-            &candidate,
-            &sweep,
-            &mut installs,
-            progress,
-        ) {
+        let judged = std::thread::scope(|scope| {
+            // The ledger's log is started beside the runs, so the decision's first
+            // record does not wait for the disk.
+            let log = &mut *ledger;
+            let started = scope.spawn(move || log.start_log());
+            let judged =
+                self.judge_in_clean_room(ctx, outcome, &candidate, &sweep, &mut installs, progress);
+            let _ = started.join();
+            judged
+        });
+        let judged = match judged {
             Err(RunError::CleanRoom(CleanRoomError::LinkLeavesTree { path, target })) => {
                 Ok(Some(link_leaves_tree(ctx.phase, &path, &target)))
             }

@@ -19,6 +19,7 @@ mod glance;
 mod green;
 mod links;
 mod locks;
+mod memo;
 mod phase;
 mod red;
 mod register;
@@ -327,13 +328,13 @@ impl Session {
     /// caller, so the ledger is not projected again). A failure does not undo the change
     /// (the next change, `tdd ledger publish` or the forge's push publishes again), so
     /// it is logged, not returned.
-    pub(crate) fn publish_after_change(&self, active: Option<&str>) {
+    pub(crate) fn publish_after_change(&self, ledger: &Ledger, active: Option<&str>) {
         let snapshots = active.map_or_else(
             || Ok(Vec::new()),
             |run_id| crate::published::snapshot_trees(&self.work_tree, run_id),
         );
         let published = snapshots.map_err(Into::into).and_then(|snapshots| {
-            crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
+            crate::published::publish_from(ledger, &self.work_tree, &snapshots)
         });
         if let Err(e) = published {
             tracing::warn!(error = %e, "the ledger could not be published in git");
@@ -383,17 +384,29 @@ impl Session {
         {
             return Ok(Some(projected.state.clone()));
         }
+        if let Some(state) = self.remembered_run(ledger, &worktree)? {
+            return Ok(Some(state));
+        }
         // A run belongs to the work tree it started in, or the one it was adopted into last.
         let started = ledger.typed::<RunEvent>(None, &["run_started", "run_adopted"])?;
-        let Some(last) = started.iter().rev().find_map(|(event, typed)| match typed {
+        let Some(start) = started.iter().rev().find_map(|(event, typed)| match typed {
             RunEvent::RunStarted(run) if run.worktree == worktree => Some(event),
             RunEvent::RunAdopted(run) if run.worktree == worktree => Some(event),
             _ => None,
         }) else {
             return Ok(None);
         };
-        let events = ledger.events(last.run_id.as_deref())?;
-        Ok(RunState::project(&events, &self.kinds)?)
+        let events = ledger.events(start.run_id.as_deref())?;
+        let state = RunState::project(&events, &self.kinds)?;
+        if let (Some(state), Some(last), Ok(from), Some(_)) = (
+            &state,
+            events.last(),
+            u64::try_from(start.id),
+            &start.run_id,
+        ) {
+            memo::remember(ledger, &worktree, last, from, state);
+        }
+        Ok(state)
     }
 
     /// Opens the cycle after `after` (the first when `None`), or completes the run when none

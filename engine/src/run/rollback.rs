@@ -170,7 +170,9 @@ impl RunTx<'_> {
     /// [`RunTx::reopen_refactor`].
     pub fn rollback(mut self, to: RollbackTo) -> Result<RunState, RunError> {
         let state = self.engine.rollback_in(&mut self.ledger, to)?;
-        self.engine.publish_after_change(state.active_id());
+        self.ledger.checkpoint();
+        self.engine
+            .publish_after_change(&self.ledger, state.active_id());
         Ok(state)
     }
 
@@ -182,7 +184,9 @@ impl RunTx<'_> {
     /// is active again afterwards.
     pub fn reopen_refactor(mut self, n: u32) -> Result<RunState, RunError> {
         let state = self.engine.reopen_refactor_in(&mut self.ledger, n)?;
-        self.engine.publish_after_change(state.active_id());
+        self.ledger.checkpoint();
+        self.engine
+            .publish_after_change(&self.ledger, state.active_id());
         Ok(state)
     }
 }

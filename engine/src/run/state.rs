@@ -61,7 +61,7 @@ pub struct Refusal {
 }
 
 /// One cycle's projected state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CycleState {
     /// The plan's cycle number.
     pub n: u32,
@@ -88,7 +88,7 @@ pub struct CycleState {
 }
 
 /// The state a phase began from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseStart {
     /// The phase.
     pub phase: Phase,
@@ -107,7 +107,7 @@ fn observed_ids<'a>(observations: impl IntoIterator<Item = &'a Observation>) -> 
 }
 
 /// How a run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Cycles remain.
@@ -119,7 +119,7 @@ pub enum RunStatus {
 }
 
 /// A run as its events say it is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// The run id.
     pub run_id: String,
@@ -151,6 +151,43 @@ pub struct RunState {
     /// Test ids of the latest whole-suite runs, by project-qualified id.
     #[serde(skip)]
     suite_ids: BTreeSet<String>,
+}
+
+/// A run's state as it is kept between commands ([`super::memo`]): every field,
+/// those `tdd status` does not show too.
+#[derive(Serialize)]
+pub(super) struct Keep<'s> {
+    state: &'s RunState,
+    pinned_env: Option<&'s crate::observe::hermetic::PinnedEnv>,
+    suite_ids: &'s BTreeSet<String>,
+}
+
+/// [`Keep`] as read back.
+#[derive(Deserialize)]
+pub(super) struct Kept {
+    state: RunState,
+    pinned_env: Option<crate::observe::hermetic::PinnedEnv>,
+    suite_ids: BTreeSet<String>,
+}
+
+impl RunState {
+    /// The state with every field, to be kept.
+    pub(super) fn keep(&self) -> Keep<'_> {
+        Keep {
+            state: self,
+            pinned_env: self.pinned_env.as_deref(),
+            suite_ids: &self.suite_ids,
+        }
+    }
+
+    /// The state [`RunState::keep`] kept.
+    pub(super) fn from_kept(kept: Kept) -> RunState {
+        RunState {
+            pinned_env: kept.pinned_env.map(std::sync::Arc::new),
+            suite_ids: kept.suite_ids,
+            ..kept.state
+        }
+    }
 }
 
 /// The payload of `run_started`.

@@ -53,6 +53,12 @@ pub fn become_subreaper() -> bool {
 /// killed. Call it only when every child this process waits for has been reaped:
 /// whatever is still alive then was left behind.
 pub fn end_descendants() -> u32 {
+    // A subreaper is an ancestor of every live descendant through a chain of living
+    // parents that ends at one of its children: with no child at all, ended or alive,
+    // nothing is below it, and `/proc` need not be read.
+    if nix::sys::prctl::get_child_subreaper().unwrap_or(false) && no_child_at_all() {
+        return 0;
+    }
     let killed = kill_below(std::process::id() as i32);
     reap_killed(&killed);
     u32::try_from(killed.len()).unwrap_or(u32::MAX)
@@ -72,6 +78,22 @@ pub fn end_tree(root: ProcessId) -> u32 {
         killed.insert(root);
     }
     u32::try_from(killed.len()).unwrap_or(u32::MAX)
+}
+
+/// Whether this process has no child, alive or ended and not yet reaped; nothing is
+/// reaped by asking (a `Child` someone else waits for keeps its status).
+fn no_child_at_all() -> bool {
+    use nix::sys::wait::Id;
+    use nix::sys::wait::WaitPidFlag;
+    let asked = WaitPidFlag::WEXITED
+        | WaitPidFlag::WSTOPPED
+        | WaitPidFlag::WCONTINUED
+        | WaitPidFlag::WNOHANG
+        | WaitPidFlag::WNOWAIT;
+    matches!(
+        nix::sys::wait::waitid(Id::All, asked),
+        Err(nix::errno::Errno::ECHILD)
+    )
 }
 
 /// SIGKILL to every live descendant of `root` by parentage, round after round until a
@@ -122,6 +144,27 @@ fn reap_killed(killed: &HashSet<ProcessId>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_alive_or_ended_counts_and_asking_does_not_reap_it() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        assert!(!no_child_at_all(), "a live child was not seen");
+        child.kill().expect("kill");
+        // Ended, not reaped: still a child until its status is taken.
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let ended = nix::sys::wait::waitid(
+            nix::sys::wait::Id::Pid(pid),
+            nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+        );
+        assert!(ended.is_ok(), "{ended:?}");
+        assert!(!no_child_at_all(), "an ended child was not seen");
+        // Its status is still there for the one who waits for it.
+        let status = child.wait().expect("the child's status was taken");
+        assert!(!status.success());
+    }
 
     #[test]
     fn a_child_descends_from_this_process_and_not_the_other_way() {

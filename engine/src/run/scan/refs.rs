@@ -224,6 +224,118 @@ impl Located {
     }
 }
 
+/// What configuration bears on the update of a ref outside `refs/heads/`: a reflog for
+/// every ref (`core.logAllRefUpdates = always`; the value `true` that `git init` writes
+/// keeps none for it), hooks (`core.hooksPath`), the files' permissions
+/// (`core.sharedRepository`) and whatever an include brings. A config file that
+/// mentions any of these words leaves the update to git.
+const MOVE_MENTIONS: [&[u8]; 4] = [b"always", b"hookspath", b"sharedrepository", b"include"];
+
+impl Located {
+    /// Moves the engine's ref `name` (under `refs/tdd/`) to `new` from `old` (`None`: it
+    /// must not exist), as `git update-ref NAME NEW OLD` does: under the ref's lock file,
+    /// the value checked once the lock is held, so a concurrent update makes this one
+    /// fail rather than be lost. `Ok(false)` leaves the move to git, changing nothing:
+    /// refs that are not files, a ref this does not read, a reflog kept for it, a
+    /// `reference-transaction` hook, or configuration that bears on the update (see
+    /// [`MOVE_MENTIONS`], and any given in the environment).
+    pub(crate) fn move_ref(
+        &self,
+        name: &str,
+        new: &ObjectId,
+        old: Option<&ObjectId>,
+    ) -> Result<bool, GitError> {
+        self.move_ref_in(name, new, old, &|var| std::env::var_os(var))
+    }
+
+    /// [`Located::move_ref`] with the environment `env`.
+    pub(super) fn move_ref_in(
+        &self,
+        name: &str,
+        new: &ObjectId,
+        old: Option<&ObjectId>,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<bool, GitError> {
+        let configured = ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"]
+            .iter()
+            .any(|var| env(var).is_some());
+        let exists = |path: std::path::PathBuf| path.symlink_metadata().is_ok();
+        if !name.starts_with("refs/tdd/")
+            || !safe_ref_name(name)
+            || !refs_are_files(&self.common_dir)
+            || configured
+            || exists(self.common_dir.join("logs").join(name))
+            || exists(self.common_dir.join("hooks/reference-transaction"))
+            || !super::settings::mentions_none_of(
+                &super::settings::config_files(self, env),
+                &MOVE_MENTIONS,
+            )
+        {
+            return Ok(false);
+        }
+        let path = self.common_dir.join(name);
+        let Some(dir) = path.parent() else {
+            return Ok(false);
+        };
+        // Nothing is made or written through a link: a directory of the ref's path
+        // that is one leaves the move to git.
+        let mut below = self.common_dir.clone();
+        for part in name.split('/') {
+            below.push(part);
+            if below
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Ok(false);
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| safe_fs::io_error("create", dir, e))?;
+        let lock = path.with_file_name(format!(
+            "{}.lock",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
+        ));
+        let refused = |why: String| GitError::Failed {
+            args: format!("update-ref {name}"),
+            stderr: format!("cannot lock ref '{name}': {why}"),
+        };
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(refused(format!(
+                    "{} exists: another process is updating it",
+                    lock.display()
+                )));
+            }
+            Err(e) => return Err(safe_fs::io_error("lock", &lock, e)),
+        };
+        let expected = match (self.read_ref(name), old) {
+            (RefRead::Found(id), Some(old)) => (id == *old)
+                .then_some(())
+                .ok_or_else(|| refused(format!("it is at {id}, not at {old} where it was read"))),
+            (RefRead::Absent, None) => Ok(()),
+            (RefRead::Found(id), None) => Err(refused(format!("it exists (at {id})"))),
+            (RefRead::Absent, Some(old)) => Err(refused(format!("it is gone, not at {old}"))),
+            (RefRead::Unread, _) => {
+                let _ = std::fs::remove_file(&lock);
+                return Ok(false);
+            }
+        };
+        let written = expected.and_then(|()| {
+            file.write_all(format!("{new}\n").as_bytes())
+                .and_then(|()| std::fs::rename(&lock, &path))
+                .map_err(|e| store_error("write a ref", &e))
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&lock);
+        }
+        written.map(|()| true)
+    }
+}
+
 /// What HEAD names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HeadRef {

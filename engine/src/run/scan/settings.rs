@@ -69,10 +69,16 @@ const MENTIONS: [&[u8]; 3] = [b"filter", b"excludesfile", b"include"];
 /// Whether none of `files` that exists mentions a filter, an ignore file or an include.
 /// A file that exists but cannot be read counts as a mention.
 fn mentions_nothing(files: &[PathBuf]) -> bool {
+    mentions_none_of(files, &MENTIONS)
+}
+
+/// Whether none of `files` that exists mentions any of `words` (lower case), compared
+/// in lower case. A file that exists but cannot be read counts as a mention.
+pub(super) fn mentions_none_of(files: &[PathBuf], words: &[&[u8]]) -> bool {
     files.iter().all(|file| match crate::read::regular(file) {
         Ok(text) => {
             let lower = text.to_ascii_lowercase();
-            !MENTIONS
+            !words
                 .iter()
                 .any(|word| lower.windows(word.len()).any(|w| w == *word))
         }
@@ -87,7 +93,10 @@ fn mentions_nothing(files: &[PathBuf]) -> bool {
 /// `env`: system, global, the repository's and the work tree's. Where the system file's
 /// place depends on how git was built, every usual place is listed: reading one git
 /// does not read can only send the question to git.
-fn config_files(located: &Located, env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+pub(super) fn config_files(
+    located: &Located,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Vec<PathBuf> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
     let mut files = Vec::new();
     let no_system = set("GIT_CONFIG_NOSYSTEM").is_some_and(|v| {

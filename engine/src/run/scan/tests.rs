@@ -447,3 +447,115 @@ fn a_packed_refs_file_not_as_git_writes_it_is_left_to_git() {
     std::os::unix::fs::symlink("/nonexistent", git_dir.join("packed-refs")).expect("ln");
     assert_eq!(located.read_ref(name), RefRead::Unread);
 }
+
+#[test]
+fn the_engine_moves_its_refs_as_git_update_ref_would_or_leaves_them_to_git() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("repo");
+    std::fs::create_dir(&root).expect("mkdir");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q"]);
+    let located = locate(&root).expect("located");
+    // Only the repository's own config: none of the machine's.
+    let global = dir.path().join("no-global-config");
+    let env = move |var: &str| match var {
+        "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+        "GIT_CONFIG_GLOBAL" => Some(global.clone().into_os_string()),
+        _ => None,
+    };
+    // Three commits, so git packs the refs that name them.
+    let commit = |message: &str| {
+        let argv = ["-c", "user.name=t", "-c", "user.email=t@t", "commit"];
+        git(&[&argv[..], &["-q", "--allow-empty", "-m", message]].concat());
+        gix_hash::ObjectId::from_hex(git(&["rev-parse", "HEAD"]).as_bytes()).expect("id")
+    };
+    let (a, b, c) = (commit("a"), commit("b"), commit("c"));
+    let name = "refs/tdd/ledger/feature/x";
+    let lock = located.common_dir.join(format!("{name}.lock"));
+    // Made where there was none, moved from the value it holds.
+    assert!(located.move_ref_in(name, &a, None, &env).expect("made"));
+    assert!(
+        located
+            .move_ref_in(name, &b, Some(&a), &env)
+            .expect("moved")
+    );
+    assert_eq!(located.read_ref(name), RefRead::Found(b));
+    // From a value it does not hold, or made again: refused, unchanged, no lock left.
+    for old in [Some(&a), None] {
+        let err = located
+            .move_ref_in(name, &c, old, &env)
+            .expect_err("refused");
+        assert!(err.to_string().contains("cannot lock ref"), "{err}");
+        assert_eq!(located.read_ref(name), RefRead::Found(b));
+        assert!(!lock.exists());
+    }
+    // Held by another: refused, and their lock is theirs.
+    std::fs::write(&lock, "").expect("lock");
+    let err = located
+        .move_ref_in(name, &c, Some(&b), &env)
+        .expect_err("locked");
+    assert!(err.to_string().contains("another process"), "{err}");
+    assert!(lock.exists());
+    std::fs::remove_file(&lock).expect("unlock");
+    // Packed, it is moved from its packed value: the loose file takes over.
+    git(&["pack-refs", "--all"]);
+    assert!(!located.common_dir.join(name).exists());
+    assert!(
+        located
+            .move_ref_in(name, &c, Some(&b), &env)
+            .expect("moved")
+    );
+    assert_eq!(git(&["rev-parse", name]), c.to_string());
+    // A reflog, a hook or configuration that bears on it: left to git, untouched.
+    let left_to_git = |why: &str| {
+        assert!(
+            !located.move_ref_in(name, &a, Some(&c), &env).expect(why),
+            "{why}"
+        );
+        assert_eq!(located.read_ref(name), RefRead::Found(c), "{why}");
+    };
+    git(&["config", "core.logAllRefUpdates", "always"]);
+    left_to_git("a config that keeps reflogs of every ref");
+    git(&["config", "--unset", "core.logAllRefUpdates"]);
+    let hook = located.common_dir.join("hooks/reference-transaction");
+    std::fs::create_dir_all(hook.parent().expect("hooks")).expect("hooks");
+    std::fs::write(&hook, "#!/bin/sh\n").expect("hook");
+    left_to_git("a reference-transaction hook");
+    std::fs::remove_file(&hook).expect("rm hook");
+    let log = located.common_dir.join("logs").join(name);
+    std::fs::create_dir_all(log.parent().expect("logs")).expect("logs");
+    std::fs::write(&log, "").expect("log");
+    left_to_git("a reflog kept for the ref");
+    std::fs::remove_file(&log).expect("rm log");
+    let with_parameters = |var: &str| match var {
+        "GIT_CONFIG_PARAMETERS" => Some("'core.logallrefupdates'='always'".into()),
+        other => env(other),
+    };
+    assert!(
+        !located
+            .move_ref_in(name, &a, Some(&c), &with_parameters)
+            .expect("left")
+    );
+    // A directory of its path that is a link: nothing is written through it.
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).expect("outside");
+    let linked = "refs/tdd/linked/main";
+    std::os::unix::fs::symlink(&outside, located.common_dir.join("refs/tdd/linked")).expect("link");
+    assert!(!located.move_ref_in(linked, &a, None, &env).expect("left"));
+    assert_eq!(std::fs::read_dir(&outside).expect("ls").count(), 0);
+    // With none of those, it moves again.
+    assert!(
+        located
+            .move_ref_in(name, &a, Some(&c), &env)
+            .expect("moved")
+    );
+    assert_eq!(git(&["rev-parse", name]), a.to_string());
+}

@@ -144,9 +144,6 @@ pub fn publish(
     work_tree: &Path,
     snapshots: &[String],
 ) -> Result<Option<Published>, PublishError> {
-    if current_branch(work_tree)?.is_none() {
-        return Ok(None);
-    }
     let Some(ledger) = Ledger::open_read_only(database)? else {
         return Ok(None);
     };

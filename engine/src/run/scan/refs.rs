@@ -203,25 +203,47 @@ impl Located {
             return Ok(false);
         };
         std::fs::create_dir_all(dir).map_err(|e| safe_fs::io_error("create", dir, e))?;
-        // As git writes a ref: a lock file beside it, renamed over it.
-        let lock = path.with_file_name(format!(
-            "{}.lock",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
-        ));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-            .map_err(|e| safe_fs::io_error("lock", &lock, e))?;
-        let written = file
-            .write_all(format!("{commit}\n").as_bytes())
-            .and_then(|()| std::fs::rename(&lock, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&lock);
-            return Err(store_error("write a ref", &e));
-        }
-        Ok(true)
+        write_ref_file(
+            &path,
+            &commit,
+            |lock, e| safe_fs::io_error("lock", lock, e),
+            || Ok(true),
+        )
     }
+}
+
+/// Writes `id` to the ref file `path` as git writes a ref: into a lock file beside it,
+/// made new (so one held by another fails, as `locked` says), then renamed over it.
+/// `check` runs while the lock is held: an error refuses the write, `false` leaves it to
+/// git. The lock is removed whenever the ref is not written. `Ok(true)` when written.
+fn write_ref_file(
+    path: &std::path::Path,
+    id: &ObjectId,
+    locked: impl FnOnce(&std::path::Path, std::io::Error) -> GitError,
+    check: impl FnOnce() -> Result<bool, GitError>,
+) -> Result<bool, GitError> {
+    let lock = path.with_file_name(format!(
+        "{}.lock",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
+    ));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&lock)
+        .map_err(|e| locked(&lock, e))?;
+    let written = check().and_then(|write| {
+        if !write {
+            return Ok(false);
+        }
+        file.write_all(format!("{id}\n").as_bytes())
+            .and_then(|()| std::fs::rename(&lock, path))
+            .map_err(|e| store_error("write a ref", &e))
+            .map(|()| true)
+    });
+    if !matches!(written, Ok(true)) {
+        let _ = std::fs::remove_file(&lock);
+    }
+    written
 }
 
 /// What configuration bears on the update of a ref outside `refs/heads/`: a reflog for
@@ -290,49 +312,29 @@ impl Located {
             }
         }
         std::fs::create_dir_all(dir).map_err(|e| safe_fs::io_error("create", dir, e))?;
-        let lock = path.with_file_name(format!(
-            "{}.lock",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("ref")
-        ));
         let refused = |why: String| GitError::Failed {
             args: format!("update-ref {name}"),
             stderr: format!("cannot lock ref '{name}': {why}"),
         };
-        let mut file = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(refused(format!(
+        let locked = |lock: &std::path::Path, e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                refused(format!(
                     "{} exists: another process is updating it",
                     lock.display()
-                )));
+                ))
+            } else {
+                safe_fs::io_error("lock", lock, e)
             }
-            Err(e) => return Err(safe_fs::io_error("lock", &lock, e)),
         };
-        let expected = match (self.read_ref(name), old) {
+        write_ref_file(&path, new, locked, || match (self.read_ref(name), old) {
             (RefRead::Found(id), Some(old)) => (id == *old)
-                .then_some(())
+                .then_some(true)
                 .ok_or_else(|| refused(format!("it is at {id}, not at {old} where it was read"))),
-            (RefRead::Absent, None) => Ok(()),
+            (RefRead::Absent, None) => Ok(true),
             (RefRead::Found(id), None) => Err(refused(format!("it exists (at {id})"))),
             (RefRead::Absent, Some(old)) => Err(refused(format!("it is gone, not at {old}"))),
-            (RefRead::Unread, _) => {
-                let _ = std::fs::remove_file(&lock);
-                return Ok(false);
-            }
-        };
-        let written = expected.and_then(|()| {
-            file.write_all(format!("{new}\n").as_bytes())
-                .and_then(|()| std::fs::rename(&lock, &path))
-                .map_err(|e| store_error("write a ref", &e))
-        });
-        if written.is_err() {
-            let _ = std::fs::remove_file(&lock);
-        }
-        written.map(|()| true)
+            (RefRead::Unread, _) => Ok(false),
+        })
     }
 }
 

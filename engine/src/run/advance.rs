@@ -142,6 +142,15 @@ impl RunTx<'_> {
         unchanged: Unchanged,
         progress: &dyn Progress,
     ) -> Result<AdvanceOutcome, RunError> {
+        if self.engine.config.sandbox.enabled {
+            // What the kernel lets a confined runner have is asked once per process, in
+            // throwaway children: asked now, beside the scan and the candidate's
+            // building, the first runner does not wait for it. A thread that cannot be
+            // made leaves the probes to that runner.
+            let _ = std::thread::Builder::new()
+                .name("namespace probes".to_string())
+                .spawn(crate::observe::sandbox::probe_namespaces);
+        }
         let outcome = self
             .engine
             .advance_in(&mut self.ledger, unchanged, progress)?;

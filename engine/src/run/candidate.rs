@@ -187,14 +187,10 @@ pub(crate) fn commit<'t, E: From<GitError>>(
         let made = anchor().and_then(|(trailers, stamp)| {
             let commit = write_commit(git, parent, candidate, message, &trailers, stamp.as_ref())?;
             let subject = message.lines().next().unwrap_or_default();
-            git.output([
-                "update-ref",
-                "-m",
-                &format!("tdd: {subject}"),
-                "HEAD",
-                &commit,
-                parent,
-            ])?;
+            let message = format!("tdd: {subject}");
+            if !moved_in_process(git, parent, &commit, stamp.as_ref(), &message)? {
+                git.output(["update-ref", "-m", &message, "HEAD", &commit, parent])?;
+            }
             Ok(commit)
         });
         let reset = reset.join().unwrap_or_else(|_| {
@@ -214,6 +210,34 @@ pub(crate) fn commit<'t, E: From<GitError>>(
                 Err(err)
             }
         }
+    })
+}
+
+/// Moves HEAD's branch from `parent` to `commit` in-process, logged as the stamp's
+/// committer; `Ok(false)` when there is no stamp or the move is left to git
+/// ([`crate::run::scan::Located::move_head`]), having changed nothing.
+fn moved_in_process(
+    git: &Git,
+    parent: &str,
+    commit: &str,
+    stamp: Option<&Stamp>,
+    message: &str,
+) -> Result<bool, GitError> {
+    let Some(stamp) = stamp else {
+        return Ok(false);
+    };
+    let (Ok(new), Ok(old)) = (
+        gix_hash::ObjectId::from_hex(commit.as_bytes()),
+        gix_hash::ObjectId::from_hex(parent.as_bytes()),
+    ) else {
+        return Ok(false);
+    };
+    let committer = stamp.committer_at(now());
+    crate::run::scan::locate(git.dir())?.move_head(&crate::run::scan::HeadMove {
+        new: &new,
+        old: &old,
+        committer: &committer,
+        message,
     })
 }
 
@@ -312,27 +336,51 @@ mod tests {
                 format!("{who}\nfeat: new\n\nTDD-Run: r\n\n"),
                 "stamped: {stamped}"
             );
+            // HEAD's move is logged, on HEAD and on the branch, by the committer.
+            let committer = git.text(["var", "GIT_COMMITTER_IDENT"]).expect("git var");
+            let committer = &committer[..committer.rfind('>').expect("an email") + 1];
+            let branch = tdd_testutil::git(dir.path(), &["symbolic-ref", "--short", "HEAD"]);
+            for log in ["HEAD", branch.trim()] {
+                let entry = tdd_testutil::git(
+                    dir.path(),
+                    &["reflog", "show", "-1", "--format=%H %gn <%ge> %gs", log],
+                );
+                assert_eq!(
+                    entry,
+                    format!("{made} {committer} tdd: feat: new\n"),
+                    "stamped: {stamped}"
+                );
+            }
         }
     }
 
     #[test]
     fn a_commit_on_a_stale_parent_leaves_head_and_unstages_its_paths() {
-        let (dir, git) = committed_repo();
-        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
-        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
-        tdd_testutil::git(
-            dir.path(),
-            &["commit", "-q", "--allow-empty", "-m", "moved"],
-        );
-        let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
-        let anchored = || Ok::<_, GitError>((Vec::new(), None));
-        assert!(commit(&git, &head, &candidate, "feat: new", anchored).is_err());
-        assert_eq!(tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]), moved);
-        assert_eq!(
-            tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
-            " M calc.py\n",
-            "the change is in the work tree only"
-        );
+        for stamped in [false, true] {
+            let (dir, git) = committed_repo();
+            tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
+            tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
+            std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+            let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+            tdd_testutil::git(
+                dir.path(),
+                &["commit", "-q", "--allow-empty", "-m", "moved"],
+            );
+            let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
+            let stamp = stamped
+                .then(|| crate::run::stamp::Probe::default().take(dir.path()))
+                .flatten();
+            assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
+            let anchored = || Ok::<_, GitError>((Vec::new(), stamp));
+            let err = commit(&git, &head, &candidate, "feat: new", anchored).expect_err("stale");
+            assert!(err.to_string().contains("cannot lock ref"), "{err}");
+            assert_eq!(tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]), moved);
+            assert_eq!(
+                tdd_testutil::git(dir.path(), &["status", "--porcelain"]),
+                " M calc.py\n",
+                "the change is in the work tree only (stamped: {stamped})"
+            );
+        }
     }
 
     #[test]

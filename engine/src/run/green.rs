@@ -56,15 +56,6 @@ impl Session {
             FirstWalk::Plain
         };
         let mut installs = InstallCheck::start(ctx.pinned.as_ref(), first);
-        if self.config.sandbox.enabled {
-            // What the kernel lets a confined runner have is asked once per process,
-            // in throwaway children: asked now, beside the candidate's building, the
-            // first deciding run does not wait for it.
-            // A thread that cannot be made leaves the probes to that run.
-            let _ = std::thread::Builder::new()
-                .name("namespace probes".to_string())
-                .spawn(crate::observe::sandbox::probe_namespaces);
-        }
         self.enforce_locks(ledger, ctx, outcome)?;
         let (now, sweep, head) = if refactor {
             match self.before_close(ledger, ctx, progress)? {

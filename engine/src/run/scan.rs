@@ -35,6 +35,7 @@ use crate::git::Git;
 use crate::git::GitError;
 use crate::repo_path;
 
+mod head;
 mod ignores;
 mod index;
 mod listed;
@@ -45,6 +46,7 @@ mod tree;
 mod trees;
 mod walk;
 
+pub(crate) use head::HeadMove;
 use ignores::Base;
 use index::Index;
 pub(crate) use listed::Listed;

@@ -73,6 +73,12 @@ pub(crate) struct Stamp {
 }
 
 impl Stamp {
+    /// The committer as a commit made at `now` carries it (`Name <email> SECONDS ZONE`),
+    /// which is also how git logs a ref's move made then.
+    pub(crate) fn committer_at(&self, now: u64) -> Vec<u8> {
+        self.committer.at(now)
+    }
+
     /// The commit object `git commit-tree TREE -p PARENT -m MESSAGE -m TRAILERS` writes
     /// with this stamp at `now`, byte for byte.
     pub(crate) fn commit_object(

@@ -216,7 +216,7 @@ impl Located {
 /// made new (so one held by another fails, as `locked` says), then renamed over it.
 /// `check` runs while the lock is held: an error refuses the write, `false` leaves it to
 /// git. The lock is removed whenever the ref is not written. `Ok(true)` when written.
-fn write_ref_file(
+pub(super) fn write_ref_file(
     path: &std::path::Path,
     id: &ObjectId,
     locked: impl FnOnce(&std::path::Path, std::io::Error) -> GitError,
@@ -374,7 +374,7 @@ enum Packed {
 
 /// Whether `name` is a ref name this reads and writes as a path: no empty, `..` or
 /// hidden component, no `.lock` ending, none of the characters git refuses.
-fn safe_ref_name(name: &str) -> bool {
+pub(super) fn safe_ref_name(name: &str) -> bool {
     name.split('/')
         .all(|p| !p.is_empty() && p != ".." && !p.starts_with('.') && !p.ends_with(".lock"))
         && !name

@@ -183,7 +183,11 @@ pub(crate) fn commit<'t, E: From<GitError>>(
         )
     };
     std::thread::scope(|scope| {
-        let reset = scope.spawn(|| reset_to(&candidate.tree));
+        let reset = scope.spawn(|| match staged_in_process(git, candidate) {
+            Ok(true) => Ok(()),
+            // Left to git, or not written here for a reason git will name.
+            Ok(false) | Err(_) => reset_to(&candidate.tree).map(drop),
+        });
         let made = anchor().and_then(|(trailers, stamp)| {
             let commit = write_commit(git, parent, candidate, message, &trailers, stamp.as_ref())?;
             let subject = message.lines().next().unwrap_or_default();
@@ -211,6 +215,18 @@ pub(crate) fn commit<'t, E: From<GitError>>(
             }
         }
     })
+}
+
+/// Sets the index entries of the paths `candidate` commits to the candidate's, in-process;
+/// `Ok(false)` when that is left to git ([`crate::run::scan::Located::stage`]), having
+/// changed nothing.
+fn staged_in_process(git: &Git, candidate: &Candidate) -> Result<bool, GitError> {
+    let paths: Vec<crate::run::scan::Staged<'_>> = candidate
+        .chosen
+        .iter()
+        .map(|change| (change.path.as_slice(), change.new))
+        .collect();
+    crate::run::scan::locate(git.dir())?.stage(&paths)
 }
 
 /// Moves HEAD's branch from `parent` to `commit` in-process, logged as the stamp's

@@ -317,18 +317,25 @@ mod tests {
         )
     }
 
+    /// A committed repository whose identity is Ada's, `calc.py` changed: HEAD, the
+    /// candidate of the change, and Ada's stamp when `stamped`.
+    fn changed_by_ada(stamped: bool) -> (tempfile::TempDir, Git, String, Candidate, Option<Stamp>) {
+        let (dir, git) = committed_repo();
+        tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
+        tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
+        std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
+        let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+        let stamp = stamped
+            .then(|| crate::run::stamp::Probe::default().take(dir.path()))
+            .flatten();
+        assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
+        (dir, git, head, candidate, stamp)
+    }
+
     #[test]
     fn a_commit_moves_head_and_stages_exactly_what_it_committed() {
         for stamped in [false, true] {
-            let (dir, git) = committed_repo();
-            tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
-            tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
-            std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
-            let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
-            let stamp = stamped
-                .then(|| crate::run::stamp::Probe::default().take(dir.path()))
-                .flatten();
-            assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
+            let (dir, git, head, candidate, stamp) = changed_by_ada(stamped);
             let made = commit(&git, &head, &candidate, "feat: new", || {
                 Ok::<_, GitError>((vec![("TDD-Run", "r".to_string())], stamp))
             })
@@ -373,20 +380,12 @@ mod tests {
     #[test]
     fn a_commit_on_a_stale_parent_leaves_head_and_unstages_its_paths() {
         for stamped in [false, true] {
-            let (dir, git) = committed_repo();
-            tdd_testutil::git(dir.path(), &["config", "user.name", "Ada Lovelace"]);
-            tdd_testutil::git(dir.path(), &["config", "user.email", "ada@example.com"]);
-            std::fs::write(dir.path().join("calc.py"), "new\n").expect("write");
-            let (head, candidate) = candidate_of_work_tree(dir.path(), &git);
+            let (dir, git, head, candidate, stamp) = changed_by_ada(stamped);
             tdd_testutil::git(
                 dir.path(),
                 &["commit", "-q", "--allow-empty", "-m", "moved"],
             );
             let moved = tdd_testutil::git(dir.path(), &["rev-parse", "HEAD"]);
-            let stamp = stamped
-                .then(|| crate::run::stamp::Probe::default().take(dir.path()))
-                .flatten();
-            assert_eq!(stamp.is_some(), stamped, "the probe gives a stamp");
             let anchored = || Ok::<_, GitError>((Vec::new(), stamp));
             let err = commit(&git, &head, &candidate, "feat: new", anchored).expect_err("stale");
             assert!(err.to_string().contains("cannot lock ref"), "{err}");

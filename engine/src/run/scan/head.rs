@@ -50,7 +50,8 @@ impl Located {
     ///
     /// `Ok(false)` leaves the move to git, having changed nothing: refs that are not
     /// files, HEAD detached or not a branch this reads, either reflog missing (git
-    /// decides whether to make one), a lock held by another (git waits for it), a
+    /// decides whether to make one), a lock held by another (git waits for it) or one
+    /// that cannot be made, a
     /// `reference-transaction` hook, a link on the way to any file written, or
     /// configuration that bears on the move ([`HEAD_MENTIONS`], or any given in the
     /// environment).
@@ -106,8 +107,8 @@ impl Located {
             .open(&head_lock)
         {
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(crate::run::safe_fs::io_error("lock", &head_lock, e)),
+            // Held by another (git waits for it), or not to be made here: git says why.
+            Err(_) => return Ok(false),
         }
         let moved = self.move_locked_branch(&name, &branch, &logs, to);
         let _ = std::fs::remove_file(&head_lock);
@@ -131,14 +132,10 @@ impl Located {
             stderr: format!("cannot lock ref 'HEAD': {why}"),
         };
         let path = self.common_dir.join(name);
-        let mut held = false;
+        let mut unlocked = false;
         let locked = |lock: &Path, e: std::io::Error| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                held = true;
-                refused(format!("{} exists", lock.display()))
-            } else {
-                crate::run::safe_fs::io_error("lock", lock, e)
-            }
+            unlocked = true;
+            crate::run::safe_fs::io_error("lock", lock, e)
         };
         let written = write_ref_file(&path, to.new, locked, || match self.read_ref(name) {
             RefRead::Found(id) if id == *to.old => {
@@ -156,8 +153,10 @@ impl Located {
             RefRead::Unread => Ok(false),
         });
         match written {
-            // A branch locked by another is left to git, which waits for its lock.
-            Err(_) if held => Ok(false),
+            // A branch locked by another is left to git, which waits for its lock; one
+            // whose lock cannot be made (a packed branch's directory gone, say) too, as
+            // git makes what it needs or says why not.
+            Err(_) if unlocked => Ok(false),
             other => other,
         }
     }
@@ -374,6 +373,13 @@ mod tests {
                 .move_head_in(&to, &with_parameters)
                 .expect("left")
         );
+        // A branch only packed, its directory gone: git makes it.
+        repo.git(&["checkout", "-q", "-b", "feature/x"]);
+        repo.git(&["pack-refs", "--all"]);
+        let _ = std::fs::remove_dir(dir.join("refs/heads/feature"));
+        assert!(!dir.join("refs/heads/feature").exists());
+        left_to_git("a packed branch whose directory is gone");
+        repo.git(&["checkout", "-q", "main"]);
         // HEAD detached.
         repo.git(&["checkout", "-q", "--detach"]);
         left_to_git("HEAD detached");

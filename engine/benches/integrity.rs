@@ -205,7 +205,7 @@ fn main() {
             .expect("exists");
         assert!(
             ledger
-                .recorded_commits_after(anchor_count)
+                .recorded_among_after(anchor_count, &[head_sha.as_str()])
                 .expect("recorded")
                 .contains(&head_sha)
         );

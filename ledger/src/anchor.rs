@@ -143,6 +143,39 @@ impl Ledger {
         Ok(commits)
     }
 
+    /// Those of `among` that an event after position `after` names as made by the engine,
+    /// as [`Ledger::recorded_commits_after`] would find them, but reading only the events
+    /// whose text holds one of them: the JSON of the others (a phase's observations, tens
+    /// of kilobytes each) is never parsed, so a check after many rolled-back phases costs
+    /// what the commits it looks for cost.
+    pub fn recorded_among_after(
+        &self,
+        after: u64,
+        among: &[&str],
+    ) -> Result<BTreeSet<String>, LedgerError> {
+        // CASE evaluates in order: the JSON is parsed only where the text holds the name.
+        let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE id > ?1 \
+                   AND kind IN ('phase_changed', 'artifact_regenerated') \
+                   AND CASE WHEN instr(payload, ?2) = 0 THEN 0 \
+                   ELSE json_extract(payload, '$.commit') IS ?2 \
+                   OR (kind = 'phase_changed' AND json_extract(payload, '$.head') IS ?2) END)";
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare(sql).map_err(sql_err(&self.path))?;
+        let mut found = BTreeSet::new();
+        for sha in among {
+            if sha.is_empty() {
+                continue;
+            }
+            let named: bool = stmt
+                .query_row(rusqlite::params![after, sha], |r| r.get(0))
+                .map_err(sql_err(&self.path))?;
+            if named {
+                found.insert((*sha).to_string());
+            }
+        }
+        Ok(found)
+    }
+
     /// Whether run `run_id` has a `run_started` event (through the run index).
     pub fn has_started_run(&self, run_id: &str) -> Result<bool, LedgerError> {
         let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = ?1 AND kind = 'run_started')";
@@ -284,6 +317,36 @@ mod tests {
         assert_eq!(after(2), vec!["c0", "c2"]);
         assert_eq!(after(3), vec!["c2"]);
         assert!(after(4).is_empty());
+        // Asked for some names: the same answer, whatever else their text holds.
+        ledger
+            .append(
+                Some("r"),
+                "phase_changed",
+                &serde_json::json!({ "commit": null, "head": "c5", "undone_from": "c4", "files": ["c6"] }),
+            )
+            .expect("append");
+        ledger
+            .append(
+                Some("r"),
+                "artifact_regenerated",
+                &serde_json::json!({ "commit": "c7", "head": "c8" }),
+            )
+            .expect("append");
+        let among = |n| -> Vec<String> {
+            ledger
+                .recorded_among_after(
+                    n,
+                    &["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", ""],
+                )
+                .expect("commits")
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(among(0), vec!["c0", "c1", "c2", "c5", "c7"]);
+        assert_eq!(among(2), vec!["c0", "c2", "c5", "c7"]);
+        assert_eq!(among(5), vec!["c5", "c7"]);
+        assert_eq!(among(6), vec!["c7"]);
+        assert!(among(7).is_empty());
         assert!(ledger.has_started_run("r").expect("query"));
         assert!(!ledger.has_started_run("other").expect("query"));
     }

@@ -170,11 +170,15 @@ pub fn namespaces() -> Namespaces {
     }
 }
 
-/// Tries the namespaces [`namespaces`] asks about, each in its own thread at once, and
-/// returns when all three are known: a caller that starts it on a thread of its own
-/// before its first confined spawn spares that spawn the probes' time, one after
-/// another. Each probe is still made once per process; a later call costs nothing.
+/// Tries the namespaces [`namespaces`] asks about and returns when all three are known:
+/// first all together in one child, and only where the kernel refuses that, each in its
+/// own thread at once. A caller that starts it on a thread of its own before its first
+/// confined spawn spares that spawn the probes' time. Each probe is still made once per
+/// process; a later call costs nothing.
 pub fn probe_namespaces() {
+    if mounts::all() {
+        return;
+    }
     std::thread::scope(|scope| {
         for probe in [
             mounts::available,

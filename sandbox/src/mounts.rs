@@ -309,21 +309,44 @@ impl IdMap {
     }
 }
 
+/// Whether the kernel let one throwaway child have every namespace below at once.
+static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// What it let a child have of each alone, asked only where it refused them together.
+static MOUNTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+static PROCESSES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+static NETWORK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether a throwaway child could take `probe`'s namespaces and exec `/bin/true` in
+/// them (entering its PID namespace first when it has one).
+fn child_takes(probe: ReadOnly) -> bool {
+    let mut command = Command::new("/bin/true");
+    #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
+    // SAFETY: `ReadOnly::apply` on a probe without paths (unshare, prctl, id maps built
+    // on the stack, the loopback socket and ioctls on a stack request), then
+    // `ReadOnly::enter` (fork, prctl, waitpid, close, _exit): only system calls, no
+    // allocation, no lock.
+    unsafe {
+        crate::pre_exec(&mut command, move || {
+            probe.apply()?;
+            probe.enter()
+        });
+    }
+    command.status().is_ok_and(|s| s.success())
+}
+
+/// Whether this kernel lets an unprivileged process make its own user, mount, PID, IPC
+/// and network namespaces all at once: one throwaway child, once per process. Where it
+/// does (the common case), each question below is answered for the cost of that one
+/// child instead of one each; where it does not, each is asked alone, so the refusal of
+/// one namespace costs no other.
+pub(crate) fn all() -> bool {
+    *ALL.get_or_init(|| child_takes(ReadOnly::new(&[]).with_own_processes().with_own_network()))
+}
+
 /// Whether this kernel lets an unprivileged process make its own user and mount
 /// namespace here: tried once per process in a throwaway child.
 pub(crate) fn available() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let probe = ReadOnly::new(&[]);
-        let mut command = Command::new("/bin/true");
-        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
-        // SAFETY: `ReadOnly::apply` on an empty probe: unshare, prctl and writes of id
-        // maps built on the stack to /proc/self; no allocation, no lock.
-        unsafe {
-            crate::pre_exec(&mut command, move || probe.apply().map(|_| ()));
-        }
-        command.status().is_ok_and(|s| s.success())
-    })
+    *MOUNTS.get_or_init(|| all() || child_takes(ReadOnly::new(&[])))
 }
 
 /// Brings up the loopback interface of a new network namespace (it starts down), so
@@ -361,40 +384,13 @@ fn loopback_up() -> std::io::Result<()> {
 /// Whether this kernel also lets such a process make a network namespace of its own and
 /// bring its loopback up: tried once per process in a throwaway child.
 pub(crate) fn net_namespaces() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let probe = ReadOnly::new(&[]).with_own_network();
-        let mut command = Command::new("/bin/true");
-        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
-        // SAFETY: `ReadOnly::apply` with a network namespace: unshare, prctl, id maps
-        // built on the stack, and the loopback socket and ioctls on a stack request; no
-        // allocation, no lock.
-        unsafe {
-            crate::pre_exec(&mut command, move || probe.apply().map(|_| ()));
-        }
-        command.status().is_ok_and(|s| s.success())
-    })
+    *NETWORK.get_or_init(|| all() || child_takes(ReadOnly::new(&[]).with_own_network()))
 }
 
 /// Whether this kernel also lets such a process make a PID namespace and fork its init
 /// there: tried once per process in a throwaway child.
 pub(crate) fn pid_namespaces() -> bool {
-    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let probe = ReadOnly::new(&[]).with_own_processes();
-        let mut command = Command::new("/bin/true");
-        #[expect(unsafe_code, reason = "the probe runs between fork and exec")]
-        // SAFETY: `ReadOnly::apply` with a PID namespace (unshare, prctl, id maps built
-        // on the stack), then `ReadOnly::enter` (fork, prctl, waitpid, close, _exit);
-        // only system calls, no allocation, no lock.
-        unsafe {
-            crate::pre_exec(&mut command, move || {
-                probe.apply()?;
-                probe.enter()
-            });
-        }
-        command.status().is_ok_and(|s| s.success())
-    })
+    *PROCESSES.get_or_init(|| all() || child_takes(ReadOnly::new(&[]).with_own_processes()))
 }
 
 #[cfg(test)]
@@ -406,5 +402,31 @@ mod id_map_tests {
         assert_eq!(IdMap::of(0).bytes(), b"0 0 1\n");
         assert_eq!(IdMap::of(65534).bytes(), b"65534 65534 1\n");
         assert_eq!(IdMap::of(u32::MAX).bytes(), b"4294967295 4294967295 1\n");
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::ReadOnly;
+
+    #[test]
+    fn the_answers_asked_together_are_those_each_child_gets_alone() {
+        let alone = [
+            super::child_takes(ReadOnly::new(&[])),
+            super::child_takes(ReadOnly::new(&[]).with_own_processes()),
+            super::child_takes(ReadOnly::new(&[]).with_own_network()),
+        ];
+        let together =
+            super::child_takes(ReadOnly::new(&[]).with_own_processes().with_own_network());
+        assert_eq!(super::all(), together);
+        assert_eq!(
+            [
+                super::available(),
+                super::pid_namespaces(),
+                super::net_namespaces()
+            ],
+            alone,
+            "asked together first: {together}"
+        );
     }
 }

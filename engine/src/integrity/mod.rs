@@ -312,7 +312,10 @@ fn judge(ledger: &Ledger, commits: &[RunCommit]) -> Result<Vec<Problem>, LedgerE
         .min()
         .unwrap_or(0);
     let mut records = Records {
-        recent: ledger.recorded_commits_after(after)?,
+        recent: ledger.recorded_among_after(
+            after,
+            &commits.iter().map(|c| c.sha.as_str()).collect::<Vec<_>>(),
+        )?,
         all: None,
         runs: BTreeMap::new(),
     };
@@ -407,9 +410,9 @@ fn unrecorded(
     ))
 }
 
-/// What the ledger records of the commits walked, read as it is needed: the commits
-/// recorded after the oldest anchor walked, the whole ledger's only when a commit is not
-/// among those, and each run's start once.
+/// What the ledger records of the commits walked, read as it is needed: which of them
+/// are recorded after the oldest anchor walked, the whole ledger's commits only when one
+/// is not, and each run's start once.
 struct Records {
     recent: BTreeSet<String>,
     all: Option<BTreeSet<String>>,

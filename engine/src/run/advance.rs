@@ -134,6 +134,42 @@ impl Ctx<'_> {
     }
 }
 
+/// What an advance reads of the work tree and of HEAD: it needs nothing of the run, so
+/// it is read while the run is projected from the ledger, and each result is taken
+/// where it is first needed, after the run's own refusals.
+struct Seen {
+    /// The work tree's scan, with the paths whose index entries carried flags.
+    scanned: Result<(Snapshot, Vec<super::FlaggedPath>), crate::git::GitError>,
+    /// HEAD and its tree, read once in process: when HEAD is the recorded commit
+    /// (checked before any gate), its tree is the base of every candidate of the phase.
+    head: Result<(String, String), crate::git::GitError>,
+}
+
+impl Seen {
+    /// Reads the work tree at `work_tree` and its HEAD on a thread of their own while
+    /// `work` runs here.
+    fn beside<T>(work_tree: &std::path::Path, work: impl FnOnce() -> T) -> (T, Seen) {
+        std::thread::scope(|scope| {
+            let seen = scope.spawn(|| Seen {
+                scanned: Snapshot::scan_flagged(work_tree),
+                head: candidate::head_and_tree(&crate::git::Git::new(work_tree)),
+            });
+            let done = work();
+            let seen = seen.join().unwrap_or_else(|_| {
+                let panicked = || crate::git::GitError::Failed {
+                    args: "scan".into(),
+                    stderr: "the scanning thread panicked".into(),
+                };
+                Seen {
+                    scanned: Err(panicked()),
+                    head: Err(panicked()),
+                }
+            });
+            (done, seen)
+        })
+    }
+}
+
 impl RunTx<'_> {
     /// Observes the current cycle and moves it forward if the gate allows; `unchanged`
     /// says what to do with a tree the last refusal already judged.
@@ -171,7 +207,8 @@ impl Session {
         unchanged: Unchanged,
         progress: &dyn Progress,
     ) -> Result<AdvanceOutcome, RunError> {
-        let state = self.active_run(ledger)?.ok_or(RunError::NoActiveRun)?;
+        let (state, seen) = Seen::beside(&self.work_tree, || self.active_run(ledger));
+        let state = state?.ok_or(RunError::NoActiveRun)?;
         self.check_config(&state)?;
         if let Some(blocker) = &state.blocker {
             return Err(RunError::Blocked {
@@ -191,7 +228,7 @@ impl Session {
         )
         .entered();
         let locks = PhaseLocks::for_cycle(&self.config, planned, cycle.phase)?;
-        let (now, flagged) = Snapshot::scan_flagged(&self.work_tree)?;
+        let (now, flagged) = seen.scanned?;
         let base = Snapshot {
             tree: cycle.snapshot.clone().unwrap_or_else(|| now.tree.clone()),
         };
@@ -199,10 +236,7 @@ impl Session {
             .target_override
             .clone()
             .map_or_else(|| planned.tests.clone(), |t| vec![t]);
-        let git = crate::git::Git::new(&self.work_tree);
-        // Read once, in process: when HEAD is the recorded commit (checked below, before
-        // any gate), its tree is the base of every candidate of the phase.
-        let (head, head_tree) = candidate::head_and_tree(&git)?;
+        let (head, head_tree) = seen.head?;
         let recorded = cycle.history.last().map(|start| start.head.clone());
         let mut ctx = Ctx {
             state: &state,

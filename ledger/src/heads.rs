@@ -46,18 +46,26 @@ pub struct RunHead {
 impl Ledger {
     /// The id of the newest `run_started` or `run_adopted` event whose payload names
     /// `worktree` (at `$.worktree`): the event the latest run of that work tree follows
-    /// from. Read by SQLite's JSON functions, so no payload is decoded into Rust.
+    /// from. Read by SQLite's JSON functions, so no payload is decoded into Rust; the
+    /// starts are read from the index of run starts where the schema has it, so no
+    /// start's payload (its plan and pinned environment, tens of kilobytes) is parsed
+    /// however many runs the ledger holds. Adoptions are few and small: theirs are.
     pub fn newest_start_in(&self, worktree: &str) -> Result<Option<u64>, LedgerError> {
-        let id: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT MAX(id) FROM events WHERE kind IN ('run_started', 'run_adopted') \
-                 AND json_valid(payload) AND json_extract(payload, '$.worktree') = ?1",
-                [worktree],
-                |r| r.get(0),
-            )
-            .map_err(sql_err(&self.path))?;
-        Ok(id.and_then(|id| u64::try_from(id).ok()))
+        let indexed = self.schema_version()? >= START_INDEX_SCHEMA;
+        let adopted = format!(
+            "SELECT MAX(id) FROM events WHERE kind = 'run_adopted' \
+             AND json_valid(payload) AND {} = ?1",
+            START_FIELDS[0]
+        );
+        let mut newest: Option<i64> = None;
+        for sql in [newest_start_sql(indexed), adopted] {
+            let id: Option<i64> = self
+                .conn
+                .query_row(&sql, [worktree], |r| r.get(0))
+                .map_err(sql_err(&self.path))?;
+            newest = newest.max(id);
+        }
+        Ok(newest.and_then(|id| u64::try_from(id).ok()))
     }
 
     /// Every engine run (a run whose first event is a `run_started`), oldest run first,
@@ -180,6 +188,25 @@ impl Start {
             last_at: row.get(3)?,
             newest,
         })
+    }
+}
+
+/// The statement that reads the id of the newest `run_started` naming the work tree
+/// `?1`: from the index of run starts alone when the schema has it (`indexed`), from
+/// the payloads otherwise.
+pub(crate) fn newest_start_sql(indexed: bool) -> String {
+    if indexed {
+        format!(
+            "SELECT MAX(id) FROM events INDEXED BY events_run_starts \
+             WHERE kind = '{RUN_STARTED}' AND {} = ?1",
+            START_FIELDS[0]
+        )
+    } else {
+        format!(
+            "SELECT MAX(id) FROM events WHERE kind = '{RUN_STARTED}' \
+             AND json_valid(payload) AND {} = ?1",
+            START_FIELDS[0]
+        )
     }
 }
 

@@ -471,3 +471,60 @@ fn run_heads_give_each_runs_start_last_and_newest_standing_event() {
     assert_eq!(ledger.schema_version().expect("version"), SCHEMA_VERSION);
     check(&ledger);
 }
+
+#[test]
+fn the_newest_start_in_a_work_tree_is_read_from_the_index_of_run_starts() {
+    let (dir, mut ledger) = fresh();
+    let start = |ledger: &mut Ledger, run: &str, kind: &str, worktree: &str| {
+        let payload =
+            json!({ "worktree": worktree, "plan": { "cycles": [] }, "pad": "x".repeat(4000) });
+        ledger.append(Some(run), kind, &payload).expect("append").id
+    };
+    let a1 = start(&mut ledger, "run-1", "run_started", "/w/a");
+    let b = start(&mut ledger, "run-2", "run_started", "/w/b");
+    let a3 = start(&mut ledger, "run-3", "run_started", "/w/a");
+    let check = |ledger: &Ledger, a: i64| {
+        assert_eq!(
+            ledger.newest_start_in("/w/a").expect("a"),
+            u64::try_from(a).ok()
+        );
+        assert_eq!(
+            ledger.newest_start_in("/w/b").expect("b"),
+            u64::try_from(b).ok()
+        );
+        assert_eq!(ledger.newest_start_in("/w/c").expect("c"), None);
+    };
+    assert!(a3 > a1);
+    check(&ledger, a3);
+    // A run moved into a work tree starts there anew.
+    let adopted = start(&mut ledger, "run-2", "run_adopted", "/w/a");
+    check(&ledger, adopted);
+    let path = dir.path().join(DATABASE_FILE);
+    drop(ledger);
+    {
+        let conn = rusqlite::Connection::open(&path).expect("sqlite");
+        let plan: Vec<String> = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN {}",
+                crate::heads::newest_start_sql(true)
+            ))
+            .expect("plan")
+            .query_map(["/w/a"], |r| r.get::<_, String>(3))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        // Covering: no start's payload is read.
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("COVERING INDEX events_run_starts")),
+            "{plan:?}"
+        );
+        conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
+            .expect("downgrade");
+    }
+    // A ledger of the schema before that index, opened read-only, answers the same.
+    let old = Ledger::open_read_only(&path)
+        .expect("opens")
+        .expect("a ledger");
+    check(&old, adopted);
+}

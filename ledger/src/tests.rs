@@ -438,28 +438,9 @@ fn run_heads_give_each_runs_start_last_and_newest_standing_event() {
     // The starts are read from the index of run starts, not from their payloads.
     let path = dir.path().join(DATABASE_FILE);
     drop(ledger);
-    {
-        let conn = rusqlite::Connection::open(&path).expect("sqlite");
-        let (sql, params) = crate::heads::starts_sql(&[&["note"]], true);
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .expect("plan")
-            .query_map(rusqlite::params_from_iter(params), |r| {
-                r.get::<_, String>(3)
-            })
-            .expect("rows")
-            .collect::<Result<_, _>>()
-            .expect("plan rows");
-        // Covering: the starts' rows (and their payloads) are not read at all.
-        assert!(
-            plan.iter()
-                .any(|p| p.contains("COVERING INDEX events_run_starts")),
-            "{plan:?}"
-        );
-        // A ledger of the schema before that index, opened read-only, answers the same.
-        conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
-            .expect("downgrade");
-    }
+    let (sql, params) = crate::heads::starts_sql(&[&["note"]], true);
+    // A ledger of the schema before that index, opened read-only, answers the same.
+    read_from_the_index_of_run_starts_then_drop_it(&path, &sql, params);
     let old = Ledger::open_read_only(&path)
         .expect("opens")
         .expect("a ledger");
@@ -501,30 +482,41 @@ fn the_newest_start_in_a_work_tree_is_read_from_the_index_of_run_starts() {
     check(&ledger, adopted);
     let path = dir.path().join(DATABASE_FILE);
     drop(ledger);
-    {
-        let conn = rusqlite::Connection::open(&path).expect("sqlite");
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN {}",
-                crate::heads::newest_start_sql(true)
-            ))
-            .expect("plan")
-            .query_map(["/w/a"], |r| r.get::<_, String>(3))
-            .expect("rows")
-            .collect::<Result<_, _>>()
-            .expect("plan rows");
-        // Covering: no start's payload is read.
-        assert!(
-            plan.iter()
-                .any(|p| p.contains("COVERING INDEX events_run_starts")),
-            "{plan:?}"
-        );
-        conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
-            .expect("downgrade");
-    }
+    read_from_the_index_of_run_starts_then_drop_it(
+        &path,
+        &crate::heads::newest_start_sql(true),
+        vec!["/w/a".to_string().into()],
+    );
     // A ledger of the schema before that index, opened read-only, answers the same.
     let old = Ledger::open_read_only(&path)
         .expect("opens")
         .expect("a ledger");
     check(&old, adopted);
+}
+
+/// Asserts that SQLite answers `sql` from the index of run starts alone, reading no
+/// start's row (nor its payload); then takes the ledger at `path` back to the schema
+/// before that index.
+fn read_from_the_index_of_run_starts_then_drop_it(
+    path: &std::path::Path,
+    sql: &str,
+    params: Vec<rusqlite::types::Value>,
+) {
+    let conn = rusqlite::Connection::open(path).expect("sqlite");
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .expect("plan")
+        .query_map(rusqlite::params_from_iter(params), |r| {
+            r.get::<_, String>(3)
+        })
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("plan rows");
+    assert!(
+        plan.iter()
+            .any(|p| p.contains("COVERING INDEX events_run_starts")),
+        "{plan:?}"
+    );
+    conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
+        .expect("downgrade");
 }

@@ -51,10 +51,9 @@ impl Located {
     /// `Ok(false)` leaves the move to git, having changed nothing: refs that are not
     /// files, HEAD detached or not a branch this reads, either reflog missing (git
     /// decides whether to make one), a lock held by another (git waits for it) or one
-    /// that cannot be made, a
-    /// `reference-transaction` hook, a link on the way to any file written, or
-    /// configuration that bears on the move ([`HEAD_MENTIONS`], or any given in the
-    /// environment).
+    /// that cannot be made, a `reference-transaction` hook, a link on the way to any
+    /// file written, or configuration that bears on the move ([`HEAD_MENTIONS`], or any
+    /// given in the environment).
     pub(crate) fn move_head(&self, to: &HeadMove<'_>) -> Result<bool, GitError> {
         self.move_head_in(to, &|var| std::env::var_os(var))
     }

@@ -35,9 +35,10 @@ impl Located {
     /// `Ok(false)` leaves the update to git, having changed nothing: an index this does
     /// not write back byte for byte as it read it (another version, extensions beyond the
     /// cached trees, no trailing checksum, a conflict in it), a path flagged
-    /// (skip-worktree, intent-to-add, assume-unchanged), a submodule, an entry that would stand where a
-    /// directory of entries is, a lock held, a `post-index-change` hook, or configuration
-    /// that bears on the write ([`STAGE_MENTIONS`], or any given in the environment).
+    /// (skip-worktree, intent-to-add, assume-unchanged), a submodule, an entry that would
+    /// stand where a directory of entries is, a lock held, a `post-index-change` hook, or
+    /// configuration that bears on the write ([`STAGE_MENTIONS`], or any given in the
+    /// environment).
     pub(crate) fn stage(&self, paths: &[Staged<'_>]) -> Result<bool, GitError> {
         self.stage_in(paths, &|var| std::env::var_os(var))
     }

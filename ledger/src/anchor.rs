@@ -76,6 +76,10 @@ impl fmt::Display for Anchor {
     }
 }
 
+/// The most names [`Ledger::recorded_among_after`] looks up one by one; beyond it, reading
+/// every event once costs less than reading them once per name.
+const LOOKED_UP_ONE_BY_ONE: usize = 16;
+
 impl Ledger {
     /// The chain head as recorded in the head row: what a commit made now anchors.
     pub fn anchor(&self) -> Result<Anchor, LedgerError> {
@@ -144,15 +148,26 @@ impl Ledger {
     }
 
     /// Those of `among` that an event after position `after` names as made by the engine,
-    /// as [`Ledger::recorded_commits_after`] would find them, but reading only the events
-    /// whose text holds one of them: the JSON of the others (a phase's observations, tens
-    /// of kilobytes each) is never parsed, so a check after many rolled-back phases costs
-    /// what the commits it looks for cost.
+    /// as [`Ledger::recorded_commits_after`] would find them. For a few names (the check
+    /// every command makes walks a handful of commits) only the events whose text holds
+    /// one of them are read as JSON, one look for each name, so a check after many
+    /// rolled-back phases does not parse each phase's observations (tens of kilobytes
+    /// each). For more names than `LOOKED_UP_ONE_BY_ONE` (a whole branch walked), one
+    /// pass over every event answers for all of them, as a look for each would read the
+    /// events once per name.
     pub fn recorded_among_after(
         &self,
         after: u64,
         among: &[&str],
     ) -> Result<BTreeSet<String>, LedgerError> {
+        if among.len() > LOOKED_UP_ONE_BY_ONE {
+            let recorded = self.recorded_commits_after(after)?;
+            return Ok(among
+                .iter()
+                .filter(|sha| recorded.contains(**sha))
+                .map(|sha| (*sha).to_string())
+                .collect());
+        }
         // CASE evaluates in order: the JSON is parsed only where the text holds the name.
         let sql = "SELECT EXISTS (SELECT 1 FROM events WHERE id > ?1 \
                    AND kind IN ('phase_changed', 'artifact_regenerated') \
@@ -349,5 +364,31 @@ mod tests {
         assert!(among(7).is_empty());
         assert!(ledger.has_started_run("r").expect("query"));
         assert!(!ledger.has_started_run("other").expect("query"));
+    }
+
+    #[test]
+    fn many_names_asked_at_once_get_the_answer_a_few_at_a_time_get() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("open");
+        for i in 0..30 {
+            let payload = serde_json::json!({ "commit": format!("c{i}"), "head": format!("h{i}"), "undone_from": format!("u{i}") });
+            ledger
+                .append(Some("r"), "phase_changed", &payload)
+                .expect("append");
+        }
+        let names: Vec<String> = (0..30)
+            .flat_map(|i| [format!("c{i}"), format!("h{i}"), format!("u{i}")])
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert!(names.len() > LOOKED_UP_ONE_BY_ONE);
+        for after in [0, 10, 29, 30] {
+            let few: BTreeSet<String> = names
+                .chunks(LOOKED_UP_ONE_BY_ONE)
+                .flat_map(|chunk| ledger.recorded_among_after(after, chunk).expect("few"))
+                .collect();
+            let many = ledger.recorded_among_after(after, &names).expect("many");
+            assert_eq!(many, few, "after {after}");
+            assert_eq!(many.len(), 2 * (30 - after as usize), "after {after}");
+        }
     }
 }

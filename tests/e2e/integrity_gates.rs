@@ -1032,6 +1032,28 @@ fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_com
 }
 
 #[test]
+fn an_installation_written_only_while_greens_targets_run_alone_refuses_the_commit() {
+    let (_dir, env, planted) = with_venv_on_path();
+    let live = env.root().canonicalize().expect("work tree");
+    // Committed before run start: in the clean room only, only with the implementation
+    // and only in the run of the target alone (before anything of the installations is
+    // walked: the suite runs without the target, the sensitivity run with the stub), a
+    // module is planted in site-packages and taken away again.
+    env.write(
+        "conftest.py",
+        &format!(
+            "import os\n\n\ndef pytest_collection_modifyitems(session, config, items):\n    if os.path.realpath(os.getcwd()) == {live:?}:\n        return\n    if [item.name for item in items] != ['test_sub']:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        return\n    open({p:?}, 'w').close()\n    os.remove({p:?})\n",
+            live = live.display().to_string(),
+            p = planted.display().to_string()
+        ),
+    );
+    let env = at_green_with(env, Locks::Hand, UNCONFINED);
+    let red = head(&env);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    assert_planted_and_refused(&env, &red, &planted);
+}
+
+#[test]
 fn an_installation_written_while_the_deciding_runs_run_refuses_the_commit() {
     let (_dir, env, planted) = with_venv_on_path();
     let env = at_green_with(env, Locks::Hand, UNCONFINED);

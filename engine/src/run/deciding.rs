@@ -227,21 +227,25 @@ impl Session {
 
 /// The check of what a close's deciding runs load from outside the commit: the
 /// fingerprints of the pinned installations (tens of thousands of entries, judged by
-/// change time) walked on a thread of their own from the moment the close begins, on
-/// every core but one; the runs' results count only once [`InstallCheck::finish`] has
-/// passed. A close refused before its runs never waits for the walk (it goes on,
-/// reading only, until it ends).
+/// change time), walked once on a thread of their own, on every core but one, with a
+/// kernel watch ([`InstallWatch`]) put on what is walked; the runs' results count only
+/// once [`InstallCheck::after_runs`] has passed.
 ///
-/// A walk that also watches what it walks ([`InstallWatch`]) takes longer, so a GREEN
-/// starts it only once its targets passed alone, beside the suites and the sensitivity
-/// run ([`InstallCheck::watch_from_now`]): a GREEN refused on its targets (the common
-/// refusal) waits for the plain walk only, and an accepted one is spared the walk
-/// again before its commit.
+/// One walk serves the whole close. The change time every write leaves is compared
+/// with the one pinned at run start, so a walk begun after a run still sees a change
+/// made before or while it ran, even one undone; and from the moment an entry is
+/// walked, any change to it is queued by the kernel. A REFACTOR close walks from its
+/// start. A GREEN walks once its targets passed alone, beside its suites and its
+/// sensitivity run: a GREEN refused on its targets (the common refusal) commits
+/// nothing, is refused on them whatever the installations hold, and so neither waits
+/// for a walk nor shares the machine with one while its targets run.
 pub(super) struct InstallCheck {
     pinned: Option<Arc<PinnedEnv>>,
     watch: Arc<InstallWatch>,
+    /// Whether the walk was begun: it is begun once at most.
+    begun: bool,
+    /// The walk, until its answer is taken.
     walk: Option<Walking>,
-    watched: Option<Walking>,
 }
 
 /// A walk going on in its thread, or done in the caller's when no thread could be made.
@@ -250,84 +254,74 @@ enum Walking {
     Done(Result<(), RunnerChanged>),
 }
 
-/// Whether the walk a close begins with watches what it walks.
+/// When a close begins its walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum FirstWalk {
-    /// Plain: a watched walk follows once the targets passed (GREEN).
-    Plain,
-    /// Watched from the start: a REFACTOR close has no target run to be refused on
-    /// first.
-    Watched,
+    /// Once the targets passed alone ([`InstallCheck::watch_from_now`]): GREEN.
+    AfterTargets,
+    /// At once: a REFACTOR close has no target run to be refused on first.
+    Now,
 }
 
 impl InstallCheck {
-    /// Starts the walk of `pinned`'s installations, if any are pinned.
+    /// The check of `pinned`'s installations, if any are pinned; walking from now when
+    /// `first` says so.
     pub(super) fn start(pinned: Option<&Arc<PinnedEnv>>, first: FirstWalk) -> InstallCheck {
         let mut check = InstallCheck {
             pinned: pinned.cloned(),
             watch: Arc::new(InstallWatch::new()),
+            begun: false,
             walk: None,
-            watched: None,
         };
-        match first {
-            FirstWalk::Watched => check.watch_from_now(),
-            FirstWalk::Plain => check.walk = check.spawn(None),
+        if first == FirstWalk::Now {
+            check.watch_from_now();
         }
         check
     }
 
-    /// Starts the watched walk, unless one was started: from the moment each entry is
-    /// walked, any change to it is queued by the kernel.
+    /// Starts the walk, unless one was started: from the moment each entry is walked,
+    /// any change to it is queued by the kernel.
     pub(super) fn watch_from_now(&mut self) {
-        if self.watched.is_none() {
-            self.watched = self.spawn(Some(Arc::clone(&self.watch)));
+        if self.begun {
+            return;
         }
-    }
-
-    fn spawn(&self, watch: Option<Arc<InstallWatch>>) -> Option<Walking> {
-        let env = Arc::clone(self.pinned.as_ref()?);
-        let (its_env, its_watch) = (Arc::clone(&env), watch.clone());
+        self.begun = true;
+        let Some(env) = self.pinned.as_ref().map(Arc::clone) else {
+            return;
+        };
+        let (its_env, its_watch) = (Arc::clone(&env), Arc::clone(&self.watch));
         let spawned = std::thread::Builder::new()
             .name("install walk".to_string())
-            .spawn(move || walk(&its_env, its_watch.as_deref()));
-        Some(match spawned {
+            .spawn(move || its_env.verify_installs_watching(Share::BesideARunner, &its_watch));
+        self.walk = Some(match spawned {
             Ok(going) => Walking::Going(going),
             // No thread could be made: the walk is made here, on the gate's path.
-            Err(_) => Walking::Done(walk(&env, watch.as_deref())),
-        })
+            Err(_) => {
+                Walking::Done(env.verify_installs_watching(Share::BesideARunner, &self.watch))
+            }
+        });
     }
 
-    /// Waits for the first walk: `Err` when something under an installation changed
-    /// since run start.
+    /// Waits for the walk, if one was begun: `Err` when something under an
+    /// installation changed since run start.
     pub(super) fn finish(&mut self) -> Result<(), RunError> {
-        match self.walk.take() {
-            Some(walk) => joined(walk),
-            None => self.watched.take().map_or(Ok(()), joined),
-        }
+        self.walk.take().map_or(Ok(()), joined)
     }
 
     /// Refuses a commit when a pinned runner, the configuration chain above the clean
     /// room or what the runners load from outside the commit is not as it was at run
     /// start. Called after a close's last deciding run: a change made before an entry
-    /// was walked leaves a change time the watched walk saw, and one made after it an
-    /// event the kernel queued, so one made while the runs ran, even undone, is seen.
-    /// Only what the watch cannot vouch for is walked again.
+    /// was walked leaves a change time the walk saw, and one made after it an event the
+    /// kernel queued, so one made while the runs ran, even undone, is seen. Only what
+    /// the watch cannot vouch for is walked again; a close whose walk was never begun
+    /// is walked now.
     pub(super) fn after_runs(&mut self) -> Result<(), RunError> {
+        self.watch_from_now();
         self.finish()?;
-        self.watched.take().map_or(Ok(()), joined)?;
         match &self.pinned {
             Some(env) => Ok(env.verify_after_runs(&self.watch)?),
             None => Ok(()),
         }
-    }
-}
-
-/// The walk of `env`'s installations beside a runner, watching what it walks when
-/// `watch` is given.
-fn walk(env: &PinnedEnv, watch: Option<&InstallWatch>) -> Result<(), RunnerChanged> {
-    match watch {
-        Some(watch) => env.verify_installs_watching(Share::BesideARunner, watch),
-        None => env.verify_installs(Share::BesideARunner),
     }
 }
 

@@ -47,13 +47,14 @@ impl Session {
         outcome: &mut AdvanceOutcome,
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
-        // Begun first, so that the walk of the installations (longer than a target's
-        // run) is well ahead by the time the deciding runs start.
+        // A REFACTOR close walks the installations from its start, so that the walk
+        // (longer than a run) is well ahead when its suites end; GREEN once its
+        // targets passed ([`InstallCheck`]).
         let refactor = ctx.phase == Phase::AwaitingRefactor;
         let first = if refactor {
-            FirstWalk::Watched
+            FirstWalk::Now
         } else {
-            FirstWalk::Plain
+            FirstWalk::AfterTargets
         };
         let mut installs = InstallCheck::start(ctx.pinned.as_ref(), first);
         self.enforce_locks(ledger, ctx, outcome)?;
@@ -188,9 +189,10 @@ impl Session {
     /// deselect by id, and is judged with their results added: one suite run in total.
     ///
     /// The runners and the configuration chain (a few files judged by bytes) are checked
-    /// first; the walk of what the runners load (`installs`, begun with the close) is
-    /// waited for once the runs are over, and every deciding run's result is discarded
-    /// when it fails (a changed installation refuses first, whatever the runs said).
+    /// first. The walk of what the runners load (`installs`) is begun once GREEN's
+    /// targets passed (with a REFACTOR close, at its start) and waited for once the runs
+    /// are over: from then on a changed installation refuses first, whatever the suites
+    /// said. A GREEN refused on its targets is refused on them, walking nothing.
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,

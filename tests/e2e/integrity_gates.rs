@@ -1010,17 +1010,17 @@ fn assert_planted_and_refused(env: &Env, red: &str, planted: &Path) {
     );
 }
 
-#[test]
-fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_commit() {
+/// Asserts GREEN was refused as a changed installation after a `conftest.py`, committed
+/// before run start, ran `hook` in its deciding runs: Python defining a pytest hook that,
+/// in the clean room only (`os.getcwd()` is not `LIVE`), may plant `PLANTED` in
+/// site-packages and take it away again.
+fn assert_refused_after_conftest_planted(hook: &str) {
     let (_dir, env, planted) = with_venv_on_path();
     let live = env.root().canonicalize().expect("work tree");
-    // Committed before run start: in the clean room only, and only with the stub (the
-    // sensitivity run, which starts after the check beside GREEN's first runs has
-    // ended), a module is planted in site-packages and taken away again.
     env.write(
         "conftest.py",
         &format!(
-            "import os\n\n\ndef pytest_sessionstart(session):\n    if os.path.realpath(os.getcwd()) == {live:?}:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        open({p:?}, 'w').close()\n        os.remove({p:?})\n",
+            "import os\n\nLIVE = {live:?}\nPLANTED = {p:?}\n\n\n{hook}",
             live = live.display().to_string(),
             p = planted.display().to_string()
         ),
@@ -1032,25 +1032,22 @@ fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_com
 }
 
 #[test]
-fn an_installation_written_only_while_greens_targets_run_alone_refuses_the_commit() {
-    let (_dir, env, planted) = with_venv_on_path();
-    let live = env.root().canonicalize().expect("work tree");
-    // Committed before run start: in the clean room only, only with the implementation
-    // and only in the run of the target alone (before anything of the installations is
-    // walked: the suite runs without the target, the sensitivity run with the stub), a
-    // module is planted in site-packages and taken away again.
-    env.write(
-        "conftest.py",
-        &format!(
-            "import os\n\n\ndef pytest_collection_modifyitems(session, config, items):\n    if os.path.realpath(os.getcwd()) == {live:?}:\n        return\n    if [item.name for item in items] != ['test_sub']:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        return\n    open({p:?}, 'w').close()\n    os.remove({p:?})\n",
-            live = live.display().to_string(),
-            p = planted.display().to_string()
-        ),
+fn an_installation_written_after_the_check_beside_the_first_runs_refuses_the_commit() {
+    // Only with the stub: in the sensitivity run, the last, while or after the walk
+    // reaches what it plants in.
+    assert_refused_after_conftest_planted(
+        "def pytest_sessionstart(session):\n    if os.path.realpath(os.getcwd()) == LIVE:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        open(PLANTED, 'w').close()\n        os.remove(PLANTED)\n",
     );
-    let env = at_green_with(env, Locks::Hand, UNCONFINED);
-    let red = head(&env);
-    env.write("calc.py", &format!("{CALC}{IMPL}"));
-    assert_planted_and_refused(&env, &red, &planted);
+}
+
+#[test]
+fn an_installation_written_only_while_greens_targets_run_alone_refuses_the_commit() {
+    // Only with the implementation and only in the run of the target alone, before
+    // anything of the installations is walked: the suite runs without the target, the
+    // sensitivity run with the stub.
+    assert_refused_after_conftest_planted(
+        "def pytest_collection_modifyitems(session, config, items):\n    if os.path.realpath(os.getcwd()) == LIVE:\n        return\n    if [item.name for item in items] != ['test_sub']:\n        return\n    import calc\n    try:\n        calc.sub(5, 2)\n    except NotImplementedError:\n        return\n    open(PLANTED, 'w').close()\n    os.remove(PLANTED)\n",
+    );
 }
 
 #[test]

@@ -190,9 +190,9 @@ impl Session {
     ///
     /// The runners and the configuration chain (a few files judged by bytes) are checked
     /// first. The walk of what the runners load (`installs`) is begun once GREEN's
-    /// targets passed (with a REFACTOR close, at its start) and waited for once the runs
-    /// are over: from then on a changed installation refuses first, whatever the suites
-    /// said. A GREEN refused on its targets is refused on them, walking nothing.
+    /// targets passed (with a REFACTOR close, at its start); a refusal from then on
+    /// waits for it, and a changed installation refuses first, whatever the suites said.
+    /// A GREEN refused on its targets is refused on them, walking nothing.
     fn judge_in_clean_room(
         &self,
         ctx: &Ctx<'_>,
@@ -207,7 +207,12 @@ impl Session {
         }
         let judged =
             self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, installs, progress);
-        installs.finish()?;
+        // A refusal waits for the walk, which names a changed installation first; a
+        // pass leaves it going beside the sensitivity run, to be waited for before the
+        // commit ([`InstallCheck::after_runs`]).
+        if !matches!(judged, Ok(None)) {
+            installs.finish()?;
+        }
         judged
     }
 

@@ -112,6 +112,8 @@ impl Session {
         if !refactor
             && let Some(refusal) = self.sensitivity(ledger, ctx, outcome, &head_tree, progress)?
         {
+            // As after the suites: a changed installation is named first.
+            installs.finish()?;
             return self.refuse(ledger, ctx, outcome, refusal);
         }
         let (message, to) = if refactor {
@@ -208,8 +210,8 @@ impl Session {
         let judged =
             self.judge_pinned_in_clean_room(ctx, outcome, candidate, sweep, installs, progress);
         // A refusal waits for the walk, which names a changed installation first; a
-        // pass leaves it going beside the sensitivity run, to be waited for before the
-        // commit ([`InstallCheck::after_runs`]).
+        // pass leaves it going beside the sensitivity run, to be waited for after it
+        // ([`InstallCheck::after_runs`]).
         if !matches!(judged, Ok(None)) {
             installs.finish()?;
         }

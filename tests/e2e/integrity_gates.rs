@@ -901,6 +901,27 @@ fn an_import_hook_planted_in_the_interpreters_site_packages_refuses_green() {
 }
 
 #[test]
+fn an_installation_that_passes_the_test_without_the_implementation_is_named_first() {
+    let (_dir, venv, site) = venv_with_pytest();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let red = head(&env);
+    // After run start: a hook that supplies `sub` to every import of calc, so the test
+    // passes without the implementation too. The sensitivity run refuses that, but the
+    // refusal names the installation, not the test.
+    let always = EVIL_HOOK.replace("'# sub comes later' in source.read()", "True");
+    std::fs::write(site.join("evilhook.py"), always).expect("hook");
+    std::fs::write(site.join("zz_evil.pth"), "import evilhook\n").expect("pth");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
 fn a_module_planted_in_an_ignored_dependency_directory_refuses_green() {
     let env = Env::new();
     env.write(".git/info/exclude", ".venv/\n");

@@ -878,13 +878,8 @@ fn venv_with_pytest() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 #[test]
 fn an_import_hook_planted_in_the_interpreters_site_packages_refuses_green() {
-    let (_dir, venv, site) = venv_with_pytest();
-    let path = format!(
-        "{}:{}",
-        venv.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let (_dir, env, site) = site_on_path();
+    let env = at_green_in(env, Locks::Hand);
     let red = head(&env);
     // After run start: a `.pth` that runs at every interpreter start, and the hook it
     // imports, in no commit; GREEN changes a comment and implements nothing.
@@ -902,13 +897,8 @@ fn an_import_hook_planted_in_the_interpreters_site_packages_refuses_green() {
 
 #[test]
 fn an_installation_that_passes_the_test_without_the_implementation_is_named_first() {
-    let (_dir, venv, site) = venv_with_pytest();
-    let path = format!(
-        "{}:{}",
-        venv.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let env = at_green_in(Env::new().with_env("PATH", &path), Locks::Hand);
+    let (_dir, env, site) = site_on_path();
+    let env = at_green_in(env, Locks::Hand);
     let red = head(&env);
     // After run start: a hook that supplies `sub` to every import of calc, so the test
     // passes without the implementation too. The sensitivity run refuses that, but the
@@ -999,19 +989,21 @@ fn a_shim_switched_to_another_interpreter_after_run_start_is_never_followed() {
 }
 
 /// An environment whose `PATH` starts with a virtual environment that sees the host's
-/// pytest, and where a module planted in its site-packages goes.
-fn with_venv_on_path() -> (tempfile::TempDir, Env, PathBuf) {
+/// pytest, and its site-packages.
+fn site_on_path() -> (tempfile::TempDir, Env, PathBuf) {
     let (dir, venv, site) = venv_with_pytest();
     let path = format!(
         "{}:{}",
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    (
-        dir,
-        Env::new().with_env("PATH", &path),
-        site.join("left_behind.py"),
-    )
+    (dir, Env::new().with_env("PATH", &path), site)
+}
+
+/// The same, with where a module planted in its site-packages goes.
+fn with_venv_on_path() -> (tempfile::TempDir, Env, PathBuf) {
+    let (dir, env, site) = site_on_path();
+    (dir, env, site.join("left_behind.py"))
 }
 
 /// Unconfined, so that code run by the deciding run can reach the installation.

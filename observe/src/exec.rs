@@ -224,17 +224,50 @@ fn runner_confinement(
     let tmp = scratch.path("tmp");
     std::fs::create_dir_all(&tmp)?;
     env.push(("TMPDIR".into(), tmp.display().to_string()));
-    // The project's rules are built once per process and policy (a gate starts several
-    // runners under the same one); each run adds only its own scratch directory. Rules
-    // hold the directories they name open, so a directory made anew since (a clean room
-    // rebuilt) makes them anew too.
-    type Prepared = (
-        tdd_sandbox::Policy,
-        Vec<Option<(u64, u64)>>,
-        tdd_sandbox::Confinement,
-    );
-    static PREPARED: std::sync::Mutex<Option<Prepared>> = std::sync::Mutex::new(None);
     let other = |e: tdd_sandbox::SandboxError| std::io::Error::other(e.to_string());
+    with_rules(policy, |rules| {
+        // Its TMPDIR is a memory file system of its own, of the policy's quota.
+        rules
+            .try_clone_writing(&scratch.path(""))
+            .map(|rules| Some(rules.with_private_tmp(&tmp)))
+            .map_err(other)
+    })?
+}
+
+/// Builds the rules that confine `project`'s runners now, where they are not built yet,
+/// so that its first run does not wait for them: for a caller with other work to do
+/// before that run (the rules of a policy that denies paths beside many entries take
+/// milliseconds to build). Rules built for a directory that is made anew before the run
+/// are built again by the run, as are rules that could not be built here: the run
+/// reports why.
+pub fn prepare_runners(project: &Project) {
+    if let Some(policy) = &project.confinement {
+        let _ = with_rules(policy, |_| ());
+    }
+}
+
+/// Rules built, each with the policy it was built for and the identity (device, inode)
+/// of the directories that policy lets runners write, newest last.
+type Prepared = (
+    tdd_sandbox::Policy,
+    Vec<Option<(u64, u64)>>,
+    tdd_sandbox::Confinement,
+);
+
+/// How many policies' rules are kept: a gate starts its runners under one or two (one
+/// per project it runs).
+const RULES_KEPT: usize = 4;
+
+/// Calls `with` on the rules of `policy`, built once per process and policy (a gate
+/// starts several runners under the same one) and kept for the next run. Rules hold the
+/// directories they name open, so a directory made anew since (a clean room rebuilt)
+/// makes them anew too. One caller builds at a time: another waits for its rules rather
+/// than building them again.
+fn with_rules<T>(
+    policy: &tdd_sandbox::Policy,
+    with: impl FnOnce(&tdd_sandbox::Confinement) -> T,
+) -> std::io::Result<T> {
+    static PREPARED: std::sync::Mutex<Vec<Prepared>> = std::sync::Mutex::new(Vec::new());
     let identity: Vec<Option<(u64, u64)>> = policy
         .write
         .iter()
@@ -246,21 +279,23 @@ fn runner_confinement(
     let mut prepared = PREPARED
         .lock()
         .map_err(|_| std::io::Error::other("the sandbox rules were poisoned"))?;
-    if prepared
-        .as_ref()
-        .is_none_or(|(p, ids, _)| p != policy.as_ref() || *ids != identity)
-    {
-        let rules = tdd_sandbox::Confinement::prepare(policy).map_err(other)?;
-        *prepared = Some((tdd_sandbox::Policy::clone(policy), identity, rules));
-    }
-    match prepared.as_ref() {
-        // Its TMPDIR is a memory file system of its own, of the policy's quota.
-        Some((_, _, rules)) => rules
-            .try_clone_writing(&scratch.path(""))
-            .map(|rules| Some(rules.with_private_tmp(&tmp)))
-            .map_err(other),
-        None => Ok(None),
-    }
+    let found = prepared
+        .iter()
+        .position(|(p, ids, _)| p == policy && *ids == identity);
+    let at = match found {
+        Some(at) => at,
+        None => {
+            let rules = tdd_sandbox::Confinement::prepare(policy)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            prepared.retain(|(p, _, _)| p != policy);
+            if prepared.len() >= RULES_KEPT {
+                prepared.remove(0);
+            }
+            prepared.push((policy.clone(), identity, rules));
+            prepared.len() - 1
+        }
+    };
+    Ok(with(&prepared[at].2))
 }
 
 /// The invocation of a job whose output could not even be captured.
@@ -358,6 +393,40 @@ mod tests {
             },
         );
         assert_eq!(ran.invocation.stdout, "[][][][yes]\n");
+    }
+
+    #[test]
+    fn rules_built_ahead_for_a_directory_made_anew_before_the_run_are_built_again() {
+        // Without Landlock nothing is confined, so no rules are kept to go stale.
+        if !tdd_sandbox::probe().confines() {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let room = dir.path().join("room");
+        std::fs::create_dir(&room).expect("room");
+        let policy = tdd_sandbox::Policy {
+            write: vec![room.clone()],
+            ..tdd_sandbox::Policy::default()
+        };
+        let project = Project::new(&room, "p", config(&[]))
+            .expect("project")
+            .confined(policy);
+        prepare_runners(&project);
+        // Made anew between the rules built ahead and the run, as a reset that empties
+        // the clean room makes its checkout.
+        std::fs::rename(&room, dir.path().join("old room")).expect("move aside");
+        std::fs::create_dir(&room).expect("anew");
+        let ran = run_shell(&project, "write", "echo made > written", &room).expect("runs");
+        assert_eq!(
+            ran.exit,
+            crate::model::Exit::Code { code: 0 },
+            "{}",
+            ran.stderr
+        );
+        assert_eq!(
+            std::fs::read_to_string(room.join("written")).expect("written in the new room"),
+            "made\n"
+        );
     }
 
     #[test]

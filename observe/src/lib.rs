@@ -75,6 +75,7 @@ pub fn withheld_from_runners(name: &str) -> bool {
 pub use adapters::adapter_for;
 pub use error::ObserveError;
 pub use error::ReportError;
+pub use exec::prepare_runners;
 pub use exec::read_regular_file;
 pub use exec::run_shell;
 pub use model::Collection;

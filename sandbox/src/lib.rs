@@ -338,6 +338,14 @@ impl Confinement {
         }
         let mut created = ruleset.create()?;
         let unreadable = policy.deny_read.clone();
+        // What runners read is added first: it is most of the rules, and needs no
+        // answer from the namespace probes, which the mounts below may wait for.
+        for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
+            created = add(created, &path, read)?;
+        }
+        // Every directory can be listed, those on the way to a hole included (the home
+        // directory, say): names stay visible, the contents of a hole do not.
+        created = add(created, std::path::Path::new("/"), AccessFs::ReadDir.into())?;
         // Read-only mounts keep `deny_write` read-only without holes in the grants; a
         // PID namespace of its own keeps what the program starts from outliving it.
         let mounts = ((!policy.deny_write.is_empty()
@@ -369,12 +377,6 @@ impl Confinement {
             policy.deny_write.clone()
         };
         unwritable.extend(policy.deny_read.iter().cloned());
-        for path in cover::cover(&[PathBuf::from("/")], &unreadable) {
-            created = add(created, &path, read)?;
-        }
-        // Every directory can be listed, those on the way to a hole included (the home
-        // directory, say): names stay visible, the contents of a hole do not.
-        created = add(created, std::path::Path::new("/"), AccessFs::ReadDir.into())?;
         for root in &policy.write {
             // A hole that holds the root does not apply to it: a write grant names a
             // place inside an unreadable one on purpose (a leaf's own files).

@@ -236,6 +236,9 @@ impl Session {
             .target_override
             .clone()
             .map_or_else(|| planned.tests.clone(), |t| vec![t]);
+        if matches!(cycle.phase, Phase::AwaitingImpl | Phase::AwaitingRefactor) {
+            self.prepare_clean_room_runners();
+        }
         let (head, head_tree) = seen.head?;
         let recorded = cycle.history.last().map(|start| start.head.clone());
         let mut ctx = Ctx {

@@ -185,6 +185,41 @@ impl Session {
         CleanRoom::of(&self.location.dir, &self.work_tree)
     }
 
+    /// Builds, on a thread of its own, the rules that will confine the runners of each
+    /// project in the clean room, where the clean room is already there: the close's
+    /// first deciding run then takes them built instead of building them (milliseconds
+    /// where a denied path sits beside many entries), while this thread resets the
+    /// clean room. Nothing is made but what a run would make; a clean room made anew
+    /// before its runs gets its rules built again by them.
+    pub(super) fn prepare_clean_room_runners(&self) {
+        if !self.config.sandbox.enabled {
+            return;
+        }
+        let room = self.clean_room();
+        let build = room.build_dir("");
+        let there = |path: &std::path::Path| {
+            std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
+        };
+        if !there(room.path()) || !there(&build) {
+            return;
+        }
+        let place = super::confine::RunsIn::CleanRoom {
+            tree: room.path(),
+            build: &build,
+        };
+        let projects: Vec<Project> = self
+            .config
+            .project
+            .iter()
+            .filter_map(|(name, config)| Project::new(room.path(), name, config.clone()).ok())
+            .map(|project| self.confine(project, place))
+            .collect();
+        // Where no thread can be made, the first run builds them, as it would have.
+        let _ = std::thread::Builder::new()
+            .name("runner rules".to_string())
+            .spawn(move || projects.iter().for_each(crate::observe::prepare_runners));
+    }
+
     /// Resets the clean room to `tree` and returns the projects `names` as seen there, with
     /// the run's pinned environment; the caller checks it ([`Session::check_pinned`]).
     pub(super) fn in_clean_room(

@@ -19,6 +19,7 @@
 //! chain with forged commits, which the forge's thread and commit statuses witness.
 
 mod export;
+mod publication;
 
 use std::path::Path;
 
@@ -26,13 +27,14 @@ use gix_hash::ObjectId;
 
 use crate::git::Git;
 use crate::git::GitError;
-use crate::ledger::Anchor;
 use crate::ledger::ImportRefused;
 use crate::ledger::Ledger;
 use crate::ledger::LedgerError;
 use crate::run::scan::HeadRef;
 use crate::run::scan::Located;
 use crate::run::scan::RefRead;
+
+pub(crate) use publication::gather;
 
 /// Where the ledgers are published: `refs/tdd/ledger/<branch>`.
 pub const LEDGER_REF_PREFIX: &str = "refs/tdd/ledger/";
@@ -158,114 +160,10 @@ pub(crate) fn publish_from(
     work_tree: &Path,
     snapshots: &[String],
 ) -> Result<Option<Published>, PublishError> {
-    let Some(branch) = current_branch(work_tree)? else {
-        return Ok(None);
-    };
-    let reference = ledger_ref(&branch);
-    let git = Git::new(work_tree);
-    let located = crate::run::scan::locate(work_tree)?;
-    let objects = located.objects();
-    let head = ledger.anchor()?;
-    let previous = resolve(&located, &git, &reference)?;
-    // The previous export's chunks by (first, last) event: the same bytes again where
-    // this chain continues the one it holds.
-    let mut reused: std::collections::HashMap<(u64, u64), ObjectId> = Default::default();
-    if let Some(prev) = &previous {
-        let checked = objects.handle()?;
-        let tree = objects.tree_of_commit(prev)?;
-        if let Ok(old) = export::read_tree(&checked, &tree)? {
-            if old.head == head {
-                return Ok(Some(Published {
-                    reference,
-                    commit: prev.to_string(),
-                    events: head.count,
-                    written: false,
-                }));
-            }
-            if ledger.hash_at(old.head.count)?.as_deref() == Some(old.head.hash.as_str()) {
-                let lasts = old
-                    .chunks
-                    .iter()
-                    .skip(1)
-                    .map(|(first, _)| first.saturating_sub(1));
-                let lasts = lasts.chain(std::iter::once(old.head.count));
-                reused = old
-                    .chunks
-                    .iter()
-                    .zip(lasts)
-                    .map(|((first, id), last)| ((*first, last), *id))
-                    .collect();
-            }
-        }
+    match publication::gather(ledger, work_tree)? {
+        Some(gathered) => gathered.write(snapshots).map(Some),
+        None => Ok(None),
     }
-    let wanted = export::layout(head.count);
-    let from = wanted
-        .iter()
-        .find(|span| !reused.contains_key(span))
-        .map(|(first, _)| first - 1);
-    let events = match from {
-        Some(from) => ledger.stored_events_after(from)?,
-        None => Vec::new(),
-    };
-    let mut chunks = Vec::with_capacity(wanted.len());
-    for (first, last) in wanted {
-        if let Some(id) = reused.get(&(first, last)) {
-            chunks.push((first, *id));
-            continue;
-        }
-        // The events are in id order: those of the span are one slice of them.
-        let span = &events[events.partition_point(|e| e.id < first)..];
-        let span = &span[..span.partition_point(|e| e.id <= last)];
-        let Some(start) = span.first().map(|e| e.id) else {
-            continue;
-        };
-        let blob = objects.write(gix_object::Kind::Blob, &export::encode_chunk(span)?)?;
-        chunks.push((start, blob));
-    }
-    let kept: Vec<ObjectId> = snapshots
-        .iter()
-        .filter_map(|id| ObjectId::from_hex(id.as_bytes()).ok())
-        .collect();
-    let tree = export::write_tree(&objects, &head, &chunks, &kept)?;
-    let commit = write_commit(&objects, tree, previous.as_ref(), &head)?;
-    // In-process where git would do no more than move the ref file; else by git.
-    if !located.move_ref(&reference, &commit, previous.as_ref())? {
-        let old = previous.map_or_else(
-            || ObjectId::null(objects.kind()).to_string(),
-            |p| p.to_string(),
-        );
-        git.output([
-            "update-ref",
-            "-m",
-            "tdd: publish the ledger",
-            &reference,
-            &commit.to_string(),
-            &old,
-        ])?;
-    }
-    Ok(Some(Published {
-        reference,
-        commit: commit.to_string(),
-        events: head.count,
-        written: true,
-    }))
-}
-
-fn write_commit(
-    objects: &crate::run::scan::Objects,
-    tree: ObjectId,
-    parent: Option<&ObjectId>,
-    head: &Anchor,
-) -> Result<ObjectId, GitError> {
-    let secs = crate::ledger::clock::unix_seconds();
-    let who = format!("tdd <tdd@localhost> {secs} +0000");
-    let parent = parent.map(|p| format!("parent {p}\n")).unwrap_or_default();
-    let body = format!(
-        "tree {tree}\n{parent}author {who}\ncommitter {who}\n\ntdd ledger: {} events\n\n{}: {head}\n",
-        head.count,
-        crate::ledger::LEDGER_TRAILER
-    );
-    objects.write(gix_object::Kind::Commit, body.as_bytes())
 }
 
 /// The trees of run `run_id`'s snapshots (`refs/tdd/<run id>/...`), which a resume

@@ -192,8 +192,7 @@ impl RunTx<'_> {
             .advance_in(&mut self.ledger, unchanged, progress)?;
         if outcome.commit.is_some() || outcome.run_complete {
             let active = (!outcome.run_complete).then_some(outcome.run_id.as_str());
-            self.ledger.checkpoint();
-            self.engine.publish_after_change(&self.ledger, active);
+            self.engine.checkpoint_and_publish(&mut self.ledger, active);
         }
         Ok(outcome)
     }

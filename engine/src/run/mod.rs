@@ -323,22 +323,61 @@ impl Session {
         crate::published::publish(&self.location.database, &self.work_tree, &snapshots)
     }
 
-    /// [`Session::publish_ledger`] after a change was recorded and committed, with the
+    /// Checkpoints `ledger` ([`Ledger::checkpoint`]) and publishes it
+    /// ([`Session::publish_ledger`]) after a change was recorded and committed, with the
     /// snapshot trees of `active`, the run the change left active here (known to the
-    /// caller, so the ledger is not projected again). A failure does not undo the change
-    /// (the next change, `tdd ledger publish` or the forge's push publishes again), so
-    /// it is logged, not returned.
-    pub(crate) fn publish_after_change(&self, ledger: &Ledger, active: Option<&str>) {
-        let snapshots = active.map_or_else(
-            || Ok(Vec::new()),
-            |run_id| crate::published::snapshot_trees(&self.work_tree, run_id),
-        );
-        let published = snapshots.map_err(Into::into).and_then(|snapshots| {
-            crate::published::publish_from(ledger, &self.work_tree, &snapshots)
+    /// caller, so the ledger is not projected again). The publication reads the ledger
+    /// first, then writes its git objects and ref on a thread of its own while the
+    /// checkpoint waits on the disk. A failed publication does not undo the change (the
+    /// next change, `tdd ledger publish` or the forge's push publishes again), so it is
+    /// logged, not returned.
+    pub(crate) fn checkpoint_and_publish(&self, ledger: &mut Ledger, active: Option<&str>) {
+        let gathered = crate::published::gather(ledger, &self.work_tree);
+        let write = move || {
+            let snapshots = self.snapshots_of(active);
+            let gathered = gathered?;
+            let snapshots = snapshots?;
+            gathered.map(|g| g.write(&snapshots)).transpose()
+        };
+        let published = std::thread::scope(|scope| {
+            match std::thread::Builder::new()
+                .name("ledger publication".to_string())
+                .spawn_scoped(scope, write)
+            {
+                Ok(writing) => {
+                    ledger.checkpoint();
+                    writing.join().unwrap_or_else(|_| {
+                        Err(crate::git::GitError::Failed {
+                            args: "publish".into(),
+                            stderr: "the publishing thread panicked".into(),
+                        }
+                        .into())
+                    })
+                }
+                // Where no thread can be made, one after the other.
+                Err(_) => {
+                    ledger.checkpoint();
+                    self.snapshots_of(active).and_then(|snapshots| {
+                        crate::published::publish_from(ledger, &self.work_tree, &snapshots)
+                    })
+                }
+            }
         });
         if let Err(e) = published {
             tracing::warn!(error = %e, "the ledger could not be published in git");
         }
+    }
+
+    /// The snapshot trees of run `active` ([`crate::published::snapshot_trees`]), none
+    /// without one.
+    fn snapshots_of(
+        &self,
+        active: Option<&str>,
+    ) -> Result<Vec<String>, crate::published::PublishError> {
+        Ok(match active {
+            Some(run_id) => crate::published::snapshot_trees(&self.work_tree, run_id)?,
+            None => Vec::new(),
+        })
     }
 
     /// The run active in this work tree, projected read-only from the ledger.

@@ -170,9 +170,8 @@ impl RunTx<'_> {
     /// [`RunTx::reopen_refactor`].
     pub fn rollback(mut self, to: RollbackTo) -> Result<RunState, RunError> {
         let state = self.engine.rollback_in(&mut self.ledger, to)?;
-        self.ledger.checkpoint();
         self.engine
-            .publish_after_change(&self.ledger, state.active_id());
+            .checkpoint_and_publish(&mut self.ledger, state.active_id());
         Ok(state)
     }
 
@@ -184,9 +183,8 @@ impl RunTx<'_> {
     /// is active again afterwards.
     pub fn reopen_refactor(mut self, n: u32) -> Result<RunState, RunError> {
         let state = self.engine.reopen_refactor_in(&mut self.ledger, n)?;
-        self.ledger.checkpoint();
         self.engine
-            .publish_after_change(&self.ledger, state.active_id());
+            .checkpoint_and_publish(&mut self.ledger, state.active_id());
         Ok(state)
     }
 }

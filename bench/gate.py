@@ -14,11 +14,16 @@ second and later GREENs compile (goal: only the changed crate and what depends o
 never a dependency from the registry), and any run that emptied the build directory
 because its tests wrote it (none should).
 
+With --node-modules, the pytest repository also holds an ignored `node_modules` of
+32,101 entries (300 packages of 100 small files), which the clean room links and every
+close fingerprints: run it beside a run without the flag to see what checking it adds
+to a gate (goal: at most 20 ms).
+
 With --sandbox-off, the repositories' tdd.toml says `[sandbox] enabled = false`, so
 runners start unconfined: run it beside a run without the flag to see what confining
 every runner costs (goal: at most 5 ms a runner process).
 
-Usage: bench/gate.py [path/to/tdd] [runs] [--cargo] [--sandbox-off]
+Usage: bench/gate.py [path/to/tdd] [runs] [--cargo] [--sandbox-off] [--node-modules]
 """
 import json
 import os
@@ -35,6 +40,7 @@ TDD = os.path.abspath(ARGS[0]) if ARGS else os.path.join(ROOT, "target/release/t
 RUNS = int(ARGS[1]) if len(ARGS) > 1 else 10
 CARGO = "--cargo" in sys.argv
 SANDBOX = "\n[sandbox]\nenabled = false\n" if "--sandbox-off" in sys.argv else ""
+NODE_MODULES = "--node-modules" in sys.argv
 
 
 def run(argv, cwd, env):
@@ -76,10 +82,23 @@ def pytest_repo(repo, env):
     write(f"{repo}/tests/test_many.py", tests)
     write(f"{repo}/calc.py", "def add(a, b):\n    return a + b\n")
     write(f"{repo}/pytest.ini", "[pytest]\npythonpath = .\n")
-    write(f"{repo}/.gitignore", "__pycache__/\n.pytest_cache/\n")
+    write(f"{repo}/.gitignore", "__pycache__/\n.pytest_cache/\nnode_modules/\n")
     write(f"{repo}/tdd.toml", '[project.py]\nadapter = "pytest"\ntest_paths = ["tests/"]\n\n[locks]\nimpl = ["calc.py"]\ntest = ["tests/**"]\n' + SANDBOX)
     write(f"{repo}/.tdd/plan.md", "---\ncycles:\n  - n: 1\n    project: py\n    title: sub\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n")
     commit(repo, env)
+    if NODE_MODULES:
+        node_modules(f"{repo}/node_modules")
+
+
+def node_modules(root):
+    """300 packages of 100 small files in nested directories, then a wait: a file
+    changed this close to `run start` has its bytes hashed at every check, and the
+    steady state of a real run is an installation older than that."""
+    for p in range(300):
+        for d in range(5):
+            for f in range(20):
+                write(f"{root}/pkg-{p}/lib/part-{d}/m{f}.js", f"module.exports = {f};\n")
+    time.sleep(2.1)
 
 
 def bench_pytest(work, env):
@@ -114,7 +133,8 @@ def bench_pytest(work, env):
         totals.append(wall)
         overhead.append(wall - runner_ms(envelope["data"]))
         run([TDD, "rollback", "--to-previous", "--json"], repo, env)
-    print(f"pytest accepted GREEN  median {statistics.median(totals):7.1f} ms   beyond the runners {statistics.median(overhead):6.1f} ms"
+    with_modules = " (with node_modules)" if NODE_MODULES else ""
+    print(f"pytest accepted GREEN{with_modules}  median {statistics.median(totals):7.1f} ms   beyond the runners {statistics.median(overhead):6.1f} ms"
           "   (runners: target, suite, sensitivity)")
 
 

@@ -116,8 +116,55 @@ pub struct PythonInstall {
     /// The executable as the interpreter knows itself, with no shim between.
     pub executable: PathBuf,
     /// What to fingerprint, each with what it is in words: the executable, then the
-    /// standard library, site-packages and the user site.
+    /// standard library, site-packages and the user site, then the shared libraries it
+    /// maps.
     pub roots: Vec<(PathBuf, String)>,
+    /// The directories its start searches that a file planted in would change what it
+    /// loads (its executable's directory and the one above, for a `pyvenv.cfg`; its
+    /// prefix's `lib`, for a zip of its library or a shared library; the nearest
+    /// existing directory above an entry of its module path that does not exist), each
+    /// with what it is in words: fingerprinted themselves, not what is below them
+    /// ([`InstallPin::take_shallow`]). Only those this user can write: no other can be
+    /// planted in by the code tdd runs.
+    pub searched: Vec<(PathBuf, String)>,
+    /// Variables deciding runs start it with: `PYTHONNOUSERSITE=1` where it would add a
+    /// user site that did not exist at `run start`, so none made later is loaded.
+    pub vars: Vec<(String, String)>,
+}
+
+/// The directories the start of the interpreter that said `loads` searches
+/// ([`PythonInstall::searched`]), those this user can write, each once.
+fn python_searched(loads: &python::Loads, name: &str) -> Vec<(PathBuf, String)> {
+    let real = std::fs::canonicalize(&loads.executable).ok();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for exe in std::iter::once(&loads.executable).chain(real.as_ref()) {
+        if let Some(bin) = exe.parent() {
+            dirs.push(bin.to_path_buf());
+            dirs.extend(bin.parent().map(Path::to_path_buf));
+        }
+    }
+    dirs.extend(loads.prefix.iter().map(|prefix| prefix.join("lib")));
+    // Where an entry that is not there would be: the nearest directory above it that is.
+    for absent in &loads.absent {
+        dirs.extend(
+            absent
+                .ancestors()
+                .skip(1)
+                .find(|dir| dir.is_dir())
+                .map(Path::to_path_buf),
+        );
+    }
+    let writable = |dir: &Path| {
+        nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
+            && std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir())
+    };
+    let mut searched: Vec<(PathBuf, String)> = Vec::new();
+    for dir in dirs {
+        if writable(&dir) && !searched.iter().any(|(d, _)| *d == dir) {
+            searched.push((dir, format!("a directory {name} searches as it starts")));
+        }
+    }
+    searched
 }
 
 /// What the JavaScript runners write into `node_modules` as they run (Vitest's results
@@ -296,6 +343,12 @@ impl PinnedEnv {
         vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         vars.extend(env.iter().cloned());
         let loads = python::load_paths(program, &vars, cwd)?;
+        let searched = python_searched(&loads, name);
+        let vars = loads
+            .absent_user_site
+            .iter()
+            .map(|_| ("PYTHONNOUSERSITE".to_string(), "1".to_string()))
+            .collect();
         let roots = std::iter::once((loads.executable.clone(), format!("{name}'s interpreter")))
             .chain(
                 loads
@@ -303,11 +356,19 @@ impl PinnedEnv {
                     .into_iter()
                     .map(|p| (p, format!("what {name} imports"))),
             )
+            .chain(
+                loads
+                    .objects
+                    .into_iter()
+                    .map(|p| (p, format!("a library {name} maps"))),
+            )
             .collect();
         Some(PythonInstall {
             name: name.to_string(),
             executable: loads.executable,
             roots,
+            searched,
+            vars,
         })
     }
 
@@ -369,6 +430,20 @@ impl PinnedEnv {
         self.installs.retain(|p| !p.is_dependency());
         self.installs
             .extend(installs.iter().filter(|p| p.is_dependency()).cloned());
+        self
+    }
+
+    /// The same, with each directory of `dirs` fingerprinted itself and by the names it
+    /// lists, not what is below them ([`InstallPin::take_shallow`]): for the
+    /// directories an interpreter searches as it starts. A directory already pinned
+    /// this way is not pinned again.
+    pub fn with_searched(mut self, dirs: Vec<(PathBuf, String)>) -> PinnedEnv {
+        for (dir, what) in dirs {
+            let pinned = self.installs.iter().any(|p| p.shallow && p.root == dir);
+            if !pinned && let Some(pin) = InstallPin::take_shallow(&dir, &what) {
+                self.installs.push(pin);
+            }
+        }
         self
     }
 
@@ -580,6 +655,65 @@ mod tests {
             installs: Vec::new(),
             interpreters: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn an_interpreter_is_pinned_with_the_libraries_it_maps_and_the_directories_it_searches() {
+        let dir = tempfile::tempdir().expect("dir");
+        let python = PinnedEnv::capture(["python3"])
+            .python_install(&[], dir.path())
+            .expect("python3 answers");
+        // The C library, mapped by every interpreter, is pinned as a file of its own.
+        let maps_libc = |(path, what): &(PathBuf, String)| {
+            what.contains("maps")
+                && path
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with("libc"))
+        };
+        assert!(python.roots.iter().any(maps_libc), "{:?}", python.roots);
+        // Its executable's directory, where a `pyvenv.cfg` would move its prefix, is
+        // pinned by its own record wherever this user could plant one there.
+        let bin = python.executable.parent().expect("a directory");
+        let writable = nix::unistd::access(bin, nix::unistd::AccessFlags::W_OK).is_ok();
+        assert_eq!(
+            python.searched.iter().any(|(searched, _)| searched == bin),
+            writable,
+            "{:?}",
+            python.searched
+        );
+    }
+
+    #[test]
+    fn a_shallow_pin_sees_an_entry_planted_even_once_removed_and_nothing_below() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir_all(dir.path().join("lib/python3.11")).expect("lib");
+        let lib = dir.path().join("lib");
+        let pin = InstallPin::take_shallow(&lib, "searched").expect("pin");
+        // Below its entries: not its business (other pins walk them).
+        std::fs::write(lib.join("python3.11/os.py"), "x = 1\n").expect("below");
+        assert_eq!(pin.first_change(Share::EveryCore), None);
+        // Once the kernel's clock has passed the directory's change time (so that a
+        // change now leaves another), an entry planted is seen, and still seen once
+        // removed again.
+        let pinned_ctime = |path: &Path| {
+            let meta = std::fs::symlink_metadata(path).expect("stat");
+            (meta.ctime(), meta.ctime_nsec())
+        };
+        let before = pinned_ctime(&lib);
+        let tick = dir.path().join("tick");
+        let passed = (0..100_000).any(|_| {
+            std::fs::write(&tick, "").expect("tick");
+            pinned_ctime(&tick) > before
+        });
+        assert!(passed, "the clock never moved");
+        std::fs::write(lib.join("python311.zip"), "zip").expect("plant");
+        assert!(pin.first_change(Share::EveryCore).is_some());
+        std::fs::remove_file(lib.join("python311.zip")).expect("remove");
+        let (path, was, now) = pin.first_change(Share::EveryCore).expect("removed again");
+        assert_eq!(
+            (path, was.as_str(), now.as_str()),
+            (lib, "present", "changed since run start")
+        );
     }
 
     #[test]

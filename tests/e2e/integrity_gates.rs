@@ -37,7 +37,7 @@ pub(crate) fn at_green(locks: Locks) -> Env {
 }
 
 /// The same, in `env`.
-fn at_green_in(env: Env, locks: Locks) -> Env {
+pub(crate) fn at_green_in(env: Env, locks: Locks) -> Env {
     at_green_with(env, locks, "")
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn events(env: &Env, kind: &str) -> Vec<Value> {
 }
 
 /// Asserts GREEN was refused with `reason`, HEAD did not move and the ledger recorded it.
-fn assert_refused(env: &Env, red: &str, (code, value): (i32, Value), reason: &str) {
+pub(crate) fn assert_refused(env: &Env, red: &str, (code, value): (i32, Value), reason: &str) {
     assert_eq!(code, 1, "{value}");
     assert_eq!(value["error"]["reason"], reason, "{value}");
     assert_eq!(head(env), red, "no commit may follow a refused GREEN");
@@ -815,7 +815,7 @@ fn a_clean_room_replaced_by_links_and_pipes_is_rebuilt_and_nothing_outside_is_to
 /// Makes `calc.sub` subtract once `calc.py` holds the marker `# sub comes later`, from
 /// an import hook: so an implementation change that adds only the marker passes the
 /// target, and the sensitivity run (the marker gone) fails it.
-const EVIL_HOOK: &str = r#"import importlib.machinery, sys
+pub(crate) const EVIL_HOOK: &str = r#"import importlib.machinery, sys
 class Finder:
     def find_spec(self, name, path, target=None):
         if name != 'calc':
@@ -836,7 +836,7 @@ sys.meta_path.insert(0, Finder())
 "#;
 
 /// Asserts GREEN was refused as `runner_changed`, and HEAD did not move.
-fn assert_runner_changed(env: &Env, red: &str, (code, value): (i32, &Value)) {
+pub(crate) fn assert_runner_changed(env: &Env, red: &str, (code, value): (i32, &Value)) {
     assert_eq!(code, 1, "{value}");
     assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
     assert_eq!(head(env), red, "no commit may follow a refused GREEN");

@@ -50,6 +50,7 @@ impl Session {
                 (dir.clone(), what.to_string())
             })
             .collect();
+        let mut searched: Vec<(std::path::PathBuf, String)> = Vec::new();
         let ours = |p: &std::path::Path| {
             p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
         };
@@ -97,9 +98,15 @@ impl Session {
             if !config.env.contains_key("PATH") && pinned.interpreter(&python.name).is_none() {
                 pinned = pinned.with_interpreter(&python.name, python.executable.clone());
             }
+            for (name, value) in &python.vars {
+                if !config.env.contains_key(name) {
+                    pinned = pinned.with_var(name, value);
+                }
+            }
             roots.extend(python.roots.into_iter().filter(|(p, _)| !ours(p)));
+            searched.extend(python.searched.into_iter().filter(|(p, _)| !ours(p)));
         }
-        pinned.with_installations(roots)
+        pinned.with_installations(roots).with_searched(searched)
     }
 
     /// The dependency directories of the live tree the clean room links (`node_modules`,

@@ -62,6 +62,12 @@ pub struct InstallPin {
     /// `site-packages` inside an interpreter's library directory).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip: Vec<String>,
+    /// Whether only the root itself is fingerprinted, with the names it lists, not
+    /// what is below them: for a directory an interpreter searches as it starts (for a
+    /// `pyvenv.cfg`, a zip of its library, a shared library) where nothing of the kind
+    /// is, so that one planted there later is seen.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shallow: bool,
 }
 
 /// How close to the fingerprint's moment a change time must be for the file's bytes to
@@ -77,8 +83,23 @@ impl InstallPin {
 
     /// The same, leaving out the top-level entries named in `skip`.
     pub fn take_skipping(root: &Path, what: &str, skip: Vec<String>) -> Option<InstallPin> {
+        InstallPin::taken(root, what, skip, false)
+    }
+
+    /// Fingerprints the directory `root` itself and the names it lists, nothing below
+    /// them ([`InstallPin::shallow`]); `None` when nothing is there.
+    pub fn take_shallow(root: &Path, what: &str) -> Option<InstallPin> {
+        InstallPin::taken(root, what, Vec::new(), true)
+    }
+
+    fn taken(root: &Path, what: &str, skip: Vec<String>, shallow: bool) -> Option<InstallPin> {
         let taken_ns = now_ns();
-        let (parts, entries) = fingerprint(root, taken_ns, &skip, Share::EveryCore, None)?;
+        let walk = Walk {
+            taken_ns,
+            skip: &skip,
+            shallow,
+        };
+        let (parts, entries) = fingerprint(root, &walk, Share::EveryCore, None)?;
         Some(InstallPin {
             root: root.to_path_buf(),
             what: what.to_string(),
@@ -86,6 +107,7 @@ impl InstallPin {
             entries,
             taken_ns,
             skip,
+            shallow,
         })
     }
 
@@ -135,8 +157,12 @@ impl InstallPin {
         share: Share,
         watch: Option<&RootWatch<'_>>,
     ) -> Option<(PathBuf, String, String)> {
-        let Some((now, _)) = fingerprint(&self.root, self.taken_ns, &self.skip, share, watch)
-        else {
+        let walk = Walk {
+            taken_ns: self.taken_ns,
+            skip: &self.skip,
+            shallow: self.shallow,
+        };
+        let Some((now, _)) = fingerprint(&self.root, &walk, share, watch) else {
             return Some((self.root.clone(), "present".into(), "absent".into()));
         };
         let word = |present: bool| if present { "present" } else { "absent" };
@@ -161,15 +187,27 @@ impl InstallPin {
     }
 }
 
+/// How a root is fingerprinted: when, what is left out, and whether only the root
+/// itself and the names it lists are ([`InstallPin::shallow`]).
+struct Walk<'a> {
+    taken_ns: i64,
+    skip: &'a [String],
+    shallow: bool,
+}
+
 /// The fingerprint of every top-level entry under `root`, and the number of entries;
 /// with `watch`, each directory is watched before it is listed.
 fn fingerprint(
     root: &Path,
-    taken_ns: i64,
-    skip: &[String],
+    walk: &Walk<'_>,
     share: Share,
     watch: Option<&RootWatch<'_>>,
 ) -> Option<(BTreeMap<String, String>, u64)> {
+    let Walk {
+        taken_ns,
+        skip,
+        shallow,
+    } = *walk;
     let meta = root.metadata().ok()?;
     let mut parts = BTreeMap::new();
     let mut own = sha2::Sha256::new();
@@ -198,7 +236,7 @@ fn fingerprint(
         if let Some(watch) = watch {
             watch.dir(root);
         }
-        let names: Vec<std::ffi::OsString> = match std::fs::read_dir(root) {
+        let mut names: Vec<std::ffi::OsString> = match std::fs::read_dir(root) {
             Ok(dir) => dir
                 .filter_map(Result::ok)
                 .map(|e| e.file_name())
@@ -212,6 +250,18 @@ fn fingerprint(
                 Vec::new()
             }
         };
+        if shallow {
+            // The names, not what they hold: an entry planted and left is seen by its
+            // name even within the root's change-time tick, one planted and removed
+            // again by the root's change time.
+            names.sort_unstable();
+            for name in &names {
+                own.update(name.as_bytes());
+                own.update([0]);
+            }
+            parts.insert(".".to_string(), short(own));
+            return Some((parts, entries));
+        }
         let walked = walk_parts(root, &names, taken_ns, share, watch);
         for (name, (digest, count)) in names.iter().zip(walked) {
             entries += count;

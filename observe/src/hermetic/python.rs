@@ -7,12 +7,27 @@ use std::path::Path;
 use std::path::PathBuf;
 
 /// Prints the executable as the interpreter knows itself (a virtual environment's own
-/// link, the versioned binary behind a version-manager shim), then every entry of
-/// `sys.path` and the user site, one per line. `-c` puts no directory of the project
-/// on `sys.path` before `site` runs.
-const ASK: &str = "import os, site, sys\n\
-print(os.path.abspath(sys.executable))\n\
-for p in sys.path + [site.getusersitepackages()]:\n    print(p)\n";
+/// link, the versioned binary behind a version-manager shim), then, one per line and
+/// each after its kind and a tab: every entry of `sys.path`, the user site where the
+/// interpreter would add one, its base prefix, and every file it has mapped (its shared
+/// library, the C library, extension modules). `-c` puts no directory of the project on
+/// `sys.path` before `site` runs.
+const ASK: &str = r#"import os, site, sys
+print(os.path.abspath(sys.executable))
+for p in sys.path:
+    print("path\t" + p)
+if site.ENABLE_USER_SITE:
+    print("user\t" + site.getusersitepackages())
+print("prefix\t" + sys.base_prefix)
+try:
+    maps = open("/proc/self/maps").read().splitlines()
+except OSError:
+    maps = []
+for line in maps:
+    parts = line.split(None, 5)
+    if len(parts) == 6 and parts[5].startswith("/"):
+        print("object\t" + parts[5])
+"#;
 
 /// Where an interpreter loads from, as it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +37,15 @@ pub(crate) struct Loads {
     pub executable: PathBuf,
     /// The directories (and zip files) of its module path that exist, in order.
     pub paths: Vec<PathBuf>,
+    /// Those that do not exist (yet): a zip of the standard library, a directory a
+    /// file planted later would be imported from.
+    pub absent: Vec<PathBuf>,
+    /// The user site, when the interpreter would add it but it does not exist.
+    pub absent_user_site: Option<PathBuf>,
+    /// Its base prefix: the installation its standard library comes from.
+    pub prefix: Option<PathBuf>,
+    /// The files it has mapped as it started (shared libraries), each once.
+    pub objects: Vec<PathBuf>,
 }
 
 /// What the interpreter started as `python` said it loads from; `None` when it did not
@@ -33,16 +57,40 @@ pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) ->
         ASK.to_string(),
     ];
     let out = super::toolchain::ask(&argv, env, cwd)?;
-    let mut lines = String::from_utf8_lossy(&out)
-        .lines()
+    let text = String::from_utf8_lossy(&out);
+    let mut lines = text.lines();
+    let executable = lines
+        .next()
         .map(PathBuf::from)
-        .collect::<Vec<_>>()
-        .into_iter();
-    let executable = lines.next().filter(|p| p.is_absolute() && p.is_file())?;
-    Some(Loads {
+        .filter(|p| p.is_absolute() && p.is_file())?;
+    let mut loads = Loads {
         executable,
-        paths: lines.filter(|p| p.is_absolute() && p.exists()).collect(),
-    })
+        paths: Vec::new(),
+        absent: Vec::new(),
+        absent_user_site: None,
+        prefix: None,
+        objects: Vec::new(),
+    };
+    for line in lines {
+        let Some((kind, value)) = line.split_once('\t') else {
+            continue;
+        };
+        let path = PathBuf::from(value);
+        if !path.is_absolute() {
+            continue;
+        }
+        match kind {
+            "path" if path.exists() => loads.paths.push(path),
+            "path" => loads.absent.push(path),
+            "user" if !path.exists() => loads.absent_user_site = Some(path),
+            "prefix" => loads.prefix = Some(path),
+            "object" if path.is_file() && !loads.objects.contains(&path) => {
+                loads.objects.push(path);
+            }
+            _ => {}
+        }
+    }
+    Some(loads)
 }
 
 /// The interpreter a virtual environment was made from, as `venv/pyvenv.cfg` and the

@@ -572,10 +572,22 @@ impl PinnedEnv {
 
     /// [`PinnedEnv::verify`] after deciding runs that a watched walk
     /// ([`PinnedEnv::verify_installs_watching`]) guarded: the runners and the
-    /// configuration chain by their bytes as always; each root the kernel's queue proves
-    /// unchanged is not walked again, every other one is (on every core).
+    /// configuration chain by their bytes as always; a directory on the way to a root
+    /// moved, removed or replaced since its walk began refuses, even put back; each
+    /// root the kernel's queue proves unchanged is not walked again, every other one is
+    /// (on every core).
     pub fn verify_after_runs(&self, watch: &InstallWatch) -> Result<(), RunnerChanged> {
         self.verify_runners()?;
+        if let Some((dir, root)) = watch.moved() {
+            return Err(RunnerChanged {
+                name: dir.display().to_string(),
+                was: "in place as the runs began".to_string(),
+                now: format!(
+                    "moved, removed or replaced while they ran (on the way to {})",
+                    root.display()
+                ),
+            });
+        }
         for pin in self.installs.iter().filter(|pin| !pin.held_by(watch)) {
             let change = pin.first_change(Share::EveryCore);
             change.map_or(Ok(()), |c| Err(changed_in(pin, c)))?;
@@ -714,6 +726,33 @@ mod tests {
             (path, was.as_str(), now.as_str()),
             (lib, "present", "changed since run start")
         );
+    }
+
+    #[test]
+    fn a_directory_above_an_installation_moved_and_put_back_while_the_runs_ran_refuses() {
+        let dir = tempfile::tempdir().expect("dir");
+        let site = dir.path().join("prefix/lib/site-packages");
+        std::fs::create_dir_all(&site).expect("site");
+        std::fs::write(site.join("six.py"), "six = 6\n").expect("module");
+        let mut pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
+        pinned.installs = vec![InstallPin::take(&site, "site-packages").expect("pin")];
+        let watch = InstallWatch::new();
+        assert_eq!(
+            pinned.verify_installs_watching(Share::EveryCore, &watch),
+            Ok(())
+        );
+        // A copy with a planted module in its place while the runs run, then put back.
+        let prefix = dir.path().join("prefix");
+        std::fs::rename(&prefix, dir.path().join("away")).expect("away");
+        std::fs::create_dir_all(&site).expect("copy");
+        std::fs::write(site.join("sitecustomize.py"), "import evil\n").expect("plant");
+        std::fs::remove_dir_all(&prefix).expect("copy gone");
+        std::fs::rename(dir.path().join("away"), &prefix).expect("back");
+        let refused = pinned
+            .verify_after_runs(&watch)
+            .expect_err("moved meanwhile");
+        assert_eq!(refused.name, prefix.display().to_string(), "{refused}");
+        assert_eq!(pinned.verify(), Ok(()), "a walk alone sees nothing");
     }
 
     #[test]

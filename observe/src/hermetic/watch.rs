@@ -12,6 +12,11 @@
 //! queue overflow, a watch the kernel refused, a root that is a link or a file) sends
 //! the check back to the walk, which names what changed.
 //!
+//! The directories above each root are watched for being moved or removed themselves
+//! (and the links on the way are recorded): a root's path that led to another
+//! directory while the runs ran, even one put back since, leaves nothing a walk of the
+//! root could see, so it refuses ([`InstallWatch::moved`]).
+//!
 //! What the queue cannot see: a write through a shared memory map (by a process that
 //! opened the file for writing, which no confined runner or leaf can), or one made by
 //! another machine on a network file system. docs/security.md names it.
@@ -28,6 +33,7 @@ use std::sync::atomic::Ordering;
 use nix::sys::inotify::AddWatchFlags;
 use nix::sys::inotify::InitFlags;
 use nix::sys::inotify::Inotify;
+use nix::sys::inotify::WatchDescriptor;
 
 use super::install::Stat;
 
@@ -64,6 +70,14 @@ pub struct InstallWatch {
     /// Roots whose every directory (and every file with several names) is watched,
     /// with the device and inode their path named when their watch was added.
     whole: Mutex<BTreeMap<PathBuf, (u64, u64)>>,
+    /// The directories above each root, watched for being moved or removed themselves,
+    /// by their watch, each with the root it leads to.
+    above: Mutex<BTreeMap<WatchDescriptor, (PathBuf, PathBuf)>>,
+    /// The links on the way to each root, with what `lstat` said of them when its walk
+    /// began, and the root.
+    links: Mutex<Vec<(PathBuf, LinkRecord, PathBuf)>>,
+    /// The first directory above a root seen moved, removed or replaced, with the root.
+    moved: Mutex<Option<(PathBuf, PathBuf)>>,
 }
 
 impl Drop for InstallWatch {
@@ -101,6 +115,9 @@ impl InstallWatch {
             budget: AtomicI64::new(watch_budget()),
             watching: AtomicBool::new(false),
             whole: Mutex::new(BTreeMap::new()),
+            above: Mutex::new(BTreeMap::new()),
+            links: Mutex::new(Vec::new()),
+            moved: Mutex::new(None),
         }
     }
 
@@ -130,27 +147,102 @@ impl InstallWatch {
     }
 
     /// Whether no change was ever queued: nothing to read, and the queue readable (an
-    /// error reading it counts as a change).
+    /// error reading it counts as a change). A directory above a root seen moved or
+    /// removed is kept for [`InstallWatch::moved`].
     fn quiet(&self) -> bool {
-        if self.changed.load(Ordering::Acquire) {
-            return false;
-        }
-        let quiet = self
-            .inotify
-            .as_ref()
-            .is_some_and(|inotify| matches!(inotify.read_events(), Err(nix::errno::Errno::EAGAIN)));
-        if !quiet {
+        let Some(inotify) = self.inotify.as_ref() else {
             self.changed.store(true, Ordering::Release);
+            return false;
+        };
+        loop {
+            match inotify.read_events() {
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Ok(events) if !events.is_empty() => {
+                    self.changed.store(true, Ordering::Release);
+                    self.note_moved(&events);
+                }
+                _ => {
+                    self.changed.store(true, Ordering::Release);
+                    break;
+                }
+            }
         }
-        quiet
+        !self.changed.load(Ordering::Acquire)
+    }
+
+    /// Keeps the first directory above a root that `events` say was moved or removed
+    /// itself.
+    fn note_moved(&self, events: &[nix::sys::inotify::InotifyEvent]) {
+        let gone = AddWatchFlags::IN_MOVE_SELF | AddWatchFlags::IN_DELETE_SELF;
+        let Ok(above) = self.above.lock() else {
+            return;
+        };
+        let first = events
+            .iter()
+            .filter(|event| event.mask.intersects(gone))
+            .find_map(|event| above.get(&event.wd).cloned());
+        if let (Some(first), Ok(mut moved)) = (first, self.moved.lock()) {
+            moved.get_or_insert(first);
+        }
+    }
+
+    /// The first directory above a pinned root (with the root) that was moved, removed
+    /// or, a link, replaced since that root's walk began: even put back since, the
+    /// root's path led elsewhere meanwhile, which no walk of the root itself can see.
+    pub(super) fn moved(&self) -> Option<(PathBuf, PathBuf)> {
+        let _ = self.quiet();
+        if let Some(moved) = self.moved.lock().ok().and_then(|moved| moved.clone()) {
+            return Some(moved);
+        }
+        let links = self.links.lock().ok()?;
+        links
+            .iter()
+            .find(|(link, was, _)| link_record(link) != Some(*was))
+            .map(|(link, _, root)| (link.clone(), root.clone()))
+    }
+
+    /// Watches every directory above `root` for being moved or removed itself, and
+    /// records every link on the way: false when a watch could not be added.
+    fn watch_above(&self, root: &Path) -> bool {
+        let Some(inotify) = self.inotify.as_ref() else {
+            return false;
+        };
+        // Added to what a walk watches on the same directory, never in its place.
+        let mask = AddWatchFlags::IN_MOVE_SELF
+            | AddWatchFlags::IN_DELETE_SELF
+            | AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::from_bits_retain(nix::libc::IN_MASK_ADD);
+        for dir in root.ancestors().skip(1) {
+            if let Some(record) = link_record(dir)
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink())
+                && let Ok(mut links) = self.links.lock()
+            {
+                links.push((dir.to_path_buf(), record, root.to_path_buf()));
+            }
+            // Not counted against the budget: a root has as many as its path has
+            // components, and roots share most of them (the kernel keeps one watch
+            // per directory).
+            let Ok(wd) = inotify.add_watch(dir, mask) else {
+                return false;
+            };
+            self.watching.store(true, Ordering::Relaxed);
+            if let Ok(mut above) = self.above.lock() {
+                above
+                    .entry(wd)
+                    .or_insert_with(|| (dir.to_path_buf(), root.to_path_buf()));
+            }
+        }
+        true
     }
 
     /// The walk of one root: call [`RootWatch::dir`] before listing each directory and
     /// [`RootWatch::file`] for each entry that is not one, then [`RootWatch::done`].
     pub(super) fn root(&self, root: &Path) -> RootWatch<'_> {
+        let above = self.watch_above(root);
         let identity = std::fs::symlink_metadata(root)
             .ok()
             .filter(std::fs::Metadata::is_dir)
+            .filter(|_| above)
             .map(|meta| (meta.dev(), meta.ino()));
         RootWatch {
             watch: self,
@@ -161,6 +253,16 @@ impl InstallWatch {
             broken: AtomicBool::new(identity.is_none() || self.inotify.is_none()),
         }
     }
+}
+
+/// What `lstat` says of an entry: device, inode and change time (seconds, nanoseconds).
+type LinkRecord = (u64, u64, i64, i64);
+
+/// What `lstat` says of `path`; `None` when nothing is there.
+fn link_record(path: &Path) -> Option<LinkRecord> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()))
 }
 
 /// A quarter of the watches the kernel lets this user hold
@@ -306,6 +408,45 @@ mod tests {
         // Reported to the directory of the name written through, which is not watched.
         std::fs::write(&other, "six = 7\n").expect("write through the other name");
         assert!(!pin.held_by(&watch));
+    }
+
+    #[test]
+    fn a_directory_above_a_root_moved_away_and_back_while_watched_is_named() {
+        let (dir, root) = installation();
+        let watch = InstallWatch::new();
+        let pin = watched(&root, &watch);
+        assert_eq!(watch.moved(), None);
+        // A copy in its place for a while, then the original back: the root and all
+        // below it are as they were, and its path named the copy meanwhile.
+        let lib = dir.path().join("lib");
+        std::fs::rename(&lib, dir.path().join("lib-away")).expect("away");
+        std::fs::create_dir_all(lib.join("site-packages")).expect("copy");
+        std::fs::remove_dir_all(&lib).expect("copy gone");
+        std::fs::rename(dir.path().join("lib-away"), &lib).expect("back");
+        assert_eq!(
+            pin.first_change(Share::EveryCore),
+            None,
+            "no walk can see it"
+        );
+        assert_eq!(watch.moved(), Some((lib, root)));
+    }
+
+    #[test]
+    fn a_link_on_the_way_to_a_root_replaced_and_put_back_is_named() {
+        let (dir, root) = installation();
+        let link = dir.path().join("current");
+        std::os::unix::fs::symlink(dir.path().join("lib"), &link).expect("link");
+        let through = link.join("site-packages");
+        let watch = InstallWatch::new();
+        let _pin = watched(&through, &watch);
+        assert_eq!(watch.moved(), None);
+        // Pointed elsewhere, then back at the same directory: a link made anew.
+        std::fs::remove_file(&link).expect("unlink");
+        std::os::unix::fs::symlink(dir.path(), &link).expect("elsewhere");
+        std::fs::remove_file(&link).expect("unlink");
+        std::os::unix::fs::symlink(dir.path().join("lib"), &link).expect("back");
+        assert_eq!(watch.moved(), Some((link, through)));
+        assert!(root.is_dir());
     }
 
     #[test]

@@ -693,6 +693,90 @@ fn a_commit_made_or_removed_by_hand_is_never_what_a_gate_judges() {
 }
 
 /// A `python3` that runs no test and writes a report saying the target passed.
+#[test]
+fn a_commit_step_the_index_cannot_follow_leaves_head_where_the_ledger_says() {
+    let env = at_green(Locks::Hand);
+    let red = head(&env);
+    // A lock left in `.git` by a git that died: the index cannot be written, so the
+    // commit step fails after the commit was made.
+    env.write(".git/index.lock", "");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(
+        head(&env),
+        red,
+        "HEAD is back where the ledger says: {value}"
+    );
+    // The lock gone, the same GREEN is accepted.
+    std::fs::remove_file(env.root().join(".git/index.lock")).expect("unlock");
+    let (code, value) = env.json(&["advance", "--retry"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR", "{value}");
+}
+
+#[test]
+fn git_starts_no_program_the_repositorys_configuration_names() {
+    // Each program leaves a mark where it ran: none may run for tdd.
+    let marks = tempfile::tempdir().expect("marks");
+    let mark = |name: &str| {
+        let script = marks.path().join(name);
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ntouch {}.ran\ncat\n", script.display()),
+        )
+        .expect("script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        script.display().to_string()
+    };
+    let env = Env::new();
+    env.write("calc.py", CALC);
+    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.write("tdd.toml", HAND_LOCKS);
+    env.write(
+        ".tdd/plan.md",
+        "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n",
+    );
+    env.commit_all("calc");
+    // A file-system monitor and a clean filter on every Python file, which `git status`
+    // asks at run start for a file whose stat it cannot trust (touched, same bytes);
+    // hooks git runs as refs move and the index is written.
+    env.git(&["config", "core.fsmonitor", &mark("fsmonitor")]);
+    env.git(&["config", "filter.ev.clean", &mark("clean")]);
+    env.write(".git/info/attributes", "*.py filter=ev\n");
+    let touched = std::fs::File::options()
+        .write(true)
+        .open(env.root().join("calc.py"))
+        .expect("calc.py");
+    touched
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .expect("touch");
+    for hook in ["reference-transaction", "post-index-change"] {
+        let at = env.root().join(".git/hooks").join(hook);
+        std::fs::create_dir_all(at.parent().expect("hooks")).expect("hooks dir");
+        std::fs::copy(mark(hook), &at).expect("hook");
+    }
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    env.write("tests/test_sub.py", TEST);
+    env.write("calc.py", &format!("{CALC}{STUB}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_REFACTOR", "{value}");
+    let ran: Vec<String> = std::fs::read_dir(marks.path())
+        .expect("marks")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".ran"))
+        .collect();
+    assert!(ran.is_empty(), "programs git ran for tdd: {ran:?}");
+}
+
 const FAKE_PYTHON: &str = "#!/bin/sh\nfor arg in \"$@\"; do case \"$arg\" in --junitxml=*) report=\"${arg#--junitxml=}\" ;; esac; done\nprintf '<testsuite><testcase classname=\"tests.test_sub\" name=\"test_sub\" file=\"tests/test_sub.py\"/></testsuite>' > \"$report\"\n";
 
 #[test]

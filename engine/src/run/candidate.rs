@@ -153,7 +153,7 @@ pub(crate) type Anchoring<'t> = (Vec<(&'t str, String)>, Option<Stamp>);
 /// runs while the index takes the committed paths from the candidate's tree, which is
 /// the commit's, so neither waits for the other. When `anchor` fails or HEAD is no
 /// longer `parent`, HEAD stays where it is and the index entries of the committed paths
-/// are HEAD's.
+/// are HEAD's; when the index cannot take them, HEAD is moved back to `parent`.
 pub(crate) fn commit<'t, E: From<GitError>>(
     git: &Git,
     parent: &str,
@@ -170,7 +170,9 @@ pub(crate) fn commit<'t, E: From<GitError>>(
         pathspecs.push(0);
     }
     let reset_to = |rev: &str| {
-        git.output_with_stdin(
+        // `reset` refreshes the index after it, hashing the committed paths' files.
+        let mut args = git.filters_off()?;
+        args.extend(
             [
                 "--literal-pathspecs",
                 "reset",
@@ -178,9 +180,10 @@ pub(crate) fn commit<'t, E: From<GitError>>(
                 rev,
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-            ],
-            &pathspecs,
-        )
+            ]
+            .map(String::from),
+        );
+        git.output_with_stdin(&args, &pathspecs)
     };
     std::thread::scope(|scope| {
         let reset = scope.spawn(|| match staged_in_process(git, candidate) {
@@ -204,10 +207,23 @@ pub(crate) fn commit<'t, E: From<GitError>>(
             })
         });
         match made {
-            Ok(commit) => {
-                reset?;
-                Ok(Some(commit))
-            }
+            Ok(commit) => match reset {
+                Ok(()) => Ok(Some(commit)),
+                Err(err) => {
+                    // The index could not take the committed paths (a lock left in
+                    // `.git`, say): HEAD goes back to `parent`, where the ledger still
+                    // says it is, and the step fails with why.
+                    let _ = git.output([
+                        "update-ref",
+                        "-m",
+                        "tdd: undo a commit the index could not follow",
+                        "HEAD",
+                        parent,
+                        &commit,
+                    ]);
+                    Err(err.into())
+                }
+            },
             Err(err) => {
                 // HEAD did not move: the index follows HEAD back.
                 let _ = reset_to("HEAD");

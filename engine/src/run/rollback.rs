@@ -137,7 +137,10 @@ impl Session {
         } else if head != start.head {
             // A mixed reset moves HEAD and the index back over the phase's commit and leaves
             // the files alone; the restore below then makes them exact.
-            git.output(["reset", "-q", &start.head])?;
+            // `reset` refreshes the index after it, hashing the work tree's files.
+            let mut args = git.filters_off()?;
+            args.extend(["reset", "-q", &start.head].map(String::from));
+            git.output(&args)?;
             crate::failpoint::hit("rollback_head_moved");
         }
         let report = Snapshot {

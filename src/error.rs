@@ -274,18 +274,50 @@ impl From<GitError> for CommandError {
                 CommandError::refused("work_tree_unwritable", error_chain(&err))
                     .hint("make the work tree writable by this user, then run the command again")
             }
-            GitError::Failed { ref stderr, .. }
-                if stderr.starts_with("fatal:") || stderr.starts_with("error:") =>
-            {
-                CommandError::refused("git_refused", err.to_string()).hint(
+            GitError::RefNotMoved {
+                ref reference,
+                ref lock,
+                ..
+            } => {
+                let data = serde_json::json!({ "reference": reference, "lock": lock });
+                let hint = match lock {
+                    Some(lock) => format!(
+                        "once no other tdd or git is running in this repository, remove {} \
+                         (a lock left behind), then run the command again",
+                        lock.display()
+                    ),
+                    None => {
+                        "another process moved the ref meanwhile: run the command again".to_string()
+                    }
+                };
+                CommandError::refused("ref_locked", err.to_string())
+                    .hint(hint)
+                    .data(data)
+            }
+            GitError::Failed { ref stderr, .. } if git_said_why(stderr) => {
+                let hint = if stderr.contains(".lock") && stderr.contains("File exists") {
+                    "git found a lock file, named above: another git process is working in \
+                     this repository, or one was stopped before it finished; once no other \
+                     git or tdd is running here, remove that file, then run the command again"
+                } else {
                     "git itself refused, in the words above: `git status` and `git fsck` show \
-                     what is wrong with the repository (a damaged .git/config, a ref or an \
-                     object); fix it, then run the command again",
-                )
+                     what is wrong with the repository (a damaged .git/config, a ref, an \
+                     object, or a hook that failed); fix it, then run the command again"
+                };
+                CommandError::refused("git_refused", err.to_string()).hint(hint)
             }
             other => CommandError::internal("git_failed", other.to_string()),
         }
     }
+}
+
+/// Whether git said why it failed: a line of its `stderr` starts with `fatal:` or
+/// `error:`, whatever `hint:` or `warning:` lines come before it.
+fn git_said_why(stderr: &str) -> bool {
+    stderr.lines().any(|line| {
+        let line = line.trim_start();
+        line.starts_with("fatal:") || line.starts_with("error:")
+    })
 }
 
 impl From<LedgerError> for CommandError {
@@ -320,6 +352,25 @@ impl From<LedgerError> for CommandError {
                     tdd_engine::integrity::RESTORE_HINT
                 );
                 CommandError::refused("ledger_corrupt", message).hint(hint)
+            }
+            LedgerError::StrayJournal { ref path, ref journal } => {
+                let data = serde_json::json!({ "path": path, "journal": journal });
+                CommandError::refused("ledger_corrupt", message)
+                    .hint(format!(
+                        "tdd never rolls a journal into the ledger: move it aside (`mv {0} {0}.damaged`), then run `tdd ledger verify`; if it fails, {1}",
+                        journal.display(),
+                        tdd_engine::integrity::RESTORE_HINT
+                    ))
+                    .data(data)
+            }
+            LedgerError::Busy { ref path } => {
+                let data = serde_json::json!({ "path": path });
+                CommandError::refused("ledger_busy", message)
+                    .hint(format!(
+                        "another process keeps {0} open with a transaction (a tdd command still running, or a program reading or writing the ledger): let it finish or stop it (`fuser {0}` names it), then run the command again",
+                        path.display()
+                    ))
+                    .data(data)
             }
             LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {
                 CommandError::internal("ledger_failed", message)
@@ -356,6 +407,11 @@ impl From<tdd_engine::published::PublishError> for CommandError {
             PublishError::Ledger(e) => e.into(),
             PublishError::Git(e) => e.into(),
             PublishError::Encode(_) => CommandError::internal("ledger_failed", message),
+            PublishError::NotACommit { reference, .. } => {
+                CommandError::refused("ledger_ref_invalid", message).hint(format!(
+                    "nothing was published or taken in; see what it names with `git cat-file -t {reference}`, then delete it with `git update-ref -d {reference}` (`tdd ledger publish` writes it again)"
+                ))
+            }
             PublishError::Malformed { reference, .. } | PublishError::Refused { reference, .. } => {
                 CommandError::refused("ledger_published_refused", message).hint(format!(
                     "nothing was taken in; compare the ledger here (`tdd ledger export`) with the one published in {reference} (`git show {reference}`), fetch the right one or delete the ref with `git update-ref -d {reference}`"
@@ -603,5 +659,132 @@ impl From<RunError> for CommandError {
             }
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use tdd_engine::git::GitError;
+    use tdd_engine::ledger::LedgerError;
+    use tdd_engine::published::PublishError;
+
+    use super::CommandError;
+    use crate::exit::Exit;
+
+    /// What git 2.47 prints before its own words when `GIT_GRAFT_FILE` is set.
+    const GRAFT_ADVICE: &str = "hint: Support for <GIT_DIR>/info/grafts is deprecated\n\
+        hint: and will be removed in a future Git version.\n\
+        hint:\n\
+        hint: Turn this message off by running\n\
+        hint: \"git config advice.graftFileDeprecated false\"";
+
+    fn failed(stderr: &str) -> CommandError {
+        GitError::Failed {
+            args: "update-ref HEAD".into(),
+            stderr: stderr.into(),
+        }
+        .into()
+    }
+
+    #[test]
+    fn git_that_says_why_after_hints_and_warnings_is_a_refusal() {
+        for stderr in [
+            format!("{GRAFT_ADVICE}\nfatal: ref updates aborted by hook"),
+            "warning: something\nerror: update_ref failed for ref 'HEAD'".to_string(),
+            "fatal: bad object HEAD".to_string(),
+        ] {
+            let err = failed(&stderr);
+            assert_eq!(err.exit, Exit::Refused, "{stderr}");
+            assert_eq!(err.reason, "git_refused", "{stderr}");
+        }
+    }
+
+    #[test]
+    fn a_lock_file_git_finds_is_named_in_the_hint() {
+        let err = failed(&format!(
+            "{GRAFT_ADVICE}\nfatal: Unable to create '/r/.git/index.lock': File exists.\n\n\
+             Another git process seems to be running in this repository"
+        ));
+        assert_eq!(err.exit, Exit::Refused);
+        assert!(
+            err.hint.as_deref().is_some_and(|h| h.contains("lock file")),
+            "{:?}",
+            err.hint
+        );
+    }
+
+    #[test]
+    fn git_that_says_nothing_of_why_stays_internal() {
+        for stderr in ["", GRAFT_ADVICE] {
+            let err = failed(stderr);
+            assert_eq!(err.exit, Exit::Internal, "{stderr}");
+            assert_eq!(err.reason, "git_failed", "{stderr}");
+        }
+    }
+
+    #[test]
+    fn a_ref_tdd_could_not_move_is_a_refusal_naming_the_lock() {
+        let lock = PathBuf::from("/r/.git/refs/tdd/ledger/main.lock");
+        let err: CommandError = GitError::RefNotMoved {
+            reference: "refs/tdd/ledger/main".into(),
+            why: "it exists".into(),
+            lock: Some(lock.clone()),
+        }
+        .into();
+        assert_eq!((err.exit, err.reason), (Exit::Refused, "ref_locked"));
+        assert!(
+            err.hint
+                .as_deref()
+                .is_some_and(|h| h.contains(&*lock.to_string_lossy())),
+            "{:?}",
+            err.hint
+        );
+    }
+
+    #[test]
+    fn a_ledger_ref_that_names_no_commit_is_a_refusal_naming_it() {
+        let err: CommandError = PublishError::NotACommit {
+            reference: "refs/tdd/ledger/main".into(),
+            what: "it names 0123, a blob".into(),
+        }
+        .into();
+        assert_eq!(
+            (err.exit, err.reason),
+            (Exit::Refused, "ledger_ref_invalid")
+        );
+        assert!(
+            err.message.contains("refs/tdd/ledger/main"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_stray_journal_and_a_busy_ledger_are_refusals_naming_the_file() {
+        let path = PathBuf::from("/l/ledger.sqlite3");
+        let journal = PathBuf::from("/l/ledger.sqlite3-journal");
+        let err: CommandError = LedgerError::StrayJournal {
+            path: path.clone(),
+            journal: journal.clone(),
+        }
+        .into();
+        assert_eq!((err.exit, err.reason), (Exit::Refused, "ledger_corrupt"));
+        assert!(
+            err.message.contains("ledger.sqlite3-journal"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.hint
+                .as_deref()
+                .is_some_and(|h| h.contains(&format!("mv {}", journal.display()))),
+            "{:?}",
+            err.hint
+        );
+        let err: CommandError = LedgerError::Busy { path }.into();
+        assert_eq!((err.exit, err.reason), (Exit::Refused, "ledger_busy"));
+        assert!(err.message.contains("/l/ledger.sqlite3"), "{}", err.message);
     }
 }

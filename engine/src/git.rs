@@ -126,6 +126,18 @@ pub enum GitError {
         /// What git said, or `no such commit`.
         why: String,
     },
+    /// A ref the engine moves in-process (as `git update-ref NAME NEW OLD` would) was not
+    /// moved: its lock file exists (another process is updating it, or one stopped before
+    /// it finished), or it no longer holds the value it was read at.
+    #[error("cannot lock ref '{reference}': {why}")]
+    RefNotMoved {
+        /// The ref, e.g. `refs/tdd/ledger/main`.
+        reference: String,
+        /// Why, for a person to read.
+        why: String,
+        /// The lock file that stands in the way, when that is why.
+        lock: Option<PathBuf>,
+    },
     /// The directory is not inside a git work tree.
     #[error("{} is not inside a git work tree", .0.display())]
     NotARepository(PathBuf),
@@ -172,7 +184,10 @@ impl Git {
         // No hook and no file-system monitor: each is a program the repository's
         // configuration names, which git would start with the engine's rights and
         // wait for however long it runs (a `reference-transaction` hook on every ref
-        // the engine moves, a `post-index-change` hook on every index it writes).
+        // the engine moves, a `post-index-change` hook on every index it writes). The
+        // empty graft file set below makes git 2.47 and later advise, before its own
+        // words, that grafts are deprecated; that advice is not git's answer, so it is
+        // turned off (an unknown advice key is ignored by older git).
         cmd.arg("-C")
             .arg(&self.dir)
             .args([
@@ -180,6 +195,8 @@ impl Git {
                 "core.hooksPath=/dev/null",
                 "-c",
                 "core.fsmonitor=false",
+                "-c",
+                "advice.graftFileDeprecated=false",
             ])
             .args(args);
         for var in SCRUBBED {

@@ -134,6 +134,33 @@ pub enum LedgerError {
         /// What is wrong with it.
         what: String,
     },
+    /// A rollback journal stands beside the database and SQLite must roll it back before
+    /// reading (a "hot journal"). The ledger keeps a write-ahead log, never a rollback
+    /// journal, and a read never rolls one back: the file was left by another program
+    /// or planted.
+    #[error(
+        "ledger {} cannot be read: a rollback journal {} stands beside it, which tdd never \
+         writes (the ledger keeps a write-ahead log)",
+        path.display(),
+        journal.display()
+    )]
+    StrayJournal {
+        /// The database.
+        path: PathBuf,
+        /// The journal file.
+        journal: PathBuf,
+    },
+    /// Another process holds the database's lock (a write in progress, or a program that
+    /// opened the ledger and keeps a transaction open) for longer than tdd waits.
+    #[error(
+        "ledger {} is locked: another process holds it (tdd waited {} seconds)",
+        path.display(),
+        BUSY_TIMEOUT.as_secs()
+    )]
+    Busy {
+        /// The database.
+        path: PathBuf,
+    },
     /// A stored payload is not JSON.
     #[error("event {id} has a payload that is not JSON")]
     BadPayload {
@@ -430,12 +457,31 @@ impl Ledger {
     }
 }
 
-/// Maps a SQLite error to a `LedgerError` naming the database.
 /// The error of a SQLite call on the database at `path`: a file that is not a database,
-/// or one whose pages are corrupt, is [`LedgerError::Damaged`]; anything else is
-/// SQLite failing.
+/// or one whose pages are corrupt, is [`LedgerError::Damaged`]; a hot rollback journal
+/// beside it is [`LedgerError::StrayJournal`]; a lock another process holds past the busy
+/// timeout is [`LedgerError::Busy`]; anything else is SQLite failing.
 pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
     move |source| match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::ReadOnly)
+            if matches!(
+                &source,
+                rusqlite::Error::SqliteFailure(e, _)
+                    if e.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK
+            ) =>
+        {
+            let mut journal = path.as_os_str().to_os_string();
+            journal.push("-journal");
+            LedgerError::StrayJournal {
+                path: path.to_path_buf(),
+                journal: PathBuf::from(journal),
+            }
+        }
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            LedgerError::Busy {
+                path: path.to_path_buf(),
+            }
+        }
         Some(rusqlite::ErrorCode::NotADatabase) => LedgerError::Damaged {
             path: path.to_path_buf(),
             what: "it is not a SQLite database (overwritten, truncated or replaced)".into(),

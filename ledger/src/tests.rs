@@ -174,6 +174,42 @@ fn a_read_only_ledger_refuses_writes() {
     assert_eq!(ro.verify().expect("verify").events, 1);
 }
 
+#[test]
+fn a_stray_rollback_journal_is_refused_naming_it() {
+    let (dir, mut ledger) = fresh();
+    fill(&mut ledger, 1);
+    drop(ledger);
+    let path = dir.path().join(DATABASE_FILE);
+    let journal = dir.path().join(format!("{DATABASE_FILE}-journal"));
+    std::fs::write(&journal, "garbage").expect("journal");
+    let err = Ledger::open_read_only(&path).expect_err("refused");
+    assert!(
+        matches!(&err, LedgerError::StrayJournal { journal: named, .. } if *named == journal),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("rollback journal"), "{err}");
+}
+
+#[test]
+fn a_database_another_connection_holds_is_busy() {
+    let (_dir, mut ledger) = fresh();
+    fill(&mut ledger, 1);
+    let holder = rusqlite::Connection::open(ledger.path()).expect("open raw");
+    holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    // A second connection that does not wait: SQLite's own "database is locked".
+    let other = rusqlite::Connection::open(ledger.path()).expect("open other");
+    other.busy_timeout(Duration::ZERO).expect("no wait");
+    let source = other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect_err("locked out");
+    let err = sql_err(ledger.path())(source);
+    assert!(
+        matches!(&err, LedgerError::Busy { path } if path == ledger.path()),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("another process"), "{err}");
+}
+
 const WORKER_ENV: &str = "TDD_LEDGER_APPEND_WORKER";
 const PROCESSES: usize = 8;
 const PER_PROCESS: usize = 500;

@@ -21,6 +21,7 @@ mod integrity_gates;
 mod integrity_ledger;
 mod integrity_objects;
 mod integrity_python_start;
+mod integrity_refusals;
 mod integrity_tests_seen;
 mod integrity_toolchains;
 mod integrity_worktree;

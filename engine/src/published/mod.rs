@@ -68,6 +68,15 @@ pub enum PublishError {
         /// What is wrong.
         what: String,
     },
+    /// The ledger ref exists but names no commit (a blob, a tree, an object the
+    /// repository lacks): nothing is published over it or taken in from it.
+    #[error("the published ledger {reference} names no commit: {what}")]
+    NotACommit {
+        /// The ref.
+        reference: String,
+        /// What it names instead.
+        what: String,
+    },
     /// The published chain does not continue this ledger, or is broken.
     #[error("the published ledger {reference} was not taken in: {refused}")]
     Refused {
@@ -114,25 +123,43 @@ pub fn current_branch(work_tree: &Path) -> Result<Option<String>, GitError> {
 }
 
 /// The commit `reference` names, if it exists: read from the ref files where it can
-/// be, else asked of git.
-fn resolve(located: &Located, git: &Git, reference: &str) -> Result<Option<ObjectId>, GitError> {
+/// be, else asked of git. A ref that exists but names no commit here (a blob, a tree,
+/// an object the repository lacks) is [`PublishError::NotACommit`]: what tdd wrote
+/// there is gone, and nothing is published over it or taken in from it.
+fn resolve(
+    located: &Located,
+    git: &Git,
+    reference: &str,
+) -> Result<Option<ObjectId>, PublishError> {
+    let not_a_commit = |what: String| PublishError::NotACommit {
+        reference: reference.to_string(),
+        what,
+    };
     match located.read_ref(reference) {
-        // As `^{commit}` asks: an id that names no commit here resolves to nothing.
         RefRead::Found(id) => {
-            return Ok(located.objects().tree_of_commit(&id).is_ok().then_some(id));
+            let checked = located.objects().handle()?;
+            let mut buf = Vec::new();
+            return match checked.find(&id, &mut buf) {
+                Ok(data) if data.kind == gix_object::Kind::Commit => Ok(Some(id)),
+                Ok(data) => Err(not_a_commit(format!("it names {id}, a {}", data.kind))),
+                Err(GitError::ObjectMissing { .. }) => Err(not_a_commit(format!(
+                    "it names {id}, which the repository does not hold"
+                ))),
+                Err(e) => Err(e.into()),
+            };
         }
         RefRead::Absent => return Ok(None),
         RefRead::Unread => {}
     }
-    match git.text([
-        "rev-parse",
-        "-q",
-        "--verify",
-        &format!("{reference}^{{commit}}"),
-    ]) {
+    let verify = |rev: &str| git.text(["rev-parse", "-q", "--verify", rev]);
+    match verify(&format!("{reference}^{{commit}}")) {
         Ok(id) => Ok(ObjectId::from_hex(id.as_bytes()).ok()),
-        Err(GitError::Failed { .. }) => Ok(None),
-        Err(e) => Err(e),
+        Err(GitError::Failed { .. }) => match verify(reference) {
+            Ok(id) => Err(not_a_commit(format!("it names {id}, which is no commit"))),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        },
+        Err(e) => Err(e.into()),
     }
 }
 

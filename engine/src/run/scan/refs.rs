@@ -312,16 +312,22 @@ impl Located {
             }
         }
         std::fs::create_dir_all(dir).map_err(|e| safe_fs::io_error("create", dir, e))?;
-        let refused = |why: String| GitError::Failed {
-            args: format!("update-ref {name}"),
-            stderr: format!("cannot lock ref '{name}': {why}"),
+        let refused = |why: String| GitError::RefNotMoved {
+            reference: name.to_string(),
+            why,
+            lock: None,
         };
         let locked = |lock: &std::path::Path, e: std::io::Error| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
-                refused(format!(
-                    "{} exists: another process is updating it",
-                    lock.display()
-                ))
+                GitError::RefNotMoved {
+                    reference: name.to_string(),
+                    why: format!(
+                        "{} exists: another process is updating it, or one stopped before it \
+                         finished",
+                        lock.display()
+                    ),
+                    lock: Some(lock.to_path_buf()),
+                }
             } else {
                 safe_fs::io_error("lock", lock, e)
             }

@@ -1,0 +1,93 @@
+//! Bad repository or ledger state met by a command: a refusal with a reason and what to
+//! do (exit 1), never an internal error (exit 70) that asks for a bug report.
+
+use std::path::PathBuf;
+
+use crate::integrity_gates::CALC;
+use crate::integrity_gates::IMPL;
+use crate::integrity_gates::Locks;
+use crate::integrity_gates::at_green;
+use crate::integrity_gates::head;
+
+/// A lock left on the branch's ref by a git that died: the phase commit cannot move
+/// it, and that is a refusal that names the lock, HEAD left where it was.
+#[test]
+fn a_lock_left_on_the_branch_is_a_refusal_of_the_phase_commit() {
+    let env = at_green(Locks::Hand);
+    let before = head(&env);
+    std::fs::write(env.root().join(".git/refs/heads/main.lock"), "").expect("lock");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert!(
+        matches!(
+            value["error"]["reason"].as_str(),
+            Some("git_refused" | "ref_locked")
+        ),
+        "{value}"
+    );
+    let said = format!("{} {}", value["error"]["message"], value["error"]["hint"]);
+    assert!(
+        said.contains("main.lock") && !said.contains("hint:"),
+        "{value}"
+    );
+    assert_eq!(head(&env), before);
+}
+
+/// A ledger ref that names a blob, and a lock file left beside it: `ledger publish`
+/// refuses, naming the ref or the lock.
+#[test]
+fn a_ledger_ref_that_is_no_commit_or_is_locked_is_a_refusal() {
+    let env = at_green(Locks::Hand);
+    let reference = "refs/tdd/ledger/main";
+    let blob = env.git(&["rev-parse", "HEAD:calc.py"]);
+    env.git(&["update-ref", reference, blob.trim()]);
+    let (code, value) = env.json(&["ledger", "publish"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ledger_ref_invalid", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(reference)),
+        "{value}"
+    );
+    env.git(&["update-ref", "-d", reference]);
+    let (code, value) = env.json(&["ledger", "publish"]);
+    assert_eq!(code, 0, "{value}");
+    let lock = env.root().join(format!(".git/{reference}.lock"));
+    std::fs::write(&lock, "").expect("lock");
+    let (code, value) = env.json(&["note", "one more event to publish"]);
+    assert_eq!(code, 0, "{value}");
+    let (code, value) = env.json(&["ledger", "publish"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ref_locked", "{value}");
+    assert!(
+        value["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains(&*lock.to_string_lossy())),
+        "{value}"
+    );
+}
+
+/// A few garbage bytes as a rollback journal beside the ledger: every command that reads
+/// the ledger refuses, naming the journal, and works again once it is moved aside.
+#[test]
+fn a_stray_journal_beside_the_ledger_is_a_refusal_naming_it() {
+    let env = at_green(Locks::Hand);
+    let (_, value) = env.json(&["ledger", "path"]);
+    let database = PathBuf::from(value["data"]["database"].as_str().expect("database"));
+    let journal = PathBuf::from(format!("{}-journal", database.display()));
+    std::fs::write(&journal, "garbage").expect("journal");
+    let (code, value) = env.json(&["status"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "ledger_corrupt", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&*journal.to_string_lossy())),
+        "{value}"
+    );
+    std::fs::rename(&journal, journal.with_extension("damaged")).expect("move aside");
+    let (code, value) = env.json(&["status"]);
+    assert_eq!(code, 0, "{value}");
+}

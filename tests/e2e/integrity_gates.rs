@@ -43,6 +43,11 @@ pub(crate) fn at_green_in(env: Env, locks: Locks) -> Env {
 
 /// The same, with `extra` appended to the hand-written `tdd.toml`.
 fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
+    red_accepted(committed_with(env, locks, extra))
+}
+
+/// The pytest project and its plan committed in `env`, before `run start`.
+fn committed_with(env: Env, locks: Locks, extra: &str) -> Env {
     env.write("calc.py", CALC);
     env.write("pytest.ini", "[pytest]\npythonpath = .\n");
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
@@ -66,6 +71,12 @@ fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
     );
     env.write(".tdd/plan.md", &plan);
     env.commit_all("calc");
+    env
+}
+
+/// `run start` in the committed project of `env`, then RED accepted: the test fails on
+/// the stub.
+fn red_accepted(env: Env) -> Env {
     let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
     assert_eq!(code, 0, "{value}");
     env.write("tests/test_sub.py", TEST);
@@ -730,16 +741,7 @@ fn git_starts_no_program_the_repositorys_configuration_names() {
             .expect("chmod");
         script.display().to_string()
     };
-    let env = Env::new();
-    env.write("calc.py", CALC);
-    env.write("pytest.ini", "[pytest]\npythonpath = .\n");
-    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
-    env.write("tdd.toml", HAND_LOCKS);
-    env.write(
-        ".tdd/plan.md",
-        "---\ncycles:\n  - n: 1\n    project: py\n    title: subtraction\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n",
-    );
-    env.commit_all("calc");
+    let env = committed_with(Env::new(), Locks::Hand, "");
     // A file-system monitor and a clean filter on every Python file, which `git status`
     // asks at run start for a file whose stat it cannot trust (touched, same bytes);
     // hooks git runs as refs move and the index is written.
@@ -758,12 +760,7 @@ fn git_starts_no_program_the_repositorys_configuration_names() {
         std::fs::create_dir_all(at.parent().expect("hooks")).expect("hooks dir");
         std::fs::copy(mark(hook), &at).expect("hook");
     }
-    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
-    assert_eq!(code, 0, "{value}");
-    env.write("tests/test_sub.py", TEST);
-    env.write("calc.py", &format!("{CALC}{STUB}"));
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 0, "{value}");
+    let env = red_accepted(env);
     env.write("calc.py", &format!("{CALC}{IMPL}"));
     let (code, value) = env.json(&["advance"]);
     assert_eq!(code, 0, "{value}");

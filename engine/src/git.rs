@@ -306,53 +306,13 @@ impl Git {
     /// is not UTF-8 is carried exactly. A rename or copy contributes both its source and
     /// its destination, so committing the listed paths commits the whole move.
     pub fn dirty_paths(&self) -> Result<Vec<String>, GitError> {
-        let mut args = self.filters_off()?;
-        args.extend(["status", "--porcelain=v1", "-z", "--untracked-files=all"].map(String::from));
+        let mut args = crate::run::scan::filters_off(self)?;
+        args.extend(
+            ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+                .map(std::ffi::OsString::from),
+        );
         let out = self.output(&args)?;
         Ok(parse_status(&out.stdout))
-    }
-
-    /// Options that name every filter the repository's configuration defines a program
-    /// for empty, to put before a command that may hash work-tree files (`status`, a
-    /// `reset` that refreshes the index): a file whose stat git cannot trust is hashed
-    /// through the filter its attributes name, a program git would start with the
-    /// engine's rights and wait for. Filtered off, its bytes are hashed as they are.
-    pub fn filters_off(&self) -> Result<Vec<String>, GitError> {
-        Ok(self
-            .filter_names()?
-            .into_iter()
-            .flat_map(|name| {
-                ["clean", "smudge", "process"]
-                    .into_iter()
-                    .flat_map(move |what| ["-c".to_string(), format!("filter.{name}.{what}=")])
-            })
-            .collect())
-    }
-
-    /// The names of the filters the repository's configuration defines a program for
-    /// (`filter.<name>.clean`, `.smudge` or `.process`).
-    fn filter_names(&self) -> Result<Vec<String>, GitError> {
-        let cmd = self.command([
-            "config",
-            "--null",
-            "--name-only",
-            "--get-regexp",
-            r"^filter\..*\.(clean|smudge|process)$",
-        ]);
-        // Exit 1: no such setting.
-        let out = run_piped(cmd, None, "config --get-regexp filter", &[1])?;
-        let mut names: Vec<String> = out
-            .split(|b| *b == 0)
-            .filter_map(|key| std::str::from_utf8(key).ok())
-            .filter_map(|key| {
-                let rest = key.strip_prefix("filter.")?;
-                let (name, _) = rest.rsplit_once('.')?;
-                Some(name.to_string())
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        Ok(names)
     }
 }
 

@@ -171,7 +171,7 @@ pub(crate) fn commit<'t, E: From<GitError>>(
     }
     let reset_to = |rev: &str| {
         // `reset` refreshes the index after it, hashing the committed paths' files.
-        let mut args = git.filters_off()?;
+        let mut args = crate::run::scan::filters_off(git)?;
         args.extend(
             [
                 "--literal-pathspecs",
@@ -181,7 +181,7 @@ pub(crate) fn commit<'t, E: From<GitError>>(
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
             ]
-            .map(String::from),
+            .map(std::ffi::OsString::from),
         );
         git.output_with_stdin(&args, &pathspecs)
     };

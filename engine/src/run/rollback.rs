@@ -138,8 +138,8 @@ impl Session {
             // A mixed reset moves HEAD and the index back over the phase's commit and leaves
             // the files alone; the restore below then makes them exact.
             // `reset` refreshes the index after it, hashing the work tree's files.
-            let mut args = git.filters_off()?;
-            args.extend(["reset", "-q", &start.head].map(String::from));
+            let mut args = crate::run::scan::filters_off(&git)?;
+            args.extend(["reset", "-q", &start.head].map(std::ffi::OsString::from));
             git.output(&args)?;
             crate::failpoint::hit("rollback_head_moved");
         }

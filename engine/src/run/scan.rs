@@ -83,6 +83,31 @@ const STRICT: &[&str] = &[
     "core.symlinks=true",
 ];
 
+/// Options that name every filter driver the config files give a program for empty,
+/// to put before a git command that may hash work-tree files (`status`, a `reset` that
+/// refreshes the index): a file whose stat git cannot trust is hashed through the
+/// filter its attributes name, a program git would start with the engine's rights and
+/// wait for. Filtered off, its bytes are hashed as they are. The drivers are those a
+/// scan obeys ([`read_settings`]): git is asked only where a config file mentions one.
+pub(crate) fn filters_off(git: &Git) -> Result<Vec<std::ffi::OsString>, GitError> {
+    use std::os::unix::ffi::OsStrExt;
+    let located = locate(git.dir())?;
+    let drivers = read_settings(git, &located)?.drivers;
+    let mut args = Vec::new();
+    for name in &drivers {
+        for what in [&b"clean"[..], b"process"] {
+            let mut setting = b"filter.".to_vec();
+            setting.extend_from_slice(name);
+            setting.push(b'.');
+            setting.extend_from_slice(what);
+            setting.push(b'=');
+            args.push(std::ffi::OsString::from("-c"));
+            args.push(std::ffi::OsStr::from_bytes(&setting).to_os_string());
+        }
+    }
+    Ok(args)
+}
+
 /// A path whose entry in the user's index tells git to look away from the work tree.
 ///
 /// The scan hashes such a path from disk anyway; the flag is reported so the caller can

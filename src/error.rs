@@ -215,6 +215,20 @@ impl From<GitError> for CommandError {
                      from HEAD), then run the command again",
                 )
             }
+            GitError::FileTooLarge {
+                ref path,
+                size,
+                limit,
+            } => {
+                let data = serde_json::json!({ "path": path, "bytes": size, "limit": limit });
+                CommandError::refused("file_too_large", err.to_string())
+                    .hint(format!(
+                        "tdd commits every changed file it judges; if {path} is no part of \
+                         the change, remove it or add it to .gitignore, then run the command \
+                         again"
+                    ))
+                    .data(data)
+            }
             GitError::ObjectMissing { ref id } => {
                 let data = serde_json::json!({ "object": id });
                 CommandError::refused("object_missing", err.to_string())

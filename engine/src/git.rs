@@ -141,6 +141,17 @@ pub enum GitError {
     /// The directory is not inside a git work tree.
     #[error("{} is not inside a git work tree", .0.display())]
     NotARepository(PathBuf),
+    /// A changed file in the work tree is larger than the engine records in a commit it
+    /// judges: it is refused from its size alone, before a byte of it is read.
+    #[error("{path} is {size} bytes, more than the {limit} bytes tdd records of one changed file")]
+    FileTooLarge {
+        /// The file, for a person to read.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The most tdd records, in bytes.
+        limit: u64,
+    },
     /// git printed something that is not valid UTF-8 where text was expected.
     #[error("git printed output that is not UTF-8")]
     NotUtf8,

@@ -91,3 +91,30 @@ fn a_stray_journal_beside_the_ledger_is_a_refusal_naming_it() {
     let (code, value) = env.json(&["status"]);
     assert_eq!(code, 0, "{value}");
 }
+
+/// A sparse file of more than a GiB planted beside the change: GREEN is refused from its
+/// size, naming it, before a byte is hashed; once it is gone, GREEN is judged.
+#[test]
+fn a_changed_file_too_large_to_record_is_refused_unread() {
+    let env = at_green(Locks::Hand);
+    let before = head(&env);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let planted = env.root().join("data.bin");
+    std::fs::File::create(&planted)
+        .and_then(|file| file.set_len((1 << 30) + 1))
+        .expect("a sparse file");
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "file_too_large", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("data.bin")),
+        "{value}"
+    );
+    assert_eq!(head(&env), before);
+    std::fs::remove_file(&planted).expect("remove");
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_ne!(head(&env), before, "GREEN committed");
+}

@@ -112,30 +112,49 @@ fn entry(kind: EntryKind, name: &str, oid: ObjectId) -> Entry {
     }
 }
 
+/// Why an export could not be read.
+#[derive(Debug)]
+pub(super) enum ReadError {
+    /// git's object store failed, or an object is missing or damaged.
+    Git(GitError),
+    /// The export is not as tdd writes it; the words name what.
+    Malformed(String),
+}
+
+impl From<GitError> for ReadError {
+    fn from(err: GitError) -> Self {
+        ReadError::Git(err)
+    }
+}
+
 /// Reads the export whose tree is `tree` (the tree of the ref's commit), every object
-/// checked against its id. `Err(what)` names what is not as tdd writes it.
+/// checked against its id. [`ReadError::Malformed`] names what is not as tdd writes it:
+/// a missing file, a file where a directory belongs, or an entry naming an object of
+/// another kind than its mode says.
 pub(super) fn read_tree(
     objects: &crate::run::scan::Checked,
     tree: &gix_hash::oid,
-) -> Result<Result<Export, String>, GitError> {
+) -> Result<Export, ReadError> {
     let root = list(objects, tree)?;
     let find = |name: &str| root.iter().find(|(n, _, _)| n == name);
     let Some((_, _, format)) = find("format") else {
-        return Ok(Err("it has no `format` file".into()));
+        return Err(ReadError::Malformed("it has no `format` file".into()));
     };
     if blob(objects, format)? != FORMAT.as_bytes() {
-        return Ok(Err("its `format` is not `tdd ledger export 1`".into()));
+        return Err(ReadError::Malformed(
+            "its `format` is not `tdd ledger export 1`".into(),
+        ));
     }
     let Some((_, false, head)) = find("head") else {
-        return Ok(Err("it has no `head` file".into()));
+        return Err(ReadError::Malformed("it has no `head` file".into()));
     };
     let head_text = String::from_utf8_lossy(&blob(objects, head)?).into_owned();
     let head = match Anchor::parse(&head_text) {
         Ok(head) => head,
-        Err(e) => return Ok(Err(format!("its `head` {e}"))),
+        Err(e) => return Err(ReadError::Malformed(format!("its `head` {e}"))),
     };
     let Some((_, true, events)) = find("events") else {
-        return Ok(Err("it has no `events` directory".into()));
+        return Err(ReadError::Malformed("it has no `events` directory".into()));
     };
     let mut chunks = Vec::new();
     for (name, is_tree, id) in list(objects, events)? {
@@ -146,7 +165,7 @@ pub(super) fn read_tree(
         match first {
             Some(first) if !is_tree => chunks.push((first, id)),
             _ => {
-                return Ok(Err(format!(
+                return Err(ReadError::Malformed(format!(
                     "`events/{name}` is not a chunk file tdd writes"
                 )));
             }
@@ -154,9 +173,11 @@ pub(super) fn read_tree(
     }
     chunks.sort_by_key(|(first, _)| *first);
     if matches!(find("snapshots"), Some((_, false, _))) {
-        return Ok(Err("`snapshots` is not a directory".into()));
+        return Err(ReadError::Malformed(
+            "`snapshots` is not a directory".into(),
+        ));
     }
-    Ok(Ok(Export { head, chunks }))
+    Ok(Export { head, chunks })
 }
 
 /// Decodes the chunks of `export` into the chain they hold, checking that each chunk
@@ -165,7 +186,7 @@ pub(super) fn read_tree(
 pub(super) fn read_events(
     objects: &crate::run::scan::Checked,
     export: &Export,
-) -> Result<Result<Vec<StoredEvent>, String>, GitError> {
+) -> Result<Vec<StoredEvent>, ReadError> {
     // The blobs read (and checked against their ids) in turn, then decoded on every core.
     let mut blobs = Vec::with_capacity(export.chunks.len());
     for (first, id) in &export.chunks {
@@ -203,7 +224,7 @@ pub(super) fn read_events(
     let mut events: Vec<StoredEvent> = Vec::new();
     for ((first, _), chunk) in blobs.iter().zip(decoded) {
         if *first != events.len() as u64 + 1 {
-            return Ok(Err(format!(
+            return Err(ReadError::Malformed(format!(
                 "its chunk {} does not follow event {}",
                 chunk_name(*first),
                 events.len()
@@ -211,7 +232,7 @@ pub(super) fn read_events(
         }
         match chunk {
             Ok(chunk) => events.extend(chunk),
-            Err(why) => return Ok(Err(why)),
+            Err(why) => return Err(ReadError::Malformed(why)),
         }
     }
     let last = events.last().map(|e| (e.id, e.hash.as_str()));
@@ -221,13 +242,13 @@ pub(super) fn read_events(
         None => declared.0 == 0,
     };
     if !matches || events.len() as u64 != export.head.count {
-        return Ok(Err(format!(
+        return Err(ReadError::Malformed(format!(
             "its `head` declares {} events, but its chunks hold {}",
             export.head.count,
             events.len()
         )));
     }
-    Ok(Ok(events))
+    Ok(events)
 }
 
 /// The events of the chunk that starts at event `first`, one stored event per line.
@@ -251,21 +272,26 @@ fn decode_chunk(first: u64, data: &[u8]) -> Result<Vec<StoredEvent>, String> {
     Ok(events)
 }
 
-/// The entries of tree `id`: name, whether a tree, id.
+/// The entries of tree `id`: name, whether a tree, id. Another kind of object where a
+/// tree belongs is [`ReadError::Malformed`].
 fn list(
     objects: &crate::run::scan::Checked,
     id: &gix_hash::oid,
-) -> Result<Vec<(String, bool, ObjectId)>, GitError> {
+) -> Result<Vec<(String, bool, ObjectId)>, ReadError> {
     let mut buf = Vec::new();
     let data = objects.find(id, &mut buf)?;
     if data.kind != gix_object::Kind::Tree {
-        return Err(crate::run::scan::store_error(
-            "read the published ledger",
-            &format!("{id} is a {}, not a tree", data.kind),
-        ));
+        return Err(ReadError::Malformed(format!(
+            "its directory {id} is a {}, not a directory",
+            data.kind
+        )));
     }
-    let tree = gix_object::TreeRef::from_bytes(data.data, id.kind())
-        .map_err(|e| crate::run::scan::store_error("read the published ledger", &e))?;
+    let tree = gix_object::TreeRef::from_bytes(data.data, id.kind()).map_err(|e| {
+        GitError::ObjectUnreadable {
+            id: id.to_string(),
+            reason: format!("it is not a tree git can read: {e}"),
+        }
+    })?;
     Ok(tree
         .entries
         .iter()
@@ -279,14 +305,16 @@ fn list(
         .collect())
 }
 
-fn blob(objects: &crate::run::scan::Checked, id: &gix_hash::oid) -> Result<Vec<u8>, GitError> {
+/// The bytes of blob `id`. Another kind of object where a file belongs is
+/// [`ReadError::Malformed`].
+fn blob(objects: &crate::run::scan::Checked, id: &gix_hash::oid) -> Result<Vec<u8>, ReadError> {
     let mut buf = Vec::new();
     let data = objects.find(id, &mut buf)?;
     if data.kind != gix_object::Kind::Blob {
-        return Err(crate::run::scan::store_error(
-            "read the published ledger",
-            &format!("{id} is a {}, not a file", data.kind),
-        ));
+        return Err(ReadError::Malformed(format!(
+            "its file {id} is a {}, not a file",
+            data.kind
+        )));
     }
     Ok(data.data.to_vec())
 }

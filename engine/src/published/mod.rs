@@ -296,12 +296,15 @@ pub fn adopt(
     let objects = located.objects();
     let checked = objects.handle()?;
     let tree = objects.tree_of_commit(&commit)?;
-    let malformed = |what: String| PublishError::Malformed {
-        reference: reference.clone(),
-        what,
+    let refused = |err: export::ReadError| match err {
+        export::ReadError::Git(err) => PublishError::Git(err),
+        export::ReadError::Malformed(what) => PublishError::Malformed {
+            reference: reference.clone(),
+            what,
+        },
     };
-    let export = export::read_tree(&checked, &tree)?.map_err(malformed)?;
-    let events = export::read_events(&checked, &export)?.map_err(malformed)?;
+    let export = export::read_tree(&checked, &tree).map_err(refused)?;
+    let events = export::read_events(&checked, &export).map_err(refused)?;
     let imported = write(&events)?.map_err(|refused| PublishError::Refused {
         reference: reference.clone(),
         refused,

@@ -56,7 +56,13 @@ pub(crate) fn gather(ledger: &Ledger, work_tree: &Path) -> Result<Option<Gathere
     if let Some(prev) = &previous {
         let checked = objects.handle()?;
         let tree = objects.tree_of_commit(prev)?;
-        if let Ok(old) = export::read_tree(&checked, &tree)? {
+        let old = match export::read_tree(&checked, &tree) {
+            Ok(old) => Some(old),
+            // One tdd did not write is written over.
+            Err(export::ReadError::Malformed(_)) => None,
+            Err(export::ReadError::Git(err)) => return Err(err.into()),
+        };
+        if let Some(old) = old {
             if old.head == head {
                 return Ok(Some(Gathered::Current(Published {
                     reference,

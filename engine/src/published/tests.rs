@@ -3,6 +3,7 @@ use std::process::Command;
 
 use super::*;
 use crate::ledger::Ledger;
+use gix_object::tree::EntryKind;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -244,6 +245,77 @@ fn an_export_that_is_not_as_tdd_writes_it_is_refused_naming_what() {
         matches!(&refused, PublishError::Malformed { what, .. } if what.contains("declares 9 events")),
         "{refused}"
     );
+}
+
+/// The published ledger's root entries with the one named `name` made to name `id` under
+/// `kind`, whatever the object is: a tree git's own `mktree` would refuse to write.
+fn forge_entry(repo: &Path, commit: &str, name: &str, kind: EntryKind, id: &str) -> String {
+    let objects = crate::run::scan::locate(repo).expect("locate").objects();
+    let tree = git(repo, &["rev-parse", &format!("{commit}^{{tree}}")]);
+    let entries = git(repo, &["ls-tree", &tree])
+        .lines()
+        .map(|line| {
+            let (meta, filename) = line.split_once('\t').expect("an entry");
+            let (mode, oid) = meta
+                .split_once(' ')
+                .and_then(|(mode, rest)| Some((mode, rest.split_once(' ')?.1)))
+                .expect("mode and id");
+            let (mode, oid) = if filename == name {
+                (kind.into(), id)
+            } else if mode == "040000" {
+                (EntryKind::Tree.into(), oid)
+            } else {
+                (EntryKind::Blob.into(), oid)
+            };
+            gix_object::tree::Entry {
+                mode,
+                filename: filename.into(),
+                oid: ObjectId::from_hex(oid.as_bytes()).expect("an id"),
+            }
+        })
+        .collect();
+    let tree = objects
+        .write_tree(&gix_object::Tree { entries })
+        .expect("written");
+    git(repo, &["commit-tree", &tree.to_string(), "-m", "forged"])
+}
+
+#[test]
+fn an_entry_naming_an_object_of_another_kind_is_a_malformed_export() {
+    let (dir, database) = repo_with(4);
+    let repo = dir.path().join("repo");
+    let published = publish(&database, &repo, &[])
+        .expect("publishes")
+        .expect("a branch");
+    let events = git(
+        &repo,
+        &["rev-parse", &format!("{}:events", published.commit)],
+    );
+    let head = git(&repo, &["rev-parse", &format!("{}:head", published.commit)]);
+    let other = dir.path().join("other/ledger.sqlite3");
+    for (name, kind, id, said) in [
+        ("head", EntryKind::Blob, &events, "is a tree, not a file"),
+        (
+            "events",
+            EntryKind::Tree,
+            &head,
+            "is a blob, not a directory",
+        ),
+    ] {
+        let forged = forge_entry(&repo, &published.commit, name, kind, id);
+        git(&repo, &["update-ref", &published.reference, &forged]);
+        let refused = adopt(&repo, false, |events| Ledger::open(&other)?.import(events))
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, PublishError::Malformed { what, .. } if what.contains(said)),
+            "{name}: {refused}"
+        );
+        // A publication writes over it.
+        let again = publish(&database, &repo, &[])
+            .expect("publishes over it")
+            .expect("a branch");
+        assert_eq!(again.events, 4, "{name}");
+    }
 }
 
 #[test]

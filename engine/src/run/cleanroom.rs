@@ -395,13 +395,15 @@ fn matches_tree(
         return Ok(false);
     };
     Ok(
-        match objects.record(&candidate.path, candidate.symlink, false)? {
-            Some((found_mode, found_id)) => {
+        match objects.record(&candidate.path, candidate.symlink, false) {
+            Ok(Some((found_mode, found_id))) => {
                 format!("{found_mode:06o}") == *mode
                     && gix_hash::ObjectId::from_hex(id.as_bytes())
                         .is_ok_and(|want| want == found_id)
             }
-            None => false,
+            // Larger than any file recorded: not the tree's, and written again unread.
+            Ok(None) | Err(GitError::FileTooLarge { .. }) => false,
+            Err(e) => return Err(e),
         },
     )
 }

@@ -56,7 +56,7 @@ pub(crate) use listed::take_listed;
 pub(crate) use objects::Checked;
 pub(crate) use objects::Objects;
 use objects::Recorded;
-pub(crate) use objects::store_error;
+
 pub(crate) use refs::HeadRef;
 pub(crate) use refs::RefRead;
 use settings::read_settings;

@@ -8,7 +8,6 @@ use std::path::Path;
 use gix_hash::ObjectId;
 
 use super::Located;
-use super::objects::store_error;
 use super::refs::HeadRef;
 use super::refs::RefRead;
 use super::refs::safe_ref_name;
@@ -191,7 +190,7 @@ fn append(path: &Path, line: &[u8]) -> Result<(), GitError> {
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
         .and_then(|mut file| file.write_all(line))
-        .map_err(|e| store_error("append to a reflog", &e))
+        .map_err(|e| crate::run::safe_fs::io_error("append to", path, e))
 }
 
 /// Whether any component of `relative` below `base` is a symbolic link.

@@ -15,8 +15,11 @@ use gix_object::Write as _;
 use crate::git::GitError;
 use crate::run::safe_fs;
 
-/// A failure of the in-process object store or index reader, for a person to read.
-pub(crate) fn store_error(what: &str, error: &dyn std::fmt::Display) -> GitError {
+/// A failure no repository content can cause (encoding in memory, or a SHA-1 collision
+/// attack detected while hashing), for a person to read. What a repository can hold
+/// (a damaged object, an object of the wrong kind, a file that cannot be written) is a
+/// variant of its own that the command refuses with.
+pub(super) fn store_error(what: &str, error: &dyn std::fmt::Display) -> GitError {
     GitError::Failed {
         args: what.to_string(),
         stderr: error.to_string(),
@@ -103,6 +106,13 @@ impl Objects {
         } else {
             match read_regular(full) {
                 Ok(Some(Regular::Read(mode, data))) => (mode, data),
+                Ok(Some(Regular::Large(_, _, size))) if size > RECORD_AT_MOST => {
+                    return Err(GitError::FileTooLarge {
+                        path: full.display().to_string(),
+                        size,
+                        limit: RECORD_AT_MOST,
+                    });
+                }
                 Ok(Some(Regular::Large(mode, file, size))) => {
                     return match self.stream_blob(file, size, store) {
                         Ok(id) => Ok(Some((mode, id))),
@@ -191,14 +201,17 @@ impl Objects {
         let mut buf = Vec::new();
         let data = odb.find(id, &mut buf)?;
         if data.kind != gix_object::Kind::Commit {
-            return Err(store_error(
-                "read a commit",
-                &format!("{id} is a {}", data.kind),
-            ));
+            return Err(GitError::ObjectUnreadable {
+                id: id.to_string(),
+                reason: format!("it is a {}, not a commit", data.kind),
+            });
         }
         gix_object::CommitRefIter::from_bytes(data.data, id.kind())
             .tree_id()
-            .map_err(|e| store_error("read a commit", &e))
+            .map_err(|e| GitError::ObjectUnreadable {
+                id: id.to_string(),
+                reason: format!("it is not a commit git can read: {e}"),
+            })
     }
 
     /// Stores a tree object unless a loose copy is already there, and returns its id.
@@ -280,14 +293,16 @@ impl BlobReader {
     /// The contents of the blob `id` (hex); an error when it is missing, damaged or not
     /// a blob.
     pub(crate) fn read(&mut self, id: &str) -> Result<&[u8], GitError> {
-        let oid = ObjectId::from_hex(id.trim().as_bytes())
-            .map_err(|e| store_error("read an object id", &e))?;
+        let oid =
+            ObjectId::from_hex(id.trim().as_bytes()).map_err(|_| GitError::ObjectMissing {
+                id: id.trim().to_string(),
+            })?;
         let data = self.odb.find(&oid, &mut self.buf)?;
         if data.kind != gix_object::Kind::Blob {
-            return Err(store_error(
-                "read a blob",
-                &format!("{id} is a {}", data.kind),
-            ));
+            return Err(GitError::ObjectUnreadable {
+                id: id.to_string(),
+                reason: format!("it is a {}, not a file", data.kind),
+            });
         }
         Ok(data.data)
     }
@@ -304,6 +319,11 @@ fn gone(e: &std::io::Error) -> bool {
 fn libc_eloop() -> i32 {
     nix::errno::Errno::ELOOP as i32
 }
+
+/// The largest file recorded (1 GiB): one larger is refused from its size, never read.
+/// Hashing runs at a few hundred MB/s, so a sparse file of a hundred GiB planted in the
+/// work tree would otherwise hold a command for minutes.
+pub(crate) const RECORD_AT_MOST: u64 = 1 << 30;
 
 /// Files above this size are hashed and stored in pieces, never held whole in memory.
 const READ_WHOLE_UP_TO: u64 = 16 << 20;

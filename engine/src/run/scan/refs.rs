@@ -7,7 +7,6 @@ use gix_hash::ObjectId;
 
 use super::Located;
 use super::objects::Objects;
-use super::objects::store_error;
 use super::refs_are_files;
 use crate::git::GitError;
 use crate::run::safe_fs;
@@ -237,7 +236,7 @@ pub(super) fn write_ref_file(
         }
         file.write_all(format!("{id}\n").as_bytes())
             .and_then(|()| std::fs::rename(&lock, path))
-            .map_err(|e| store_error("write a ref", &e))
+            .map_err(|e| crate::run::safe_fs::io_error("write", path, e))
             .map(|()| true)
     });
     if !matches!(written, Ok(true)) {

@@ -85,7 +85,7 @@ impl Located {
                     .write_all(&bytes)
                     .and_then(|()| std::fs::rename(&lock, &index))
                     .map(|()| true)
-                    .map_err(|e| store_error("write the index", &e)),
+                    .map_err(|e| crate::run::safe_fs::io_error("write", &index, e)),
                 None => Ok(false),
             });
         if !matches!(written, Ok(true)) {

@@ -7,7 +7,6 @@ use std::cmp::Ordering;
 use gix_hash::ObjectId;
 
 use super::objects::Objects;
-use super::objects::store_error;
 use crate::git::GitError;
 
 /// A mode and an object id.
@@ -145,7 +144,10 @@ impl Objects {
 }
 
 fn parse_id(id: &str) -> Result<ObjectId, GitError> {
-    ObjectId::from_hex(id.trim().as_bytes()).map_err(|e| store_error("read an object id", &e))
+    // Words that are no object id name no object the database holds.
+    ObjectId::from_hex(id.trim().as_bytes()).map_err(|_| GitError::ObjectMissing {
+        id: id.trim().to_string(),
+    })
 }
 
 struct Reader<'a> {
@@ -161,7 +163,10 @@ impl Reader<'_> {
         let data = self.odb.find(&id, &mut self.buf)?;
         let mut entries = Vec::new();
         for entry in gix_object::TreeRefIter::from_bytes(data.data, id.kind()) {
-            let entry = entry.map_err(|e| store_error("read a tree", &e))?;
+            let entry = entry.map_err(|e| GitError::ObjectUnreadable {
+                id: id.to_string(),
+                reason: format!("it is not a tree git can read: {e}"),
+            })?;
             let mode = u32::from(entry.mode.value());
             entries.push((entry.filename.to_vec(), mode, entry.oid.to_owned()));
         }

@@ -555,6 +555,17 @@ impl PinnedEnv {
         Ok(())
     }
 
+    /// Watches every directory above each pinned installation for being moved or
+    /// removed, and records every link on the way, from now: called as a gate begins,
+    /// before any deciding run, so that a directory on the way swapped and put back
+    /// while runs went on before the walk began is named by
+    /// [`PinnedEnv::verify_after_runs`] too. A few watches a root; nothing is walked.
+    pub fn watch_above_installs(&self, watch: &InstallWatch) {
+        for pin in &self.installs {
+            watch.watch_above(&pin.root);
+        }
+    }
+
     /// [`PinnedEnv::verify_installs`], watching each root as it is walked (see
     /// [`InstallWatch`]), so that [`PinnedEnv::verify_after_runs`] can tell, once the runs
     /// it guards are over, whether anything changed since without walking again.
@@ -753,6 +764,35 @@ mod tests {
             .expect_err("moved meanwhile");
         assert_eq!(refused.name, prefix.display().to_string(), "{refused}");
         assert_eq!(pinned.verify(), Ok(()), "a walk alone sees nothing");
+    }
+
+    #[test]
+    fn a_directory_above_an_installation_swapped_before_the_walk_but_after_the_gate_began_refuses()
+    {
+        let dir = tempfile::tempdir().expect("dir");
+        let site = dir.path().join("prefix/lib/site-packages");
+        std::fs::create_dir_all(&site).expect("site");
+        std::fs::write(site.join("six.py"), "six = 6\n").expect("module");
+        let mut pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
+        pinned.installs = vec![InstallPin::take(&site, "site-packages").expect("pin")];
+        let watch = InstallWatch::new();
+        pinned.watch_above_installs(&watch);
+        // Swapped while a first run runs alone, and put back before the walk begins.
+        let prefix = dir.path().join("prefix");
+        std::fs::rename(&prefix, dir.path().join("away")).expect("away");
+        std::fs::create_dir_all(&site).expect("copy");
+        std::fs::write(site.join("sitecustomize.py"), "import evil\n").expect("plant");
+        std::fs::remove_dir_all(&prefix).expect("copy gone");
+        std::fs::rename(dir.path().join("away"), &prefix).expect("back");
+        assert_eq!(
+            pinned.verify_installs_watching(Share::EveryCore, &watch),
+            Ok(()),
+            "the walk alone sees nothing"
+        );
+        let refused = pinned
+            .verify_after_runs(&watch)
+            .expect_err("moved meanwhile");
+        assert_eq!(refused.name, prefix.display().to_string(), "{refused}");
     }
 
     #[test]

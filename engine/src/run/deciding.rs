@@ -315,6 +315,9 @@ impl InstallCheck {
             begun: false,
             walk: None,
         };
+        if let Some(env) = &check.pinned {
+            env.watch_above_installs(&check.watch);
+        }
         if first == FirstWalk::Now {
             check.watch_from_now();
         }

@@ -13,8 +13,9 @@
 //! the check back to the walk, which names what changed.
 //!
 //! The directories above each root are watched for being moved or removed themselves
-//! (and the links on the way are recorded): a root's path that led to another
-//! directory while the runs ran, even one put back since, leaves nothing a walk of the
+//! (and the links on the way are recorded) from the moment a gate begins
+//! ([`super::PinnedEnv::watch_above_installs`]): a root's path that led to another
+//! directory while a run ran, even one put back since, leaves nothing a walk of the
 //! root could see, so it refuses ([`InstallWatch::moved`]).
 //!
 //! What the queue cannot see: a write through a shared memory map (by a process that
@@ -78,6 +79,8 @@ pub struct InstallWatch {
     links: Mutex<Vec<(PathBuf, LinkRecord, PathBuf)>>,
     /// The first directory above a root seen moved, removed or replaced, with the root.
     moved: Mutex<Option<(PathBuf, PathBuf)>>,
+    /// The roots whose way is watched already, each with whether every watch was added.
+    above_done: Mutex<BTreeMap<PathBuf, bool>>,
 }
 
 impl Drop for InstallWatch {
@@ -118,6 +121,7 @@ impl InstallWatch {
             above: Mutex::new(BTreeMap::new()),
             links: Mutex::new(Vec::new()),
             moved: Mutex::new(None),
+            above_done: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -202,8 +206,26 @@ impl InstallWatch {
     }
 
     /// Watches every directory above `root` for being moved or removed itself, and
-    /// records every link on the way: false when a watch could not be added.
-    fn watch_above(&self, root: &Path) -> bool {
+    /// records every link on the way, once for each root (the first watch and record
+    /// see the most): false when a watch could not be added.
+    pub(super) fn watch_above(&self, root: &Path) -> bool {
+        if let Some(done) = self
+            .above_done
+            .lock()
+            .ok()
+            .and_then(|done| done.get(root).copied())
+        {
+            return done;
+        }
+        let added = self.add_above(root);
+        if let Ok(mut done) = self.above_done.lock() {
+            done.insert(root.to_path_buf(), added);
+        }
+        added
+    }
+
+    /// [`InstallWatch::watch_above`] done now.
+    fn add_above(&self, root: &Path) -> bool {
         let Some(inotify) = self.inotify.as_ref() else {
             return false;
         };

@@ -143,7 +143,11 @@ pub enum GitError {
     NotARepository(PathBuf),
     /// A changed file in the work tree is larger than the engine records in a commit it
     /// judges: it is refused from its size alone, before a byte of it is read.
-    #[error("{path} is {size} bytes, more than the {limit} bytes tdd records of one changed file")]
+    #[error(
+        "{path} is {}, more than the {} tdd records of one changed file",
+        gib(*.size),
+        gib(*.limit)
+    )]
     FileTooLarge {
         /// The file, for a person to read.
         path: String,
@@ -447,6 +451,16 @@ impl tdd_ledger::RepositoryProbe for GitProbe {
 
     fn work_tree_containing(&self, path: &Path) -> Option<PathBuf> {
         discover(path).map(|found| found.toplevel)
+    }
+}
+
+/// `bytes` in GiB, for a person to read: `2.5 GiB`, `1 GiB`.
+fn gib(bytes: u64) -> String {
+    let gib = bytes as f64 / f64::from(1u32 << 30);
+    if gib.fract() == 0.0 {
+        format!("{gib:.0} GiB")
+    } else {
+        format!("{gib:.1} GiB")
     }
 }
 

@@ -118,3 +118,64 @@ fn a_changed_file_too_large_to_record_is_refused_unread() {
     assert_eq!(code, 0, "{value}");
     assert_ne!(head(&env), before, "GREEN committed");
 }
+
+/// A clone's first command fetches the published ledger from the branch's remote; a
+/// program the clone's configuration names for that fetch (`remote.origin.uploadpack`)
+/// is never started, and the ledger is taken in all the same.
+#[test]
+fn a_fetch_of_the_published_ledger_starts_no_program_the_clone_names() {
+    let env = at_green(Locks::Hand);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    let remote = env.home.path().join("remote.git");
+    env.git(&["init", "-q", "--bare", &remote.display().to_string()]);
+    env.git(&["remote", "add", "origin", &remote.display().to_string()]);
+    env.git(&["push", "-q", "origin", "main", "refs/tdd/ledger/main"]);
+    let clone = env.home.path().join("clone");
+    env.git(&[
+        "clone",
+        "-q",
+        "-b",
+        "main",
+        &remote.display().to_string(),
+        &clone.display().to_string(),
+    ]);
+    let mark = env.home.path().join("upload-pack-ran");
+    let program = env.home.path().join("upload-pack.sh");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec git-upload-pack \"$@\"\n",
+            mark.display()
+        ),
+    )
+    .expect("program");
+    crate::integrity_gates::make_executable(&program);
+    let in_clone = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(&clone)
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "{out:?}");
+    };
+    in_clone(&[
+        "config",
+        "remote.origin.uploadpack",
+        &program.display().to_string(),
+    ]);
+    let out = env
+        .tdd()
+        .current_dir(&clone)
+        .args(["status", "--json"])
+        .output()
+        .expect("tdd runs");
+    let status = crate::support::envelope(&out);
+    assert_eq!(crate::support::code(&out), 0, "{status}");
+    assert_eq!(
+        status["data"]["adopted"]["fetched_from"], "origin",
+        "{status}"
+    );
+    assert!(!mark.exists(), "the clone's upload-pack program ran");
+}

@@ -19,6 +19,7 @@
 //! chain with forged commits, which the forge's thread and commit statuses witness.
 
 mod export;
+mod fetch;
 mod publication;
 
 use std::path::Path;
@@ -270,7 +271,13 @@ pub fn adopt(
         None => {
             let remote = remote_of(&git, &branch)?;
             let found = match (&remote, fetch) {
-                (Some(remote), true) => fetch_ledger(&git, remote, &reference)?,
+                (Some(remote), true) => fetch::fetch_ledger(
+                    &git,
+                    &located.common_dir,
+                    located.objects().kind(),
+                    remote,
+                    &reference,
+                )?,
                 _ => false,
             };
             let commit = if found {
@@ -320,44 +327,22 @@ pub fn adopt(
 
 /// The remote `branch` tracks, else the repository's only remote.
 fn remote_of(git: &Git, branch: &str) -> Result<Option<String>, GitError> {
+    // A name that starts with `-` would be read as an option: it names no remote.
     if let Ok(remote) = git.text(["config", "--get", &format!("branch.{branch}.remote")])
         && !remote.is_empty()
         && remote != "."
+        && !remote.starts_with('-')
     {
         return Ok(Some(remote));
     }
     let remotes = git.text(["remote"])?;
-    let mut names = remotes.lines().filter(|l| !l.is_empty());
+    let mut names = remotes
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('-'));
     Ok(match (names.next(), names.next()) {
         (Some(only), None) => Some(only.to_string()),
         _ => None,
     })
-}
-
-/// Fetches `reference` from `remote` into the same name; `false` when the remote has no
-/// such ref.
-fn fetch_ledger(git: &Git, remote: &str, reference: &str) -> Result<bool, GitError> {
-    let spec = format!("{reference}:{reference}");
-    // No housekeeping after the fetch: `git maintenance --auto` would be one more
-    // process on the path of a clone's first command (git before 2.29 reads `gc.auto`).
-    let args = [
-        "-c",
-        "maintenance.auto=false",
-        "-c",
-        "gc.auto=0",
-        "fetch",
-        "--no-tags",
-        "--quiet",
-        remote,
-        &spec,
-    ];
-    match git.output(args) {
-        Ok(_) => Ok(true),
-        Err(GitError::Failed { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// The refspecs a plain `git push` to a remote is given so that it carries the published

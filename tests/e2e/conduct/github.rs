@@ -370,8 +370,41 @@ fn a_two_step_issue_on_github_gets_comments_a_draft_pr_statuses_and_the_branch()
     let github = GitHub::start(ISSUE_TWO);
     let (env, origin) = github_env(&github);
     project_two(&env, "");
+    // Programs the repository's configuration names for a push, each leaving a mark if
+    // started: the push carries the token in its environment, so none may start.
+    let mark = env.home.path().join("started");
+    let script = |name: &str, then: &str| {
+        let path = env.home.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh
+echo {name} >> '{}'
+{then}
+",
+                mark.display()
+            ),
+        )
+        .expect("script");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        path.display().to_string()
+    };
+    let hooks = env.root().join(".git/hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks");
+    std::fs::copy(script("pre-push", "exit 0"), hooks.join("pre-push")).expect("hook");
+    env.git(&[
+        "config",
+        "remote.origin.receivepack",
+        &script("receive-pack", "exec git-receive-pack \"$@\""),
+    ]);
     let (code, value) = conduct(&env);
     assert_eq!(code, 0, "{value}");
+    assert!(
+        !mark.exists(),
+        "{:?}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
     let seen = github.seen();
     let lines: Vec<String> = seen.iter().map(Seen::line).collect();
     assert_eq!(lines[0], format!("GET {REPO}/issues/1"), "{lines:#?}");

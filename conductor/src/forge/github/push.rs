@@ -16,6 +16,18 @@ pub const TOKEN_VAR: &str = "TDD_GIT_TOKEN";
 /// `erase`. `printf` is a shell builtin, so the token is in no process's arguments.
 const HELPER: &str = "!f() { test \"$1\" = get && printf 'username=x-access-token\\npassword=%s\\n' \"$TDD_GIT_TOKEN\"; }; f";
 
+/// Settings the push runs with over every configuration: no hook, and only the
+/// transports git trusts by default (no `ext::`, no remote helper a URL names).
+const NO_PROGRAMS: [&str; 7] = [
+    "core.hooksPath=/dev/null",
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+    "protocol.git.allow=always",
+    "protocol.http.allow=always",
+    "protocol.https.allow=always",
+    "protocol.ssh.allow=always",
+];
+
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]
 #[error("git push {remote} {branch} failed: {detail}")]
@@ -51,12 +63,23 @@ pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Resu
     }
     let _span = tracing::info_span!("git_push", remote, branch).entered();
     let began = std::time::Instant::now();
+    // The token is in this git's environment: no program the repository's
+    // configuration names (a hook, a receive-pack, a remote helper) may start from it.
     let out = Command::new("git")
         .arg("-C")
         .arg(work_tree)
-        .args(["push", "--quiet", "--atomic", remote])
+        .args(NO_PROGRAMS.iter().flat_map(|setting| ["-c", setting]))
+        .args([
+            "push",
+            "--quiet",
+            "--atomic",
+            "--no-verify",
+            "--receive-pack=git-receive-pack",
+            remote,
+        ])
         .args(&refspecs)
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_PROTOCOL_FROM_USER", "0")
         .env("GIT_CONFIG_COUNT", "2")
         // An empty helper first: no helper configured elsewhere is asked or told.
         .env("GIT_CONFIG_KEY_0", "credential.helper")

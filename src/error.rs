@@ -229,6 +229,15 @@ impl From<GitError> for CommandError {
                     ))
                     .data(data)
             }
+            GitError::ChangesTooLarge { limit } => {
+                CommandError::refused("file_too_large", err.to_string())
+                    .hint(
+                        "tdd commits every changed file it judges: remove the large files \
+                         that are no part of the change, or add them to .gitignore \
+                         (`git status --short` lists them), then run the command again",
+                    )
+                    .data(serde_json::json!({ "limit": limit }))
+            }
             GitError::ObjectMissing { ref id } => {
                 let data = serde_json::json!({ "object": id });
                 CommandError::refused("object_missing", err.to_string())
@@ -386,9 +395,14 @@ impl From<LedgerError> for CommandError {
                     ))
                     .data(data)
             }
-            LedgerError::Sqlite { .. } | LedgerError::BadPayload { .. } => {
-                CommandError::internal("ledger_failed", message)
-            }
+            // tdd writes every payload as JSON: one that is not was written by another
+            // hand, and the ledger is damaged.
+            LedgerError::BadPayload { .. } => CommandError::refused("ledger_corrupt", message)
+                .hint(format!(
+                    "run `tdd ledger verify` to see where the chain breaks; {}",
+                    tdd_engine::integrity::RESTORE_HINT
+                )),
+            LedgerError::Sqlite { .. } => CommandError::internal("ledger_failed", message),
         }
     }
 }

@@ -156,6 +156,16 @@ pub enum GitError {
         /// The most tdd records, in bytes.
         limit: u64,
     },
+    /// The changed files of the work tree hold more bytes together than the engine
+    /// hashes in one look: refused before the rest is read.
+    #[error(
+        "the changed files in the work tree hold more than {} together, more than tdd records in one commit it judges",
+        gib(*.limit)
+    )]
+    ChangesTooLarge {
+        /// The most tdd hashes in one look, in bytes.
+        limit: u64,
+    },
     /// git printed something that is not valid UTF-8 where text was expected.
     #[error("git printed output that is not UTF-8")]
     NotUtf8,

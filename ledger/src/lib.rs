@@ -490,6 +490,23 @@ pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + 
             path: path.to_path_buf(),
             what: format!("SQLite finds it corrupt ({source})"),
         },
+        // A value of another type than tdd stores (a payload recast to bytes): written
+        // by another hand.
+        _ if matches!(
+            source,
+            rusqlite::Error::InvalidColumnType(..) | rusqlite::Error::FromSqlConversionFailure(..)
+        ) =>
+        {
+            LedgerError::Damaged {
+                path: path.to_path_buf(),
+                what: format!("a value in it is not of the type tdd stores ({source})"),
+            }
+        }
+        // tdd stores every payload as JSON: one that is not was written by another hand.
+        _ if source.to_string().contains("malformed JSON") => LedgerError::Damaged {
+            path: path.to_path_buf(),
+            what: "an event's payload is not JSON".into(),
+        },
         _ => LedgerError::Sqlite {
             path: path.to_path_buf(),
             source,

@@ -102,7 +102,7 @@ fn migrate_locked(conn: &Connection, path: &Path) -> Result<(), LedgerError> {
         )
         .map_err(sql_err(path))?;
     }
-    Ok(())
+    check_shape(conn, path)
 }
 
 /// Refuses, for a read-only open, a database this binary cannot read.
@@ -115,5 +115,106 @@ pub(crate) fn check_readable(conn: &Connection, path: &Path) -> Result<(), Ledge
             supported: SCHEMA_VERSION,
         });
     }
+    if found == SCHEMA_VERSION {
+        check_shape(conn, path)?;
+    }
     Ok(())
+}
+
+/// One object of a schema: its type, its name and its SQL with whitespace runs made one
+/// space (SQLite keeps the statement as it was written).
+type Object = (String, String, Option<String>);
+
+/// The objects of `conn`'s schema, sorted.
+fn objects(conn: &Connection) -> rusqlite::Result<Vec<Object>> {
+    let mut statement = conn.prepare("SELECT type, name, sql FROM sqlite_master")?;
+    let rows = statement.query_map([], |row| {
+        let sql: Option<String> = row.get(2)?;
+        Ok((
+            row.get(0)?,
+            row.get(1)?,
+            sql.map(|sql| sql.split_whitespace().collect::<Vec<_>>().join(" ")),
+        ))
+    })?;
+    let mut found = rows.collect::<rusqlite::Result<Vec<Object>>>()?;
+    found.sort();
+    Ok(found)
+}
+
+/// The objects the migrations make, built once per process in memory.
+fn expected() -> Option<&'static [Object]> {
+    static EXPECTED: std::sync::OnceLock<Option<Vec<Object>>> = std::sync::OnceLock::new();
+    EXPECTED
+        .get_or_init(|| {
+            let conn = Connection::open_in_memory().ok()?;
+            MIGRATIONS
+                .iter()
+                .try_for_each(|sql| conn.execute_batch(sql))
+                .ok()?;
+            objects(&conn).ok()
+        })
+        .as_deref()
+}
+
+/// SHA-256 of the objects the migrations make ([`shape_of`]): what the schema of a
+/// database of the newest version must hash to. A unit test checks it against the
+/// migrations, so a new one cannot forget it.
+const SHAPE: &str = "7bae93e032bb7abfeaae7af13808ce99db7aa91b442cb45e59cb2084c6dc2062";
+
+/// The SHA-256 (hex) of `objects`, each field and object ended by a zero byte.
+fn shape_of(objects: &[Object]) -> String {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    for (kind, name, sql) in objects {
+        for field in [kind.as_str(), name.as_str(), sql.as_deref().unwrap_or("")] {
+            hasher.update(field.as_bytes());
+            hasher.update([0]);
+        }
+        hasher.update([0]);
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// Refuses a database of the newest schema whose tables, indexes and triggers are not
+/// exactly those the migrations make: a column's type changed, a table dropped, a
+/// trigger or a view added (one that aborts every write, or never ends). Nothing of it
+/// is run before this look.
+pub(crate) fn check_shape(conn: &Connection, path: &Path) -> Result<(), LedgerError> {
+    let found = objects(conn).map_err(sql_err(path))?;
+    if shape_of(&found) == SHAPE {
+        return Ok(());
+    }
+    let expected = expected().unwrap_or_default();
+    let differs = found
+        .iter()
+        .find(|object| !expected.contains(object))
+        .map(|(kind, name, _)| format!("it has a {kind} `{name}` tdd never made, or changed"))
+        .or_else(|| {
+            expected
+                .iter()
+                .find(|object| !found.contains(object))
+                .map(|(kind, name, _)| format!("its {kind} `{name}` is gone"))
+        });
+    match differs {
+        None if !expected.is_empty() => Ok(()),
+        None => Err(LedgerError::Damaged {
+            path: path.to_path_buf(),
+            what: "its schema is not the one tdd writes".to_string(),
+        }),
+        Some(what) => Err(LedgerError::Damaged {
+            path: path.to_path_buf(),
+            what: format!("its schema is not the one tdd writes: {what}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shape_is_what_the_migrations_make() {
+        let expected = expected().expect("the migrations run in memory");
+        assert_eq!(shape_of(expected), SHAPE);
+    }
 }

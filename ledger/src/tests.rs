@@ -138,6 +138,65 @@ fn a_dropped_guard_alone_is_caught() {
     assert!(broken.reason.contains("events_no_delete"));
 }
 
+/// A schema changed by another client (a trigger that aborts or never ends, a table
+/// dropped, a column recast) is refused at every open, before anything of it runs.
+#[test]
+fn a_schema_tdd_did_not_write_is_refused_at_every_open() {
+    for (sql, said) in [
+        (
+            "CREATE TRIGGER zz BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no'); END;",
+            "trigger `zz`",
+        ),
+        ("DROP TABLE chain_head;", "table `chain_head` is gone"),
+        ("CREATE VIEW v AS SELECT 1;", "view `v`"),
+    ] {
+        let (dir, mut ledger) = fresh();
+        fill(&mut ledger, 2);
+        tamper(&ledger, sql);
+        drop(ledger);
+        let path = dir.path().join(DATABASE_FILE);
+        for err in [
+            Ledger::open(&path).map(|_| ()).expect_err("refused"),
+            Ledger::open_read_only(&path)
+                .map(|_| ())
+                .expect_err("refused read-only"),
+        ] {
+            assert!(
+                matches!(&err, LedgerError::Damaged { what, .. } if what.contains(said)),
+                "{sql}: {err}"
+            );
+        }
+    }
+}
+
+/// A payload that is not JSON, or not text, written by another client: a refusal
+/// naming the ledger, never an internal error.
+#[test]
+fn a_payload_of_another_kind_is_damage() {
+    for payload in ["'{not json'", "CAST('{}' AS BLOB)"] {
+        let (dir, mut ledger) = fresh();
+        fill(&mut ledger, 2);
+        tamper(
+            &ledger,
+            &format!(
+                "DROP TRIGGER events_no_update; UPDATE events SET payload = {payload} WHERE id = 2; \
+                 CREATE TRIGGER events_no_update BEFORE UPDATE ON events \
+                 BEGIN SELECT RAISE(ABORT, 'the tdd ledger is append-only'); END;"
+            ),
+        );
+        drop(ledger);
+        let ledger = Ledger::open(&dir.path().join(DATABASE_FILE)).expect("the schema is whole");
+        let read = ledger.events(None);
+        assert!(
+            matches!(
+                read,
+                Err(LedgerError::Damaged { .. } | LedgerError::BadPayload { id: 2 })
+            ),
+            "{payload}: {read:?}"
+        );
+    }
+}
+
 #[test]
 fn a_newer_schema_is_refused_naming_both_versions() {
     let (dir, ledger) = fresh();

@@ -269,7 +269,19 @@ impl PinnedEnv {
     /// appeared, went or changed since. A root inside another is pinned on its own and
     /// left out of the outer one when it is a direct entry of it, and dropped otherwise
     /// (the outer one covers it).
-    pub fn with_installations(mut self, roots: Vec<(PathBuf, String)>) -> PinnedEnv {
+    pub fn with_installations(self, roots: Vec<(PathBuf, String)>) -> PinnedEnv {
+        self.with_installations_caching(roots, true)
+    }
+
+    /// [`PinnedEnv::with_installations`], leaving the runner caches under a
+    /// `node_modules` (`.vite`, `.cache`) out of its fingerprint only when `caching`: a
+    /// project with no JavaScript runner writes nothing there, so nothing there is left
+    /// unchecked.
+    pub fn with_installations_caching(
+        mut self,
+        roots: Vec<(PathBuf, String)>,
+        caching: bool,
+    ) -> PinnedEnv {
         let mut roots = roots;
         roots.sort_by(|a, b| a.0.cmp(&b.0));
         roots.dedup_by(|a, b| a.0 == b.0);
@@ -291,7 +303,7 @@ impl PinnedEnv {
                     .filter_map(|(inner, _)| inner.file_name())
                     .map(|name| name.to_string_lossy().into_owned())
                     .collect();
-                if root.file_name().is_some_and(|n| n == "node_modules") {
+                if caching && root.file_name().is_some_and(|n| n == "node_modules") {
                     skip.extend(RUNNER_CACHES.iter().map(|c| (*c).to_string()));
                 }
                 InstallPin::take_skipping(root, what, skip)

@@ -58,6 +58,28 @@ fn an_unknown_key_exits_2_with_file_line_column_and_the_nearest_key() {
     assert_eq!(value["next_action"]["verb"], "fix_config");
 }
 
+/// A project name tdd would name a directory after must be a plain name: one that
+/// climbs (`..`) or is absolute would put a build directory outside tdd's own.
+#[test]
+fn a_project_name_that_is_a_path_exits_2_naming_it() {
+    let env = Env::new();
+    for name in ["../../escape", "/tmp/abs", ".hidden"] {
+        env.write(
+            "tdd.toml",
+            &format!("[project.\"{name}\"]\nadapter = \"cargo\"\n"),
+        );
+        let (exit, value) = env.json(&["config", "show"]);
+        assert_eq!(exit, 2, "{name}: {value}");
+        assert_eq!(value["error"]["reason"], "config_invalid", "{value}");
+        assert!(
+            value["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(name) && m.contains("plain name")),
+            "{value}"
+        );
+    }
+}
+
 #[test]
 fn a_wrong_type_on_a_terminal_shows_the_snippet() {
     let env = Env::new();

@@ -891,6 +891,12 @@ fn a_clean_room_replaced_by_links_and_pipes_is_rebuilt_and_nothing_outside_is_to
         "mine too\n"
     );
     assert!(room.join("tree").symlink_metadata().expect("tree").is_dir());
+    assert!(
+        room.join("build")
+            .symlink_metadata()
+            .expect("build")
+            .is_dir()
+    );
 }
 
 /// Makes `calc.sub` subtract once `calc.py` holds the marker `# sub comes later`, from

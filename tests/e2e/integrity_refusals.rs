@@ -179,3 +179,78 @@ fn a_fetch_of_the_published_ledger_starts_no_program_the_clone_names() {
     );
     assert!(!mark.exists(), "the clone's upload-pack program ran");
 }
+
+/// An ignored `venv` made after `run start` would be linked into the clean room, its
+/// bytes never fingerprinted: GREEN is refused, naming it, even with the real
+/// implementation.
+#[test]
+fn a_dependency_directory_made_after_run_start_refuses_green() {
+    let env = at_green(Locks::Hand);
+    let exclude = env.root().join(".git/info/exclude");
+    std::fs::create_dir_all(exclude.parent().expect("info")).expect("info");
+    std::fs::write(&exclude, "venv/\n").expect("exclude");
+    env.write("venv/calc.py", &format!("{CALC}{IMPL}"));
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let before = head(&env);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("venv")),
+        "{value}"
+    );
+    assert_eq!(head(&env), before);
+    std::fs::remove_dir_all(env.root().join("venv")).expect("remove");
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+}
+
+/// The ledger home's `repos` directory made a file: every command that takes the
+/// work-tree lock refuses, naming it, instead of failing inside.
+#[test]
+fn a_ledger_home_directory_made_a_file_is_damaged_state_named() {
+    let env = at_green(Locks::Hand);
+    let (_, value) = env.json(&["ledger", "path"]);
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let repos = dir.parent().expect("repos").to_path_buf();
+    std::fs::rename(&repos, repos.with_extension("moved")).expect("move");
+    std::fs::write(&repos, "x").expect("a file");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    for args in [&["advance"][..], &["rollback", "--to-previous"][..]] {
+        let (code, value) = env.json(args);
+        assert_eq!(code, 1, "{args:?}: {value}");
+        assert_eq!(value["error"]["reason"], "state_damaged", "{value}");
+        assert!(
+            value["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&*repos.to_string_lossy())),
+            "{value}"
+        );
+    }
+}
+
+/// Many changed files each under the limit, together over what one look hashes: refused
+/// once the total is passed, so the command ends in seconds, not minutes.
+#[test]
+fn changed_files_too_large_together_are_refused() {
+    let env = at_green(Locks::Hand);
+    let before = head(&env);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    for i in 0..3 {
+        std::fs::File::create(env.root().join(format!("data{i}.bin")))
+            .and_then(|file| file.set_len(1000 << 20))
+            .expect("a sparse file");
+    }
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "file_too_large", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("together")),
+        "{value}"
+    );
+    assert_eq!(head(&env), before);
+}

@@ -98,6 +98,19 @@ impl Config {
     /// compiles.
     fn validate_projects(&self, path: &Path, text: &str) -> Result<(), ConfigError> {
         for (name, project) in &self.project {
+            if !plain_name(name) {
+                return Err(ConfigError::at_key(
+                    path,
+                    text,
+                    &format!("project.{name}"),
+                    "adapter",
+                    format!(
+                        "project name `{name}` is not a plain name: tdd names directories \
+                         after it, so it is letters, digits, `.`, `_` and `-`, not \
+                         starting with `.` (for example `[project.core]`)"
+                    ),
+                ));
+            }
             for entry in &project.known_failures {
                 if let Err(err) = known::compile_entry(entry) {
                     return Err(ConfigError::entry(
@@ -212,6 +225,15 @@ impl Config {
         use sha2::Digest;
         hex::encode(sha2::Sha256::digest(text.as_bytes()))
     }
+}
+
+/// Whether `name` can name a directory as it is: letters, digits, `.`, `_` and `-`, not
+/// starting with `.` (so never `..`, a separator or an absolute path).
+fn plain_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c != '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 #[cfg(test)]

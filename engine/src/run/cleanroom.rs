@@ -102,7 +102,13 @@ impl CleanRoom {
 
     /// A directory beside the checkout for build output that must survive resets.
     pub fn build_dir(&self, name: &str) -> PathBuf {
-        self.root.with_file_name("build").join(name)
+        let build = self.root.with_file_name("build");
+        // Never `build/`: a path ending in a separator follows a link put there.
+        if name.is_empty() {
+            build
+        } else {
+            build.join(name)
+        }
     }
 
     /// A directory for the build output of runs in the live work tree this clean room

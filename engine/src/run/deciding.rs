@@ -106,7 +106,25 @@ impl Session {
             roots.extend(python.roots.into_iter().filter(|(p, _)| !ours(p)));
             searched.extend(python.searched.into_iter().filter(|(p, _)| !ours(p)));
         }
-        pinned.with_installations(roots).with_searched(searched)
+        pinned
+            .with_installations_caching(roots, self.runs_javascript())
+            .with_searched(searched)
+    }
+
+    /// Whether a project runs a JavaScript runner (or any command), which may write its
+    /// caches under `node_modules` as it runs.
+    fn runs_javascript(&self) -> bool {
+        use crate::observe::config::AdapterKind;
+        self.config.project.values().any(|config| {
+            matches!(
+                config.adapter,
+                AdapterKind::Vitest
+                    | AdapterKind::Jest
+                    | AdapterKind::Mocha
+                    | AdapterKind::NodeTest
+                    | AdapterKind::Junit
+            )
+        })
     }
 
     /// The dependency directories of the live tree the clean room links (`node_modules`,
@@ -125,6 +143,30 @@ impl Session {
         })
         .filter(|dir| dir.is_dir())
         .collect()
+    }
+
+    /// Refuses a dependency directory the clean room would link that `pinned` (taken at
+    /// run start, or renewed by a cycle that declares `changes_dependencies`) did not
+    /// fingerprint: one made since would serve the deciding runs bytes no check covers.
+    fn no_dependency_dir_since(&self, pinned: &PinnedEnv) -> Result<(), RunError> {
+        let made = self.dependency_dirs().into_iter().find(|dir| {
+            !pinned
+                .installs
+                .iter()
+                .any(|pin| pin.is_dependency() && pin.root == *dir)
+        });
+        match made {
+            None => Ok(()),
+            Some(dir) => Err(crate::observe::hermetic::RunnerChanged {
+                name: dir.display().to_string(),
+                was: "absent".to_string(),
+                now: "a dependency directory the clean room would link, made since: \
+                      declare `changes_dependencies` in the cycle that makes it, or \
+                      remove it"
+                    .to_string(),
+            }
+            .into()),
+        }
     }
 
     /// For a cycle whose plan declares `changes_dependencies`: the run's pins with the
@@ -154,7 +196,7 @@ impl Session {
                 (dir, what.to_string())
             }))
             .collect();
-        let fresh = PinnedEnv::default().with_installations(roots);
+        let fresh = PinnedEnv::default().with_installations_caching(roots, self.runs_javascript());
         let changed = pinned.dependency_changes(&fresh);
         if changed.is_empty() {
             return Ok(None);
@@ -235,6 +277,9 @@ impl Session {
         tree: &str,
         names: &[String],
     ) -> Result<Vec<Project>, RunError> {
+        if let Some(env) = pinned {
+            self.no_dependency_dir_since(env)?;
+        }
         let room = self.clean_room();
         let roots: Vec<String> = names
             .iter()

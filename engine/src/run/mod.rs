@@ -537,10 +537,27 @@ impl Session {
         match crate::worktree_lock::acquire(&path, what) {
             Ok(Ok(guard)) => Ok(guard),
             Ok(Err(holder)) => Err(RunError::Busy { holder }),
-            Err(source) => Err(RunError::Io {
-                what: "taking the work-tree lock".into(),
-                source,
-            }),
+            Err(source) => {
+                // A directory on the way that is something else now (the ledger home or
+                // its `repos` made a file): damaged state, named, never a crash.
+                let not_a_dir = path.ancestors().skip(1).find_map(|dir| {
+                    std::fs::metadata(dir)
+                        .ok()
+                        .filter(|meta| !meta.is_dir())
+                        .map(|meta| (dir.to_path_buf(), meta))
+                });
+                Err(match not_a_dir {
+                    Some((dir, meta)) => RunError::StateDamaged {
+                        path: dir,
+                        expected: "a directory",
+                        found: kind_in_words(&meta),
+                    },
+                    None => RunError::Io {
+                        what: "taking the work-tree lock".into(),
+                        source,
+                    },
+                })
+            }
         }
     }
 }

@@ -237,6 +237,7 @@ pub(crate) fn scan(work_tree: &Path) -> Result<Scanned, GitError> {
         index: &index,
         base: &base,
         objects: &objects,
+        left: std::sync::atomic::AtomicU64::new(objects::RECORD_ALL_AT_MOST),
     };
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
     let mut found = walk.run(threads)?;

@@ -93,6 +93,10 @@ impl InstallPin {
     }
 
     fn taken(root: &Path, what: &str, skip: Vec<String>, shallow: bool) -> Option<InstallPin> {
+        // A root on a kernel's file system (`/proc`, `/sys`: a dependency directory linked
+        // there) has no end to walk: only its own record and the names it lists are
+        // pinned, and those change, so a gate over it is refused, never held.
+        let shallow = shallow || on_kernel_file_system(root);
         let taken_ns = now_ns();
         let walk = Walk {
             taken_ns,
@@ -643,6 +647,24 @@ fn short(hasher: sha2::Sha256) -> String {
     hex::encode(&hasher.finalize()[..8])
 }
 
+/// Whether `path` leads to a file system the kernel makes up as it is read (proc, sysfs,
+/// cgroups, debugfs, tracefs, securityfs, devpts, bpf).
+fn on_kernel_file_system(path: &Path) -> bool {
+    use nix::sys::statfs as fs;
+    let made_up = [
+        fs::PROC_SUPER_MAGIC,
+        fs::SYSFS_MAGIC,
+        fs::CGROUP_SUPER_MAGIC,
+        fs::CGROUP2_SUPER_MAGIC,
+        fs::DEBUGFS_MAGIC,
+        fs::TRACEFS_MAGIC,
+        fs::SECURITYFS_MAGIC,
+        fs::DEVPTS_SUPER_MAGIC,
+        fs::BPF_FS_MAGIC,
+    ];
+    fs::statfs(path).is_ok_and(|found| made_up.contains(&found.filesystem_type()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -831,5 +853,12 @@ mod tests {
         std::fs::remove_dir_all(&root).expect("rm");
         let (path, _, now) = pin.first_change(Share::EveryCore).expect("gone");
         assert_eq!((path, now.as_str()), (root, "absent"));
+    }
+
+    #[test]
+    fn a_root_on_proc_is_pinned_by_its_names_alone_and_never_walked() {
+        let pin = InstallPin::take_skipping(Path::new("/proc"), "dependency directory", Vec::new())
+            .expect("pinned");
+        assert!(pin.shallow, "/proc is never walked");
     }
 }

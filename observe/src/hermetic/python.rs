@@ -10,9 +10,17 @@ use std::path::PathBuf;
 /// link, the versioned binary behind a version-manager shim), then, one per line and
 /// each after its kind and a tab: every entry of `sys.path`, the user site where the
 /// interpreter would add one, its base prefix, and every file it has mapped (its shared
-/// library, the C library, extension modules). `-c` puts no directory of the project on
-/// `sys.path` before `site` runs.
-const ASK: &str = r#"import os, site, sys
+/// library, the C library, extension modules). Then, as module path entries too, every
+/// directory a `.pth` file of a site directory names (one that does not exist is left
+/// out of `sys.path` now, but a directory made there later is imported from at the next
+/// start) and every source directory an editable install's finder maps a package to
+/// (imported from, though on no path). And, as entries too, what the project's own
+/// settings name outside it: the bytecode cache prefix (`PYTHONPYCACHEPREFIX`), the
+/// libraries `LD_PRELOAD` and `LD_AUDIT` load into every process, the absolute paths in
+/// `PYTEST_ADDOPTS` (a `-c` configuration file, say), and the `pythonpath` entries of
+/// pytest's configuration files; one inside the work tree is left out by the caller.
+/// `-c` puts no directory of the project on `sys.path` before `site` runs.
+const ASK: &str = r##"import os, site, sys
 print(os.path.abspath(sys.executable))
 for p in sys.path:
     print("path\t" + p)
@@ -27,7 +35,68 @@ for line in maps:
     parts = line.split(None, 5)
     if len(parts) == 6 and parts[5].startswith("/"):
         print("object\t" + parts[5])
-"#;
+import ast, glob
+sites = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+for d in sites:
+    for pth in sorted(glob.glob(os.path.join(d, "*.pth"))):
+        try:
+            lines = open(pth, encoding="utf-8", errors="replace").read().splitlines()
+        except OSError:
+            continue
+        for l in lines:
+            l = l.rstrip()
+            if l and not l.startswith(("#", "import ", "import\t")):
+                print("path\t" + os.path.abspath(os.path.join(d, l)))
+    for finder in sorted(glob.glob(os.path.join(d, "__editable__*finder.py"))):
+        try:
+            body = ast.parse(open(finder, encoding="utf-8").read()).body
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+            if getattr(target, "id", "") == "MAPPING" and node.value is not None:
+                try:
+                    mapping = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+                for where in mapping.values():
+                    if isinstance(where, str):
+                        print("path\t" + os.path.abspath(where))
+def named(p):
+    if isinstance(p, str) and p:
+        print("path\t" + os.path.abspath(p))
+named(getattr(sys, "pycache_prefix", None))
+for var in ("LD_PRELOAD", "LD_AUDIT"):
+    for p in os.environ.get(var, "").replace(":", " ").split():
+        if p.startswith("/"):
+            named(p)
+import shlex
+try:
+    words = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+except ValueError:
+    words = []
+for w in words:
+    if w.split("=", 1)[-1].startswith("/"):
+        named(w.split("=", 1)[-1])
+import configparser
+for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+    c = configparser.ConfigParser(interpolation=None)
+    try:
+        c.read(name, encoding="utf-8")
+        entries = c.get(section, "pythonpath", fallback="").split()
+    except Exception:
+        entries = []
+    for p in entries:
+        named(p)
+try:
+    import tomllib
+    with open("pyproject.toml", "rb") as f:
+        entries = tomllib.load(f).get("tool", {}).get("pytest", {}).get("ini_options", {}).get("pythonpath", [])
+except Exception:
+    entries = []
+for p in [entries] if isinstance(entries, str) else entries:
+    named(p)
+"##;
 
 /// Where an interpreter loads from, as it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +149,7 @@ pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) ->
             continue;
         }
         match kind {
+            "path" if loads.paths.contains(&path) || loads.absent.contains(&path) => {}
             "path" if path.exists() => loads.paths.push(path),
             "path" => loads.absent.push(path),
             "user" if !path.exists() => loads.absent_user_site = Some(path),
@@ -142,6 +212,52 @@ mod tests {
 
     /// A real virtual environment names the interpreter it was made from and that
     /// interpreter's standard library, as the interpreter itself says them.
+    /// What the project's settings name outside it, present or not yet, is reported as
+    /// module path entries: the bytecode cache prefix, a preloaded library, a `-c`
+    /// configuration in `PYTEST_ADDOPTS`, a `pythonpath` entry of `pytest.ini`.
+    #[test]
+    fn paths_the_projects_settings_name_outside_it_are_asked_for() {
+        let Ok(python) = which_python() else {
+            return;
+        };
+        let project = tempfile::tempdir().expect("project");
+        let outside = tempfile::tempdir().expect("outside");
+        let at = |name: &str| outside.path().join(name);
+        std::fs::create_dir(at("pycache")).expect("pycache");
+        std::fs::write(at("extra.ini"), "[pytest]\n").expect("ini");
+        std::fs::write(
+            project.path().join("pytest.ini"),
+            format!("[pytest]\npythonpath = . {}\n", at("later").display()),
+        )
+        .expect("pytest.ini");
+        let env = vec![
+            (
+                "PYTHONPYCACHEPREFIX".to_string(),
+                at("pycache").display().to_string(),
+            ),
+            ("LD_PRELOAD".to_string(), at("hook.so").display().to_string()),
+            (
+                "PYTEST_ADDOPTS".to_string(),
+                format!("-q -c {}", at("extra.ini").display()),
+            ),
+        ];
+        let loads = load_paths(&python, &env, project.path()).expect("answers");
+        for present in ["pycache", "extra.ini"] {
+            assert!(loads.paths.contains(&at(present)), "{present}: {loads:?}");
+        }
+        for absent in ["hook.so", "later"] {
+            assert!(loads.absent.contains(&at(absent)), "{absent}: {loads:?}");
+        }
+    }
+
+    /// The first `python3` on `PATH`, resolved.
+    fn which_python() -> Result<PathBuf, ()> {
+        std::env::split_paths(&std::env::var_os("PATH").ok_or(())?)
+            .map(|dir| dir.join("python3"))
+            .find(|p| p.is_file())
+            .ok_or(())
+    }
+
     #[test]
     fn a_virtual_environment_names_the_interpreter_it_was_made_from() {
         let dir = tempfile::tempdir().expect("dir");

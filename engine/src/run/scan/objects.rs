@@ -325,6 +325,10 @@ fn libc_eloop() -> i32 {
 /// work tree would otherwise hold a command for minutes.
 pub(crate) const RECORD_AT_MOST: u64 = 1 << 30;
 
+/// The most bytes of changed files one scan hashes (2 GiB): many files each under
+/// [`RECORD_AT_MOST`] would otherwise hold a command as long as one huge file would.
+pub(crate) const RECORD_ALL_AT_MOST: u64 = 2 << 30;
+
 /// Files above this size are hashed and stored in pieces, never held whole in memory.
 const READ_WHOLE_UP_TO: u64 = 16 << 20;
 

@@ -49,6 +49,9 @@ pub(super) struct Walk<'a> {
     pub(super) index: &'a Index,
     pub(super) base: &'a Base,
     pub(super) objects: &'a Objects,
+    /// How many more bytes of changed files this walk may hash
+    /// ([`super::objects::RECORD_ALL_AT_MOST`] to begin with).
+    pub(super) left: std::sync::atomic::AtomicU64,
 }
 
 /// One directory to read.
@@ -288,6 +291,17 @@ impl Walk<'_> {
             return Ok(());
         }
         let symlink = format == nix::libc::S_IFLNK;
+        let size = u64::try_from(meta.st_size).unwrap_or(0);
+        let within = self.left.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |left| left.checked_sub(size),
+        );
+        if within.is_err() {
+            return Err(GitError::ChangesTooLarge {
+                limit: super::objects::RECORD_ALL_AT_MOST,
+            });
+        }
         if let Some(recorded) = self.objects.record(&full(), symlink, true)? {
             found.recorded.push((join(&place.job.rel, name), recorded));
         }

@@ -188,6 +188,18 @@ pub struct Git {
     dir: PathBuf,
 }
 
+/// `-c` settings that let git reach a remote only over the transports it trusts by
+/// default (`file`, `git`, `http`, `https`, `ssh`): no `ext::` command and no remote
+/// helper a URL names, whatever a configuration allows.
+pub const TRUSTED_TRANSPORTS: [&str; 6] = [
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+    "protocol.git.allow=always",
+    "protocol.http.allow=always",
+    "protocol.https.allow=always",
+    "protocol.ssh.allow=always",
+];
+
 impl Git {
     /// A wrapper that runs git as if started in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Git {

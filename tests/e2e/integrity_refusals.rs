@@ -9,6 +9,19 @@ use crate::integrity_gates::Locks;
 use crate::integrity_gates::at_green;
 use crate::integrity_gates::head;
 
+/// Asserts that `(code, value)` is a refusal (exit 1) for `reason` whose message names
+/// `names`.
+fn assert_refused_naming((code, value): (i32, serde_json::Value), reason: &str, names: &str) {
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], reason, "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(names)),
+        "{value}"
+    );
+}
+
 /// A lock left on the branch's ref by a git that died: the phase commit cannot move
 /// it, and that is a refusal that names the lock, HEAD left where it was.
 #[test]
@@ -42,14 +55,10 @@ fn a_ledger_ref_that_is_no_commit_or_is_locked_is_a_refusal() {
     let reference = "refs/tdd/ledger/main";
     let blob = env.git(&["rev-parse", "HEAD:calc.py"]);
     env.git(&["update-ref", reference, blob.trim()]);
-    let (code, value) = env.json(&["ledger", "publish"]);
-    assert_eq!(code, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "ledger_ref_invalid", "{value}");
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains(reference)),
-        "{value}"
+    assert_refused_naming(
+        env.json(&["ledger", "publish"]),
+        "ledger_ref_invalid",
+        reference,
     );
     env.git(&["update-ref", "-d", reference]);
     let (code, value) = env.json(&["ledger", "publish"]);
@@ -78,14 +87,10 @@ fn a_stray_journal_beside_the_ledger_is_a_refusal_naming_it() {
     let database = PathBuf::from(value["data"]["database"].as_str().expect("database"));
     let journal = PathBuf::from(format!("{}-journal", database.display()));
     std::fs::write(&journal, "garbage").expect("journal");
-    let (code, value) = env.json(&["status"]);
-    assert_eq!(code, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "ledger_corrupt", "{value}");
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains(&*journal.to_string_lossy())),
-        "{value}"
+    assert_refused_naming(
+        env.json(&["status"]),
+        "ledger_corrupt",
+        &journal.to_string_lossy(),
     );
     std::fs::rename(&journal, journal.with_extension("damaged")).expect("move aside");
     let (code, value) = env.json(&["status"]);
@@ -103,15 +108,7 @@ fn a_changed_file_too_large_to_record_is_refused_unread() {
     std::fs::File::create(&planted)
         .and_then(|file| file.set_len((1 << 30) + 1))
         .expect("a sparse file");
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "file_too_large", "{value}");
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("data.bin")),
-        "{value}"
-    );
+    assert_refused_naming(env.json(&["advance"]), "file_too_large", "data.bin");
     assert_eq!(head(&env), before);
     std::fs::remove_file(&planted).expect("remove");
     let (code, value) = env.json(&["advance"]);
@@ -192,15 +189,7 @@ fn a_dependency_directory_made_after_run_start_refuses_green() {
     env.write("venv/calc.py", &format!("{CALC}{IMPL}"));
     env.write("calc.py", &format!("{CALC}{IMPL}"));
     let before = head(&env);
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "runner_changed", "{value}");
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("venv")),
-        "{value}"
-    );
+    assert_refused_naming(env.json(&["advance"]), "runner_changed", "venv");
     assert_eq!(head(&env), before);
     std::fs::remove_dir_all(env.root().join("venv")).expect("remove");
     let (code, value) = env.json(&["advance"]);
@@ -243,14 +232,6 @@ fn changed_files_too_large_together_are_refused() {
             .and_then(|file| file.set_len(1000 << 20))
             .expect("a sparse file");
     }
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "file_too_large", "{value}");
-    assert!(
-        value["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("together")),
-        "{value}"
-    );
+    assert_refused_naming(env.json(&["advance"]), "file_too_large", "together");
     assert_eq!(head(&env), before);
 }

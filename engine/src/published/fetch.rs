@@ -16,16 +16,10 @@ use std::path::Path;
 use crate::git::Git;
 use crate::git::GitError;
 
-/// The settings every fetch of a ledger runs with, over the user's and the system's:
-/// only the transports git trusts by default (no `ext::`, no remote helper the URL
-/// names), no hook, no housekeeping after it, and what it brings kept as one pack.
-const SETTINGS: [&str; 9] = [
-    "protocol.allow=never",
-    "protocol.file.allow=always",
-    "protocol.git.allow=always",
-    "protocol.http.allow=always",
-    "protocol.https.allow=always",
-    "protocol.ssh.allow=always",
+/// The settings every fetch of a ledger runs with besides the trusted transports
+/// ([`crate::git::TRUSTED_TRANSPORTS`]): no hook, no housekeeping after it, and what it
+/// brings kept as one pack.
+const SETTINGS: [&str; 3] = [
     "core.hooksPath=/dev/null",
     "maintenance.auto=false",
     "fetch.unpackLimit=1",
@@ -65,7 +59,7 @@ pub(super) fn fetch_ledger(
         .and_then(|()| std::fs::write(&alternates, format!("{}\n", objects.display())))
         .map_err(made)?;
     let mut args: Vec<String> = vec![format!("--git-dir={}", bare.display())];
-    for setting in SETTINGS {
+    for setting in crate::git::TRUSTED_TRANSPORTS.iter().chain(&SETTINGS) {
         args.extend(["-c".to_string(), setting.to_string()]);
     }
     args.extend(

@@ -235,7 +235,10 @@ mod tests {
                 "PYTHONPYCACHEPREFIX".to_string(),
                 at("pycache").display().to_string(),
             ),
-            ("LD_PRELOAD".to_string(), at("hook.so").display().to_string()),
+            (
+                "LD_PRELOAD".to_string(),
+                at("hook.so").display().to_string(),
+            ),
             (
                 "PYTEST_ADDOPTS".to_string(),
                 format!("-q -c {}", at("extra.ini").display()),

@@ -16,18 +16,6 @@ pub const TOKEN_VAR: &str = "TDD_GIT_TOKEN";
 /// `erase`. `printf` is a shell builtin, so the token is in no process's arguments.
 const HELPER: &str = "!f() { test \"$1\" = get && printf 'username=x-access-token\\npassword=%s\\n' \"$TDD_GIT_TOKEN\"; }; f";
 
-/// Settings the push runs with over every configuration: no hook, and only the
-/// transports git trusts by default (no `ext::`, no remote helper a URL names).
-const NO_PROGRAMS: [&str; 7] = [
-    "core.hooksPath=/dev/null",
-    "protocol.allow=never",
-    "protocol.file.allow=always",
-    "protocol.git.allow=always",
-    "protocol.http.allow=always",
-    "protocol.https.allow=always",
-    "protocol.ssh.allow=always",
-];
-
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]
 #[error("git push {remote} {branch} failed: {detail}")]
@@ -68,7 +56,12 @@ pub fn push(work_tree: &Path, remote: &str, branch: &str, token: &Token) -> Resu
     let out = Command::new("git")
         .arg("-C")
         .arg(work_tree)
-        .args(NO_PROGRAMS.iter().flat_map(|setting| ["-c", setting]))
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(
+            tdd_engine::git::TRUSTED_TRANSPORTS
+                .iter()
+                .flat_map(|setting| ["-c", setting]),
+        )
         .args([
             "push",
             "--quiet",

@@ -253,6 +253,45 @@ mod tests {
         }
     }
 
+    /// A `.pth` file naming a directory that does not exist yet, and an editable
+    /// install's finder mapping a package to a source directory on no path: both are
+    /// asked for, the first as absent, the second as present.
+    #[test]
+    fn what_pth_files_and_editable_finders_name_is_asked_for() {
+        let dir = tempfile::tempdir().expect("dir");
+        let venv = dir.path().join("venv");
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            return;
+        }
+        let Some(site) = std::fs::read_dir(venv.join("lib"))
+            .ok()
+            .and_then(|mut entries| entries.next())
+            .and_then(Result::ok)
+            .map(|entry| entry.path().join("site-packages"))
+        else {
+            return;
+        };
+        let later = dir.path().join("stale/src");
+        let source = dir.path().join("plugin-src/plugin");
+        std::fs::create_dir_all(&source).expect("source");
+        std::fs::write(site.join("stale.pth"), format!("{}\n", later.display())).expect("pth");
+        std::fs::write(
+            site.join("__editable___plugin_1_0_finder.py"),
+            format!(
+                "MAPPING: dict[str, str] = {{'plugin': '{}'}}\n",
+                source.display()
+            ),
+        )
+        .expect("finder");
+        let loads = load_paths(&venv.join("bin/python3"), &[], dir.path()).expect("answers");
+        assert!(loads.absent.contains(&later), "{loads:?}");
+        assert!(loads.paths.contains(&source), "{loads:?}");
+    }
+
     /// The first `python3` on `PATH`, resolved.
     fn which_python() -> Result<PathBuf, ()> {
         std::env::split_paths(&std::env::var_os("PATH").ok_or(())?)

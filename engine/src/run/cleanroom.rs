@@ -438,42 +438,93 @@ fn write_objects(
     missing: &[(&Vec<u8>, &(String, String))],
 ) -> Result<(), CleanRoomError> {
     let mut reader = None;
+    let top = open_dir_at(None, root.as_os_str().as_bytes()).map_err(io(root))?;
     for (path, (mode, id)) in missing {
         let at = root.join(os_path(path));
         // A submodule is an empty directory: its own tree is not part of this repository.
         if mode == "160000" {
-            std::fs::create_dir_all(&at).map_err(io(&at))?;
+            dir_beneath(&top, path, true).map_err(io(&at))?;
             continue;
         }
         let reader = match &mut reader {
             Some(reader) => reader,
             None => reader.insert(objects.reader()?),
         };
-        write_entry(&at, mode, reader.read(id)?)?;
+        write_entry(&top, path, mode, reader.read(id)?).map_err(io(&at))?;
     }
     Ok(())
 }
 
-/// Writes one entry, never through an existing link: the checkout was swept, so nothing
-/// is at `at`, and the parents are directories this module created.
-fn write_entry(at: &Path, mode: &str, bytes: &[u8]) -> Result<(), CleanRoomError> {
-    if let Some(parent) = at.parent() {
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
+/// Opens the directory `name` (one component, or with `at` absent a whole path) as a
+/// directory, never following a link at its last component.
+fn open_dir_at(
+    at: Option<&std::os::fd::OwnedFd>,
+    name: &[u8],
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY;
+    let name = std::ffi::OsStr::from_bytes(name);
+    let fd = match at {
+        Some(dir) => nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()),
+        None => nix::fcntl::open(name, flags, nix::sys::stat::Mode::empty()),
+    };
+    fd.map_err(std::io::Error::from)
+}
+
+/// The directory of the checkout at `path` (its parent, unless `whole`), made where
+/// missing, one component at a time from `top`: a link at any component (one swapped
+/// in while the reset runs) is an error, never followed, so nothing is written outside.
+fn dir_beneath(
+    top: &std::os::fd::OwnedFd,
+    path: &[u8],
+    whole: bool,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let mut parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+    if !whole {
+        parts.pop();
     }
+    let mut dir = top.try_clone()?;
+    for part in parts {
+        if matches!(part, b"" | b"." | b"..") {
+            return Err(std::io::Error::other(
+                "a path of the tree climbs or is empty",
+            ));
+        }
+        let name = std::ffi::OsStr::from_bytes(part);
+        match nix::sys::stat::mkdirat(&dir, name, nix::sys::stat::Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        dir = open_dir_at(Some(&dir), part)?;
+    }
+    Ok(dir)
+}
+
+/// Writes one entry at `path` beneath `top`, never through a link: the checkout was
+/// swept, so nothing is at `path`, and each directory on the way is opened without
+/// following one ([`dir_beneath`]).
+fn write_entry(
+    top: &std::os::fd::OwnedFd,
+    path: &[u8],
+    mode: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    use nix::fcntl::OFlag;
+    let dir = dir_beneath(top, path, false)?;
+    let name = std::ffi::OsStr::from_bytes(path.rsplit(|b| *b == b'/').next().unwrap_or(path));
     if mode == "120000" {
-        std::os::unix::fs::symlink(os_path(bytes), at).map_err(io(at))?;
-    } else {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(at)
-            .map_err(io(at))?;
-        file.write_all(bytes).map_err(io(at))?;
-        let perms = if mode == "100755" { 0o755 } else { 0o644 };
-        file.set_permissions(std::fs::Permissions::from_mode(perms))
-            .map_err(io(at))?;
+        return nix::unistd::symlinkat(os_path(bytes), &dir, name).map_err(Into::into);
     }
-    Ok(())
+    let perms = if mode == "100755" { 0o755 } else { 0o644 };
+    let fd = nix::fcntl::openat(
+        &dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(perms),
+    )?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    file.set_permissions(std::fs::Permissions::from_mode(perms))
 }
 
 #[cfg(test)]
@@ -525,6 +576,41 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(room.path().join("pkg/b.py")).expect("b"),
             "b\n"
+        );
+    }
+
+    /// A directory of the checkout swapped for a link to a directory outside while the
+    /// reset writes: the write fails, and nothing is written outside.
+    #[test]
+    fn a_link_swapped_in_on_the_way_is_never_written_through() {
+        let room = tempfile::tempdir().expect("room");
+        let outside = tempfile::tempdir().expect("outside");
+        std::os::unix::fs::symlink(outside.path(), room.path().join("tests")).expect("link");
+        let top = open_dir_at(None, room.path().as_os_str().as_bytes()).expect("top");
+        for (path, mode) in [
+            (&b"tests/test_add.py"[..], "100644"),
+            (b"tests/deeper/x.py", "100644"),
+            (b"tests/link", "120000"),
+        ] {
+            assert!(write_entry(&top, path, mode, b"x").is_err(), "{path:?}");
+        }
+        assert!(dir_beneath(&top, b"tests/sub", true).is_err());
+        assert_eq!(
+            std::fs::read_dir(outside.path()).expect("outside").count(),
+            0,
+            "nothing written outside"
+        );
+        // The way through real directories is made and written as before.
+        write_entry(&top, b"src/calc.py", "100755", b"print(1)\n").expect("written");
+        let written = room.path().join("src/calc.py");
+        assert_eq!(std::fs::read(&written).expect("read"), b"print(1)\n");
+        assert_eq!(
+            std::fs::metadata(&written)
+                .expect("meta")
+                .permissions()
+                .mode()
+                & 0o777,
+            0o755
         );
     }
 

@@ -149,6 +149,7 @@ fn a_schema_tdd_did_not_write_is_refused_at_every_open() {
         ),
         ("DROP TABLE chain_head;", "table `chain_head` is gone"),
         ("CREATE VIEW v AS SELECT 1;", "view `v`"),
+        ("CREATE INDEX one_kind ON events (at);", "index `one_kind`"),
     ] {
         let (dir, mut ledger) = fresh();
         fill(&mut ledger, 2);
@@ -167,6 +168,21 @@ fn a_schema_tdd_did_not_write_is_refused_at_every_open() {
             );
         }
     }
+}
+
+/// A table of another program's runs nothing: the ledger opens and verifies with it.
+#[test]
+fn another_programs_table_beside_the_ledger_is_left_alone() {
+    let (dir, mut ledger) = fresh();
+    fill(&mut ledger, 2);
+    tamper(
+        &ledger,
+        "CREATE TABLE notes (key TEXT PRIMARY KEY, value TEXT);",
+    );
+    drop(ledger);
+    let mut ledger = Ledger::open(&dir.path().join(DATABASE_FILE)).expect("opens");
+    fill(&mut ledger, 1);
+    assert!(ledger.verify().expect("verify").broken.is_none());
 }
 
 /// A payload that is not JSON, or not text, written by another client: a refusal

@@ -441,6 +441,12 @@ fn write_objects(
     let top = open_dir_at(None, root.as_os_str().as_bytes()).map_err(io(root))?;
     for (path, (mode, id)) in missing {
         let at = root.join(os_path(path));
+        // Written one directory at a time, a path of any length could be made; but no
+        // runner could open one longer than the kernel takes whole (`PATH_MAX`).
+        if at.as_os_str().len() >= nix::libc::PATH_MAX as usize {
+            let too_long = std::io::Error::from_raw_os_error(nix::libc::ENAMETOOLONG);
+            return Err(io(&at)(too_long));
+        }
         // A submodule is an empty directory: its own tree is not part of this repository.
         if mode == "160000" {
             dir_beneath(&top, path, true).map_err(io(&at))?;

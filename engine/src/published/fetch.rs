@@ -41,18 +41,15 @@ pub(super) fn fetch_ledger(
         .tempdir_in(common_dir)
         .map_err(made)?;
     let bare = borrowed.path();
-    let format = match kind {
-        gix_hash::Kind::Sha1 => "sha1",
-        _ => "sha256",
-    };
-    git.output([
-        "init",
-        "--quiet",
-        "--bare",
-        "--template=",
-        &format!("--object-format={format}"),
-        &bare.display().to_string(),
-    ])?;
+    // `--object-format` only where it is not git's default: a git older than 2.29
+    // knows no such option, and no SHA-256 repository either.
+    let mut init = vec!["init", "--quiet", "--bare", "--template="];
+    if kind != gix_hash::Kind::Sha1 {
+        init.push("--object-format=sha256");
+    }
+    let at = bare.display().to_string();
+    init.push(&at);
+    git.output(&init)?;
     let objects = common_dir.join("objects");
     let alternates = bare.join("objects/info/alternates");
     std::fs::create_dir_all(bare.join("objects/info"))
@@ -67,7 +64,6 @@ pub(super) fn fetch_ledger(
             "fetch",
             "--no-tags",
             "--quiet",
-            "--no-write-fetch-head",
             "--no-recurse-submodules",
             "--upload-pack=git-upload-pack",
             // A URL that starts with `-` is a URL, never an option.

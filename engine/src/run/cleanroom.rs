@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -26,6 +27,9 @@ use std::path::PathBuf;
 
 use sha2::Digest;
 
+use super::beneath;
+use super::beneath::Kind;
+use super::beneath::Way;
 use super::candidate::os_path;
 use super::links::Link;
 use crate::git::GitError;
@@ -197,42 +201,45 @@ impl CleanRoom {
     ) -> Result<(), CleanRoomError> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
         remove_all(&self.legacy_manifest)?;
+        let top = beneath::open_dir(&self.root).map_err(io(&self.root))?;
         let mut candidates = Vec::new();
-        sweep(&self.root, &self.root, entries, links, &mut candidates)?;
-        let kept = keep_matching(objects, entries, candidates)?;
-        remove_empty_dirs(&self.root)?;
+        sweep(&top, &self.root, b"", entries, links, &mut candidates)?;
+        let kept = keep_matching(objects, entries, &top, candidates)?;
+        remove_empty_dirs(&top, &self.root)?;
         let missing: Vec<(&Vec<u8>, &(String, String))> = entries
             .iter()
             .filter(|(path, _)| !kept.contains(*path))
             .collect();
-        write_objects(objects, &self.root, &missing)?;
+        write_objects(objects, &top, &self.root, &missing)?;
         for (rel, target) in links {
             let at = self.root.join(rel);
-            if std::fs::symlink_metadata(&at).is_err() {
-                if let Some(parent) = at.parent() {
-                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+            let link = || -> std::io::Result<()> {
+                let (parents, name) = beneath::parents_and_name(rel.as_os_str().as_bytes())?;
+                let dir = beneath::dir_of(&top, &parents, Way::Make)?;
+                if beneath::kind_at(&dir, name)?.is_none() {
+                    nix::unistd::symlinkat(target, &dir, os_path(name))?;
                 }
-                std::os::unix::fs::symlink(target, &at).map_err(io(&at))?;
-            }
+                Ok(())
+            };
+            link().map_err(io(&at))?;
         }
         Ok(())
     }
 }
 
-/// Removes `dir` and everything in it, giving directories back their write permission
-/// first (a test may have taken it away); symlinks are removed, never followed.
-fn remove_all(dir: &Path) -> Result<(), CleanRoomError> {
-    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+/// Removes `path` and, for a directory, everything in it, giving directories back their
+/// write permission first (a test may have taken it away); links are removed, never
+/// followed, and nothing outside `path` is removed ([`beneath::remove_tree_at`]).
+fn remove_all(path: &Path) -> Result<(), CleanRoomError> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Ok(());
     };
-    if !meta.is_dir() {
-        return std::fs::remove_file(dir).map_err(io(dir));
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io(dir))?;
-    for item in std::fs::read_dir(dir).map_err(io(dir))? {
-        remove_all(&item.map_err(io(dir))?.path())?;
-    }
-    std::fs::remove_dir(dir).map_err(io(dir))
+    let dir = match beneath::open_dir(parent) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(parent)(e)),
+    };
+    beneath::remove_tree_at(&dir, name.as_bytes()).map_err(io(path))
 }
 
 /// Whether a tree path is Python bytecode, which the clean room never writes: bytecode
@@ -302,49 +309,63 @@ struct Candidate {
     symlink: bool,
 }
 
-/// Walks `dir`, removing every file, link or other thing the tree does not have at its
-/// path (links to the dependency directories excepted), and collecting the rest as
-/// candidates to keep.
+/// Walks the directory `dir` (at `at`, the tree path `rel`), removing every file, link
+/// or other thing the tree does not have at its path (links to the dependency
+/// directories excepted), and collecting the rest as candidates to keep. Each directory
+/// is opened beneath the one before it and each removal is made in the directory that
+/// holds the entry, so a link swapped in midway is never followed.
 fn sweep(
-    root: &Path,
-    dir: &Path,
+    dir: &OwnedFd,
+    at: &Path,
+    rel: &[u8],
     entries: &Entries,
     links: &[(PathBuf, PathBuf)],
     candidates: &mut Vec<Candidate>,
 ) -> Result<(), CleanRoomError> {
-    let read = std::fs::read_dir(dir).map_err(io(dir))?;
-    for item in read {
-        let item = item.map_err(io(dir))?;
-        let path = item.path();
-        let rel = path.strip_prefix(root).unwrap_or(&path);
-        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
-        if meta.is_dir() {
-            sweep(root, &path, entries, links, candidates)?;
-            continue;
-        }
-        let symlink = meta.file_type().is_symlink();
-        if symlink
-            && links
-                .iter()
-                .any(|(l, t)| l == rel && std::fs::read_link(&path).is_ok_and(|r| &r == t))
-        {
-            continue;
-        }
-        let key = rel.as_os_str().as_bytes().to_vec();
-        if (meta.is_file() || symlink) && entries.contains_key(&key) {
-            candidates.push(Candidate { key, path, symlink });
+    for (name, kind) in beneath::entries(dir).map_err(io(at))? {
+        let path = at.join(os_path(&name));
+        let key = if rel.is_empty() {
+            name.clone()
         } else {
-            std::fs::remove_file(&path).map_err(io(&path))?;
+            [rel, b"/", &name].concat()
+        };
+        match kind {
+            Kind::Dir => {
+                let inner = beneath::open_dir_at(dir, &name).map_err(io(&path))?;
+                sweep(&inner, &path, &key, entries, links, candidates)?;
+            }
+            Kind::Link if is_dependency_link(dir, &name, &key, links) => {}
+            Kind::File | Kind::Link if entries.contains_key(&key) => {
+                let symlink = kind == Kind::Link;
+                candidates.push(Candidate { key, path, symlink });
+            }
+            _ => beneath::unlink_at(dir, &name).map_err(io(&path))?,
         }
     }
     Ok(())
 }
 
+/// Whether the link `name` in `dir` (the tree path `key`) is the link a reset makes to a
+/// dependency directory of the live tree.
+fn is_dependency_link(
+    dir: &OwnedFd,
+    name: &[u8],
+    key: &[u8],
+    links: &[(PathBuf, PathBuf)],
+) -> bool {
+    links.iter().any(|(l, t)| {
+        l.as_os_str().as_bytes() == key
+            && nix::fcntl::readlinkat(dir, os_path(name)).is_ok_and(|r| r == t.as_os_str())
+    })
+}
+
 /// Hashes every candidate from disk, on every core, and removes each one whose mode or
-/// bytes are not the tree's; returns the paths kept.
+/// bytes are not the tree's (in its own directory, opened beneath `top`); returns the
+/// paths kept.
 fn keep_matching(
     objects: &Objects,
     entries: &Entries,
+    top: &OwnedFd,
     candidates: Vec<Candidate>,
 ) -> Result<HashSet<Vec<u8>>, CleanRoomError> {
     let workers = std::thread::available_parallelism()
@@ -384,10 +405,17 @@ fn keep_matching(
         if matches {
             kept.insert(candidate.key);
         } else {
-            std::fs::remove_file(&candidate.path).map_err(io(&candidate.path))?;
+            remove_beneath(top, &candidate.key).map_err(io(&candidate.path))?;
         }
     }
     Ok(kept)
+}
+
+/// Removes the file or link at the tree path `path` beneath `top`, reaching its
+/// directory without following a link.
+fn remove_beneath(top: &OwnedFd, path: &[u8]) -> std::io::Result<()> {
+    let (parents, name) = beneath::parents_and_name(path)?;
+    beneath::unlink_at(beneath::dir_of(top, &parents, Way::Open)?, name)
 }
 
 /// Whether the file at `candidate` holds, as it is on disk now, exactly the tree's
@@ -414,31 +442,34 @@ fn matches_tree(
     )
 }
 
-/// Removes every directory under `dir` left empty by the sweep (`dir` itself stays):
-/// an empty directory is no part of a tree, and one named like a package could be
-/// imported as one.
-fn remove_empty_dirs(dir: &Path) -> Result<bool, CleanRoomError> {
+/// Removes every directory beneath `dir` (at `at`) left empty by the sweep (`dir` itself
+/// stays): an empty directory is no part of a tree, and one named like a package could
+/// be imported as one.
+fn remove_empty_dirs(dir: &OwnedFd, at: &Path) -> Result<bool, CleanRoomError> {
     let mut empty = true;
-    for item in std::fs::read_dir(dir).map_err(io(dir))? {
-        let path = item.map_err(io(dir))?.path();
-        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
-        if meta.is_dir() && remove_empty_dirs(&path)? {
-            std::fs::remove_dir(&path).map_err(io(&path))?;
-        } else {
-            empty = false;
+    for (name, kind) in beneath::entries(dir).map_err(io(at))? {
+        let path = at.join(os_path(&name));
+        if kind == Kind::Dir {
+            let inner = beneath::open_dir_at(dir, &name).map_err(io(&path))?;
+            if remove_empty_dirs(&inner, &path)? {
+                nix::unistd::unlinkat(dir, os_path(&name), nix::unistd::UnlinkatFlags::RemoveDir)
+                    .map_err(|e| io(&path)(e.into()))?;
+                continue;
+            }
         }
+        empty = false;
     }
     Ok(empty)
 }
 
-/// Writes the objects of `missing` into the checkout.
+/// Writes the objects of `missing` into the checkout `top` (at `root`).
 fn write_objects(
     objects: &Objects,
+    top: &OwnedFd,
     root: &Path,
     missing: &[(&Vec<u8>, &(String, String))],
 ) -> Result<(), CleanRoomError> {
     let mut reader = None;
-    let top = open_dir_at(None, root.as_os_str().as_bytes()).map_err(io(root))?;
     for (path, (mode, id)) in missing {
         let at = root.join(os_path(path));
         // Written one directory at a time, a path of any length could be made; but no
@@ -449,75 +480,28 @@ fn write_objects(
         }
         // A submodule is an empty directory: its own tree is not part of this repository.
         if mode == "160000" {
-            dir_beneath(&top, path, true).map_err(io(&at))?;
+            beneath::components(path)
+                .and_then(|parts| beneath::dir_of(top, &parts, Way::Make))
+                .map_err(io(&at))?;
             continue;
         }
         let reader = match &mut reader {
             Some(reader) => reader,
             None => reader.insert(objects.reader()?),
         };
-        write_entry(&top, path, mode, reader.read(id)?).map_err(io(&at))?;
+        write_entry(top, path, mode, reader.read(id)?).map_err(io(&at))?;
     }
     Ok(())
 }
 
-/// Opens the directory `name` (one component, or with `at` absent a whole path) as a
-/// directory, never following a link at its last component.
-fn open_dir_at(
-    at: Option<&std::os::fd::OwnedFd>,
-    name: &[u8],
-) -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY;
-    let name = std::ffi::OsStr::from_bytes(name);
-    let fd = match at {
-        Some(dir) => nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()),
-        None => nix::fcntl::open(name, flags, nix::sys::stat::Mode::empty()),
-    };
-    fd.map_err(std::io::Error::from)
-}
-
-/// The directory of the checkout at `path` (its parent, unless `whole`), made where
-/// missing, one component at a time from `top`: a link at any component (one swapped
-/// in while the reset runs) is an error, never followed, so nothing is written outside.
-fn dir_beneath(
-    top: &std::os::fd::OwnedFd,
-    path: &[u8],
-    whole: bool,
-) -> std::io::Result<std::os::fd::OwnedFd> {
-    let mut parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
-    if !whole {
-        parts.pop();
-    }
-    let mut dir = top.try_clone()?;
-    for part in parts {
-        if matches!(part, b"" | b"." | b"..") {
-            return Err(std::io::Error::other(
-                "a path of the tree climbs or is empty",
-            ));
-        }
-        let name = std::ffi::OsStr::from_bytes(part);
-        match nix::sys::stat::mkdirat(&dir, name, nix::sys::stat::Mode::from_bits_truncate(0o755)) {
-            Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-            Err(e) => return Err(e.into()),
-        }
-        dir = open_dir_at(Some(&dir), part)?;
-    }
-    Ok(dir)
-}
-
 /// Writes one entry at `path` beneath `top`, never through a link: the checkout was
-/// swept, so nothing is at `path`, and each directory on the way is opened without
-/// following one ([`dir_beneath`]).
-fn write_entry(
-    top: &std::os::fd::OwnedFd,
-    path: &[u8],
-    mode: &str,
-    bytes: &[u8],
-) -> std::io::Result<()> {
+/// swept, so nothing is at `path`, and each directory on the way is made and opened
+/// without following one ([`beneath::dir_of`]).
+fn write_entry(top: &OwnedFd, path: &[u8], mode: &str, bytes: &[u8]) -> std::io::Result<()> {
     use nix::fcntl::OFlag;
-    let dir = dir_beneath(top, path, false)?;
-    let name = std::ffi::OsStr::from_bytes(path.rsplit(|b| *b == b'/').next().unwrap_or(path));
+    let (parents, name) = beneath::parents_and_name(path)?;
+    let dir = beneath::dir_of(top, &parents, Way::Make)?;
+    let name = os_path(name);
     if mode == "120000" {
         return nix::unistd::symlinkat(os_path(bytes), &dir, name).map_err(Into::into);
     }
@@ -534,120 +518,4 @@ fn write_entry(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::git::Git;
-
-    fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
-        let dir = tempfile::tempdir().expect("dir");
-        let git = Git::new(dir.path());
-        git.output(["init", "-q"]).expect("init");
-        for (path, text) in files {
-            let at = dir.path().join(path);
-            std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
-            std::fs::write(at, text).expect("write");
-        }
-        git.output(["add", "-A"]).expect("add");
-        let tree = git.text(["write-tree"]).expect("tree");
-        (dir, tree)
-    }
-
-    #[test]
-    fn a_reset_removes_what_runs_left_and_restores_what_they_changed() {
-        let (live, tree) = repo_with(&[("a.py", "a\n"), ("pkg/b.py", "b\n"), ("pkg/c.pyc", "x")]);
-        let state = tempfile::tempdir().expect("state");
-        let room = CleanRoom::of(state.path(), live.path());
-        room.materialize(live.path(), &tree, &[]).expect("first");
-        assert!(
-            !room.path().join("pkg/c.pyc").exists(),
-            "bytecode is never written"
-        );
-        std::fs::write(room.path().join("a.py"), "changed\n").expect("edit");
-        std::fs::create_dir_all(room.path().join("pkg/__pycache__")).expect("cache");
-        std::fs::write(room.path().join("pkg/__pycache__/b.pyc"), "x").expect("pyc");
-        std::fs::create_dir_all(room.path().join("locked")).expect("dir");
-        std::fs::write(room.path().join("locked/f"), "x").expect("file");
-        std::fs::set_permissions(
-            room.path().join("locked"),
-            std::fs::Permissions::from_mode(0o555),
-        )
-        .expect("chmod");
-        room.materialize(live.path(), &tree, &[]).expect("second");
-        assert_eq!(
-            std::fs::read_to_string(room.path().join("a.py")).expect("a"),
-            "a\n"
-        );
-        assert!(!room.path().join("pkg/__pycache__").exists());
-        assert!(!room.path().join("locked").exists());
-        assert_eq!(
-            std::fs::read_to_string(room.path().join("pkg/b.py")).expect("b"),
-            "b\n"
-        );
-    }
-
-    /// A directory of the checkout swapped for a link to a directory outside while the
-    /// reset writes: the write fails, and nothing is written outside.
-    #[test]
-    fn a_link_swapped_in_on_the_way_is_never_written_through() {
-        let room = tempfile::tempdir().expect("room");
-        let outside = tempfile::tempdir().expect("outside");
-        std::os::unix::fs::symlink(outside.path(), room.path().join("tests")).expect("link");
-        let top = open_dir_at(None, room.path().as_os_str().as_bytes()).expect("top");
-        for (path, mode) in [
-            (&b"tests/test_add.py"[..], "100644"),
-            (b"tests/deeper/x.py", "100644"),
-            (b"tests/link", "120000"),
-        ] {
-            assert!(write_entry(&top, path, mode, b"x").is_err(), "{path:?}");
-        }
-        assert!(dir_beneath(&top, b"tests/sub", true).is_err());
-        assert_eq!(
-            std::fs::read_dir(outside.path()).expect("outside").count(),
-            0,
-            "nothing written outside"
-        );
-        // The way through real directories is made and written as before.
-        write_entry(&top, b"src/calc.py", "100755", b"print(1)\n").expect("written");
-        let written = room.path().join("src/calc.py");
-        assert_eq!(std::fs::read(&written).expect("read"), b"print(1)\n");
-        assert_eq!(
-            std::fs::metadata(&written)
-                .expect("meta")
-                .permissions()
-                .mode()
-                & 0o777,
-            0o755
-        );
-    }
-
-    #[test]
-    fn a_planted_file_is_rewritten_whatever_record_stands_beside_it() {
-        let stub = "def sub(a, b):\n    raise NotImplementedError\n";
-        let (live, tree) = repo_with(&[("helpers.py", stub)]);
-        let state = tempfile::tempdir().expect("state");
-        let room = CleanRoom::of(state.path(), live.path());
-        room.materialize(live.path(), &tree, &[]).expect("first");
-        // A working helper planted in the checkout, and a record beside it (in the form
-        // an earlier version trusted) vouching for the file as it is now.
-        let helper = room.path().join("helpers.py");
-        std::fs::write(&helper, "def sub(a, b):\n    return a - b\n").expect("plant");
-        let id = Git::new(live.path())
-            .text(["rev-parse", &format!("{tree}:helpers.py")])
-            .expect("blob");
-        let meta = std::fs::symlink_metadata(&helper).expect("meta");
-        let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
-        use std::os::unix::fs::MetadataExt;
-        let record = format!(
-            "{id} 100644 {} {} {} {} {}\n",
-            meta.ino(),
-            meta.size(),
-            ns(meta.mtime(), meta.mtime_nsec()),
-            ns(meta.ctime(), meta.ctime_nsec()),
-            hex::encode("helpers.py")
-        );
-        let beside = room.path().parent().expect("base");
-        std::fs::write(beside.join("manifest"), record).expect("record");
-        room.materialize(live.path(), &tree, &[]).expect("second");
-        assert_eq!(std::fs::read_to_string(&helper).expect("helper"), stub);
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@
 mod actions;
 mod advance;
 mod artifacts;
+mod beneath;
 mod candidate;
 mod cleanroom;
 mod commit;

@@ -2,21 +2,25 @@
 //!
 //! The agent may have replaced any path component with a symlink (to another
 //! file of the repository or to one outside it), hard-linked a locked file to
-//! another one, or put a directory where a file was. Every function here
-//! walks the path one component at a time with `lstat`, never following a
-//! symlink: a component that is not a real directory is removed (the link
-//! itself, never its target) and a directory created in its place. Files are
-//! written to a fresh temporary file in the target's directory and renamed
-//! over the path, so a hard link or a symlink at the path is replaced, not
-//! written through. Before anything is written, the resolved directory is
-//! checked to be inside the canonical work tree.
+//! another one, or put a directory where a file was, and a process it left
+//! running may do so while a restore runs. Every function here walks the path
+//! one directory at a time beneath the work tree held open, never following a
+//! symlink ([`super::beneath`]): a component that is not a real directory is
+//! removed (the link itself, never its target) and a directory created in its
+//! place. Files are written to a fresh temporary file in the target's
+//! directory and renamed over the path within that directory, so a hard link
+//! or a symlink at the path is replaced, not written through, and a link
+//! swapped in midway is an error, never a way outside.
 
 use std::fs::Metadata;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::path::PathBuf;
 
+use super::beneath;
+use super::beneath::Kind;
+use super::beneath::Way;
 use crate::git::GitError;
 use crate::repo_path;
 
@@ -75,50 +79,6 @@ fn is_absent(e: &std::io::Error) -> bool {
     )
 }
 
-/// Makes every parent component of `rel` a real, writable directory inside `root` and
-/// returns the last one; `root` must be canonical.
-fn real_parent(root: &Path, parts: &[&[u8]]) -> Result<PathBuf, GitError> {
-    let mut current = root.to_path_buf();
-    let parents = &parts[..parts.len().saturating_sub(1)];
-    for part in parents {
-        current.push(repo_path::os(part));
-        match current.symlink_metadata() {
-            Ok(meta) if meta.is_dir() => ensure_writable(&current, &meta)?,
-            Ok(_) => {
-                // A symlink or a file where a directory belongs: remove the entry itself.
-                std::fs::remove_file(&current).map_err(|e| io_error("remove", &current, e))?;
-                std::fs::create_dir(&current).map_err(|e| io_error("create", &current, e))?;
-            }
-            Err(e) if is_absent(&e) => {
-                std::fs::create_dir(&current).map_err(|e| io_error("create", &current, e))?;
-            }
-            Err(e) => return Err(io_error("inspect", &current, e)),
-        }
-    }
-    let resolved = current
-        .canonicalize()
-        .map_err(|e| io_error("resolve", &current, e))?;
-    if !resolved.starts_with(root) {
-        return Err(io_error(
-            "refuse to write outside the work tree at",
-            &resolved,
-            std::io::Error::other("the directory resolves outside the work tree"),
-        ));
-    }
-    Ok(resolved)
-}
-
-/// Adds owner write and search permission to a directory that lacks it, so a restore
-/// cannot be blocked by a `chmod` of the agent's.
-fn ensure_writable(dir: &Path, meta: &Metadata) -> Result<(), GitError> {
-    let mode = meta.permissions().mode();
-    if mode & 0o300 != 0o300 {
-        let fixed = std::fs::Permissions::from_mode(mode | 0o700);
-        std::fs::set_permissions(dir, fixed).map_err(|e| io_error("make writable", dir, e))?;
-    }
-    Ok(())
-}
-
 /// Puts the snapshot's entry back at `rel`: `bytes` as a regular file with git `mode`
 /// (`100644` or `100755`), or as a symlink whose target is `bytes` (`120000`).
 ///
@@ -133,67 +93,72 @@ pub(crate) fn restore(root: &Path, rel: &[u8], mode: u32, bytes: &[u8]) -> Resul
     if mode == MODE_GITLINK {
         return Ok(false);
     }
-    let dir = real_parent(root, &parts)?;
-    let target = dir.join(repo_path::os(parts[parts.len() - 1]));
-    if let Ok(meta) = target.symlink_metadata()
-        && meta.is_dir()
+    let target = root.join(repo_path::os(rel));
+    let (name, parents) = (parts[parts.len() - 1], &parts[..parts.len() - 1]);
+    let dir = beneath::open_dir(root)
+        .and_then(|top| beneath::dir_of(&top, parents, Way::Replace))
+        .map_err(|e| io_error("make the directory of", &target, e))?;
+    if beneath::kind_at(&dir, name).map_err(|e| io_error("inspect", &target, e))? == Some(Kind::Dir)
     {
-        // A directory where the file was; it is inside the work tree (checked above).
-        std::fs::remove_dir_all(&target).map_err(|e| io_error("remove", &target, e))?;
+        // A directory where the file was: removed beneath the directory held open.
+        beneath::remove_tree_at(&dir, name).map_err(|e| io_error("remove", &target, e))?;
     }
-    let temp = temp_name(&dir);
-    if mode == MODE_SYMLINK {
-        std::os::unix::fs::symlink(repo_path::os(bytes), &temp)
-            .map_err(|e| io_error("create", &temp, e))?;
-    } else {
-        write_new(&temp, bytes, mode).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temp);
-        })?;
-    }
-    std::fs::rename(&temp, &target).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        io_error("replace", &target, e)
+    let temp = make_temp(&dir, mode, bytes).map_err(|e| io_error("create beside", &target, e))?;
+    nix::fcntl::renameat(&dir, repo_path::os(&temp), &dir, repo_path::os(name)).map_err(|e| {
+        let _ = beneath::unlink_at(&dir, &temp);
+        io_error("replace", &target, e.into())
     })?;
     Ok(true)
 }
 
-/// A name in `dir` that no entry has yet (checked again by `O_EXCL` when created).
-fn temp_name(dir: &Path) -> PathBuf {
+/// Makes a new entry in `dir` under a name no entry has (`O_EXCL`, never following a
+/// link) holding the snapshot's entry, and returns its name.
+fn make_temp(dir: &OwnedFd, mode: u32, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let mut n = 0u32;
-    loop {
-        let candidate = dir.join(format!(".tdd-restore-{}-{nanos}-{n}", std::process::id()));
-        if candidate.symlink_metadata().is_err() {
-            return candidate;
+    for n in 0u32.. {
+        let name = format!(".tdd-restore-{}-{nanos}-{n}", std::process::id()).into_bytes();
+        let made = if mode == MODE_SYMLINK {
+            nix::unistd::symlinkat(repo_path::os(bytes), dir, repo_path::os(&name))
+                .map_err(std::io::Error::from)
+        } else {
+            write_new(dir, &name, bytes, mode)
+        };
+        match made {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
         }
-        n += 1;
     }
+    Err(std::io::Error::other("no free name for a temporary file"))
 }
 
-/// Creates `path` exclusively (never following a link) with `bytes` and the permission
-/// bits of git `mode`.
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), GitError> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// Creates `name` in `dir` exclusively (never following a link) with `bytes` and the
+/// permission bits of git `mode`; on a failed write, nothing is left behind.
+fn write_new(dir: &OwnedFd, name: &[u8], bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use nix::fcntl::OFlag;
     let perm = if mode == MODE_EXECUTABLE {
         0o755
     } else {
         0o644
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(perm)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| io_error("create", path, e))?;
-    file.write_all(bytes)
-        .map_err(|e| io_error("write", path, e))?;
+    let fd = nix::fcntl::openat(
+        dir,
+        repo_path::os(name),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(perm),
+    )?;
+    let mut file = std::fs::File::from(fd);
     // The umask may have taken bits away; the snapshot's mode is what counts.
-    file.set_permissions(std::fs::Permissions::from_mode(perm))
-        .map_err(|e| io_error("set the mode of", path, e))
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(perm)));
+    if written.is_err() {
+        let _ = beneath::unlink_at(dir, name);
+    }
+    written
 }
 
 /// Removes the file or symlink at `rel` (the link itself, never its target).
@@ -205,19 +170,29 @@ pub(crate) fn remove(root: &Path, rel: &[u8]) -> Result<bool, GitError> {
     let Some(meta) = lstat_in_tree(root, rel)? else {
         return Ok(false);
     };
+    let Some(parts) = components(rel) else {
+        return Ok(false);
+    };
     if meta.is_dir() {
         return Ok(false);
     }
     let path = root.join(repo_path::os(rel));
-    if let Some(parent) = path.parent()
-        && let Ok(parent_meta) = parent.symlink_metadata()
+    let (name, parents) = (parts[parts.len() - 1], &parts[..parts.len() - 1]);
+    let dir = match beneath::open_dir(root)
+        .and_then(|top| beneath::dir_of(&top, parents, Way::Writable))
     {
-        ensure_writable(parent, &parent_meta)?;
-    }
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(true),
-        Err(e) if is_absent(&e) => Ok(false),
-        Err(e) => Err(io_error("remove", &path, e)),
+        Ok(dir) => dir,
+        Err(e) if is_absent(&e) || e.raw_os_error() == Some(nix::libc::ELOOP) => return Ok(false),
+        Err(e) => return Err(io_error("open the directory of", &path, e)),
+    };
+    match beneath::kind_at(&dir, name) {
+        Ok(Some(Kind::Dir) | None) => Ok(false),
+        Ok(Some(_)) => match beneath::unlink_at(&dir, name) {
+            Ok(()) => Ok(true),
+            Err(e) if is_absent(&e) => Ok(false),
+            Err(e) => Err(io_error("remove", &path, e)),
+        },
+        Err(e) => Err(io_error("inspect", &path, e)),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 
 use super::*;
 
@@ -147,4 +148,60 @@ fn a_read_only_directory_does_not_block_a_restore() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
     restore(&tree.root(), b"tests/a.py", 0o100644, b"test").expect("restore");
     assert_eq!(read(&dir.join("a.py")), "test");
+}
+
+/// A process left running exchanges a directory of the work tree with a link to a
+/// directory outside, over and over, while restores and removals run: whatever the
+/// timing, nothing is written or removed outside.
+#[test]
+fn a_directory_swapped_for_a_link_midway_never_leads_a_write_or_removal_outside() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tree = Tree::new();
+    let sentinel = tree.sentinel();
+    let twin = tree.outside.path().join("b.py");
+    std::fs::write(&twin, "outside").expect("twin");
+    let root = tree.root();
+    let stop = AtomicBool::new(false);
+    let reached_outside = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                // A real `tests/b.py`, made where no link can lead it astray, and `swap`
+                // a link outside; then the two exchanged in one step.
+                let _ = std::fs::remove_dir_all(root.join("swap"));
+                let _ = std::fs::remove_file(root.join("swap"));
+                let _ = std::os::unix::fs::symlink(tree.outside.path(), root.join("swap"));
+                if !std::fs::symlink_metadata(root.join("tests")).is_ok_and(|m| m.is_dir()) {
+                    let _ = std::fs::remove_file(root.join("tests"));
+                    let fresh = root.join("fresh");
+                    let _ = std::fs::create_dir(&fresh);
+                    let _ = std::fs::write(fresh.join("b.py"), "inside");
+                    let _ = std::fs::rename(&fresh, root.join("tests"));
+                }
+                let _ = nix::fcntl::renameat2(
+                    nix::fcntl::AT_FDCWD,
+                    &root.join("tests"),
+                    nix::fcntl::AT_FDCWD,
+                    &root.join("swap"),
+                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+                );
+            }
+        });
+        // A restore or a removal may fail when the swap lands between two of its
+        // steps; it must never reach outside.
+        let reached = (0..1000).any(|_| {
+            let _ = restore(&root, b"tests/a.py", 0o100644, b"test a");
+            let _ = remove(&root, b"tests/b.py");
+            let mut names: Vec<_> = std::fs::read_dir(tree.outside.path())
+                .expect("outside")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names != ["b.py", "sentinel"]
+        });
+        stop.store(true, Ordering::Relaxed);
+        reached
+    });
+    assert!(!reached_outside, "a restore or a removal reached outside");
+    assert_eq!(read(&sentinel), "outside");
+    assert_eq!(read(&twin), "outside");
 }

@@ -468,6 +468,8 @@ impl Confinement {
         let limits = self.limits;
         let mut ruleset = self.ruleset;
         let apply = move || -> std::io::Result<()> {
+            // Nothing the spawner inherited reaches the program (`close_range`).
+            mounts::close_on_exec_from(3);
             limits::apply_memory(&limits)?;
             // The mounts first: once Landlock holds, no mount can change.
             let shm_mounted = match &mounts {
@@ -511,7 +513,8 @@ impl Confinement {
             reason = "the confinement is applied between fork and exec, where only system \
                       calls on prepared data are allowed"
         )]
-        // SAFETY: `apply` sets the memory rlimit (setrlimit), then `ReadOnly::apply`
+        // SAFETY: `apply` marks descriptors close-on-exec (close_range or fcntl), sets
+        // the memory rlimit (setrlimit), then `ReadOnly::apply`
         // (unshare, prctl, writes of id maps built on the stack to /proc/self, setrlimit,
         // the loopback ioctls, mount on paths made before the fork), then
         // `restrict_self` (prctl and landlock_restrict_self on a ruleset made before the

@@ -184,9 +184,14 @@ impl ReadOnly {
                 Ok(())
             }
             nix::unistd::ForkResult::Parent { child } => {
-                // This process never execs: it must not hold the descriptors it
-                // inherited, the spawner's exec-report pipe above all (the spawner
-                // would wait on it for the whole run).
+                // This process never execs: it holds a copy of the spawner's memory and
+                // environment (a token among them) in the program's own user namespace.
+                // Undumpable, its `/proc` files (environ, mem, fd, cwd) are the
+                // machine's root's, and no process of that namespace may read them.
+                nix::sys::prctl::set_dumpable(false)?;
+                // It must not hold the descriptors it inherited either, the spawner's
+                // exec-report pipe above all (the spawner would wait on it for the whole
+                // run).
                 close_from(3);
                 wait_and_end_as(child)
             }
@@ -217,6 +222,36 @@ fn close_from(first: i32) {
             // SAFETY: as above; EBADF for a descriptor that is not open is harmless.
             unsafe {
                 nix::libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Marks every descriptor from `first` up close-on-exec: `close_range` where the kernel
+/// has it, else one by one up to the descriptor limit. What a spawner inherited from its
+/// own caller (a file open for writing outside every grant, a pipe to another program)
+/// then never reaches the program it execs; the descriptors it made for the program are
+/// those `Command` puts at 0, 1 and 2.
+#[expect(
+    unsafe_code,
+    reason = "raw close_range and fcntl system calls, between fork and exec"
+)]
+pub(crate) fn close_on_exec_from(first: i32) {
+    const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+    // SAFETY: changes only the close-on-exec flag of descriptors of this process.
+    let ranged = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_close_range,
+            first as u32,
+            u32::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if ranged != 0 {
+        for fd in first..65536 {
+            // SAFETY: as above; EBADF for a descriptor that is not open is harmless.
+            unsafe {
+                nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
             }
         }
     }

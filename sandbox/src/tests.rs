@@ -348,3 +348,53 @@ fn a_private_tmp_brings_shared_memory_of_its_own() {
     assert_ne!(code, 0);
     assert!(!Path::new("/dev/shm").join(&name).exists());
 }
+
+/// The process that waits for a program with its own processes is a copy of the
+/// spawner, its memory and environment included, in the program's own user namespace:
+/// the program can read neither. Nor does it get a descriptor the spawner inherited.
+#[test]
+fn a_program_reads_nothing_of_its_spawner_and_gets_none_of_its_descriptors() {
+    if !probe().confines() || !mounts::pid_namespaces() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    let mut p = policy(&root);
+    p.own_processes = true;
+    let fifo = root.join("work/pid");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    // A descriptor as a caller would leave it: open, and not close-on-exec.
+    let inherited = nix::fcntl::open(
+        &root.join("other/inherited"),
+        nix::fcntl::OFlag::O_WRONLY | nix::fcntl::OFlag::O_CREAT,
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .expect("open");
+    let number = std::os::fd::AsRawFd::as_raw_fd(&inherited);
+    let r = root.display();
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(format!(
+        "read waiting < {r}/work/pid
+         if cat /proc/$waiting/environ > /dev/null 2>&1; then exit 7; fi
+         if [ -e /proc/self/fd/{number} ]; then exit 8; fi
+         exit 0"
+    ));
+    Confinement::prepare(&p)
+        .expect("rules")
+        .install(&mut command);
+    let mut child = command.spawn().expect("spawn");
+    // The spawned process is the one that stays behind and waits.
+    std::fs::write(&fifo, format!("{}\n", child.id())).expect("tell the program");
+    let status = child.wait().expect("wait");
+    drop(inherited);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "7: the waiting process's environment was read; 8: an inherited descriptor reached the program"
+    );
+}

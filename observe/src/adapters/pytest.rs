@@ -69,6 +69,39 @@ def pytest_sessionfinish(session, exitstatus):
             json.dump({"items": items, "errors": _errors}, out)
 "#;
 
+/// A pytest plugin, loaded through `PYTEST_PLUGINS` for a run of the suite without some
+/// tests, that deselects exactly the node ids listed in the JSON file `TDD_DESELECT`
+/// names: `--deselect` matches ids as prefixes (`t::test_a` would also drop
+/// `t::test_add`), and counting what it dropped would mean believing the run's output.
+const DESELECT_PLUGIN: &str = r#"
+import json, os
+
+def pytest_collection_modifyitems(config, items):
+    path = os.environ.get("TDD_DESELECT")
+    if not path:
+        return
+    with open(path, encoding="utf-8") as listed:
+        ids = set(json.load(listed))
+    keep = [item for item in items if item.nodeid not in ids]
+    dropped = [item for item in items if item.nodeid in ids]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+"#;
+
+/// The module name of [`DESELECT_PLUGIN`].
+const DESELECT_MODULE: &str = "tdd_deselect_plugin";
+
+/// `PYTHONPATH` with the scratch directory first, so a plugin written there imports.
+fn python_path_with(project: &Project, scratch: &Scratch) -> String {
+    match project.inherited("PYTHONPATH") {
+        Some(existing) if !existing.is_empty() => {
+            format!("{}:{existing}", scratch.path("").display())
+        }
+        _ => scratch.path("").display().to_string(),
+    }
+}
+
 /// The interpreter prefix: through uv, poetry or pdm when their lock exists.
 fn launcher(root: &Path) -> Vec<String> {
     let prefix: &[&str] = if root.join("uv.lock").is_file() {
@@ -105,12 +138,7 @@ impl Adapter for Pytest {
             ]
             .map(String::from),
         );
-        let python_path = match project.inherited("PYTHONPATH") {
-            Some(existing) if !existing.is_empty() => {
-                format!("{}:{existing}", scratch.path("").display())
-            }
-            _ => scratch.path("").display().to_string(),
-        };
+        let python_path = python_path_with(project, &scratch);
         let ran = execute(
             project,
             &scratch,
@@ -148,21 +176,7 @@ impl Adapter for Pytest {
     }
 
     fn run(&self, project: &Project, selection: &Selection) -> Result<Observation, ObserveError> {
-        let Selection::AllExcept(ids) = selection else {
-            return self.run_once(project, selection);
-        };
-        // `--deselect` matches node id prefixes: `t::test_a` also drops `t::test_ab`. The
-        // run counts only when pytest left out exactly as many tests as it was given ids;
-        // otherwise the whole suite runs.
-        let rest = self.run_once(project, selection)?;
-        let summary = rest.invocations.last().map(|i| i.stdout.as_str());
-        if summary.and_then(deselected) == Some(ids.len()) {
-            return Ok(rest);
-        }
-        let mut whole = self.run_once(project, &Selection::All)?;
-        whole.wall_ms += rest.wall_ms;
-        whole.invocations.splice(0..0, rest.invocations);
-        Ok(whole)
+        self.run_once(project, selection)
     }
 
     fn select(&self, _project: &Project, native_id: &str) -> Vec<String> {
@@ -207,13 +221,14 @@ impl Pytest {
     ) -> Result<Observation, ObserveError> {
         let scratch = Scratch::new()?;
         let report = scratch.path("report.xml");
-        let (targets, deselect) = match selection {
-            Selection::All => (Vec::new(), Vec::new()),
-            Selection::Tests(ids) => (ids.clone(), Vec::new()),
-            Selection::AllExcept(ids) => (
-                Vec::new(),
-                ids.iter().map(|id| format!("--deselect={id}")).collect(),
-            ),
+        let mut env = vec![no_bytecode()];
+        let targets = match selection {
+            Selection::All => Vec::new(),
+            Selection::Tests(ids) => ids.clone(),
+            Selection::AllExcept(ids) => {
+                env.extend(deselect_exactly(project, &scratch, ids)?);
+                Vec::new()
+            }
         };
         let report_flags = vec![
             format!("--junitxml={}", report.display()),
@@ -241,7 +256,6 @@ impl Pytest {
                     ]
                     .map(String::from),
                 );
-                argv.extend(deselect);
                 argv.extend(targets);
                 argv
             }
@@ -254,7 +268,7 @@ impl Pytest {
                 argv,
                 cwd: None,
                 report: ReportAt::File(report),
-                env: vec![no_bytecode()],
+                env,
             },
         );
         let mut builder = Builder::new(project, self.kind());
@@ -281,17 +295,30 @@ impl Pytest {
     }
 }
 
-/// How many tests pytest's summary line (`2 failed, 197 passed, 1 deselected in 0.52s`)
-/// says it deselected; `None` without such a line.
-fn deselected(stdout: &str) -> Option<usize> {
-    stdout.lines().rev().find_map(|line| {
-        let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|w| !w.is_empty())
-            .collect();
-        let at = words.iter().position(|w| *w == "deselected")?;
-        words.get(at.checked_sub(1)?)?.parse().ok()
-    })
+/// The environment that makes a pytest run leave out exactly the tests `ids`, whatever
+/// command runs it: [`DESELECT_PLUGIN`] and the list written into `scratch`, the plugin
+/// added to any the project loads through `PYTEST_PLUGINS`.
+fn deselect_exactly(
+    project: &Project,
+    scratch: &Scratch,
+    ids: &[String],
+) -> Result<Vec<(String, String)>, ObserveError> {
+    scratch.write(&format!("{DESELECT_MODULE}.py"), DESELECT_PLUGIN)?;
+    let list =
+        serde_json::to_string(ids).map_err(|e| ObserveError::Scratch(std::io::Error::other(e)))?;
+    scratch.write("deselect.json", &list)?;
+    let plugins = match project.inherited("PYTEST_PLUGINS") {
+        Some(existing) if !existing.is_empty() => format!("{existing},{DESELECT_MODULE}"),
+        _ => DESELECT_MODULE.to_string(),
+    };
+    Ok(vec![
+        ("PYTHONPATH".into(), python_path_with(project, scratch)),
+        ("PYTEST_PLUGINS".into(), plugins),
+        (
+            "TDD_DESELECT".into(),
+            scratch.path("deselect.json").display().to_string(),
+        ),
+    ])
 }
 
 /// Parses pytest's JUnit report into node ids, outcomes and collection errors.
@@ -472,22 +499,5 @@ mod tests {
         assert!(message.starts_with("assert (1 + 1) == 3\n"), "{message}");
         assert!(message.contains("AssertionError"), "{message}");
         Ok(())
-    }
-
-    #[test]
-    fn the_summary_names_how_many_tests_were_deselected() {
-        for (stdout, count) in [
-            ("..\n2 passed, 1 deselected in 0.05s\n", Some(1)),
-            (
-                "F.\n1 failed, 197 passed, 12 deselected in 0.52s\n",
-                Some(12),
-            ),
-            ("== 3 deselected, 1 warning in 0.01s ==\n", Some(3)),
-            ("===== 199 passed, 2 deselected in 1.20s =====", Some(2)),
-            ("..\n2 passed in 0.05s\n", None),
-            ("", None),
-        ] {
-            assert_eq!(deselected(stdout), count, "{stdout}");
-        }
     }
 }

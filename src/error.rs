@@ -679,6 +679,16 @@ impl From<RunError> for CommandError {
             RunError::ConfigChanged { .. } => CommandError::refused("config_changed", message)
                 .verb(Verb::FixConfig)
                 .hint("restore tdd.toml as it was at run start (`git checkout -- tdd.toml`), or abandon the run with `tdd run abandon --reason ...` and start a new one with the new configuration"),
+            RunError::RunnerConfigNotRegular { ref path, .. } => {
+                let data = serde_json::json!({ "path": path });
+                CommandError::refused("runner_config_not_regular", message)
+                    .verb(Verb::ResolveBlocker)
+                    .hint(format!(
+                        "remove {} or put a regular file there (`ls -l` it first), then run `tdd run start` again",
+                        path.display()
+                    ))
+                    .data(data)
+            }
             RunError::StateDamaged { ref path, .. } => {
                 CommandError::refused("state_damaged", message).hint(format!(
                     "remove {} (`rm -r` it, after a look at what it is); tdd makes it again, then run the command again",

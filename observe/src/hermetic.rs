@@ -218,8 +218,10 @@ pub fn runner_programs(adapter: AdapterKind) -> &'static [&'static str] {
         AdapterKind::Vitest | AdapterKind::Jest | AdapterKind::Mocha | AdapterKind::NodeTest => {
             &["node", "npx", "npm", "sh"]
         }
-        AdapterKind::Go => &["go", "sh"],
-        AdapterKind::Cargo => &["cargo", "cargo-nextest", "rustc", "sh"],
+        // The C compilers cgo starts, and the linker rustc starts (`cc`): a program of
+        // the same name planted earlier on PATH would compile or link the tests.
+        AdapterKind::Go => &["go", "gcc", "cc", "sh"],
+        AdapterKind::Cargo => &["cargo", "cargo-nextest", "rustc", "cc", "sh"],
         AdapterKind::Junit => &["sh"],
     }
 }
@@ -489,6 +491,27 @@ impl PinnedEnv {
         self.chain = chain::scan(tree, self.cargo_home().as_deref(), self.home().as_deref());
         self.chain_root = Some(tree.to_path_buf());
         self
+    }
+
+    /// The first entry of the pinned configuration chain that a runner could not read
+    /// as a file or a directory, itself or where its link leads (a named pipe, a socket,
+    /// a device), with what it is in words: a toolchain asked at `run start`, or a
+    /// runner, that opens it would wait on a pipe for ever.
+    pub fn unreadable_chain_entry(&self) -> Option<(&Path, &'static str)> {
+        use std::os::unix::fs::FileTypeExt;
+        self.chain.iter().find_map(|entry| {
+            let kind = std::fs::metadata(&entry.path).ok()?.file_type();
+            let what = if kind.is_fifo() {
+                "a named pipe"
+            } else if kind.is_socket() {
+                "a socket"
+            } else if kind.is_block_device() || kind.is_char_device() {
+                "a device"
+            } else {
+                return None;
+            };
+            Some((entry.path.as_path(), what))
+        })
     }
 
     /// The home a deciding run gets, as the run captured it.

@@ -467,6 +467,7 @@ impl Confinement {
         let mounts = self.mounts;
         let limits = self.limits;
         let mut ruleset = self.ruleset;
+        let spawner = nix::unistd::getpid();
         let apply = move || -> std::io::Result<()> {
             // Nothing the spawner inherited reaches the program (`close_range`).
             mounts::close_on_exec_from(3);
@@ -502,6 +503,14 @@ impl Confinement {
                     .restrict_self()
                     .map_err(|_| std::io::Error::from_raw_os_error(libc_eperm()))?;
             }
+            // The program dies with the thread of tdd that started it, whatever ends
+            // that (a kill of tdd included): set last, after every change of this
+            // process's credentials, which would clear it. A spawner already gone
+            // leaves this process to init: it must not run.
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            if nix::unistd::getppid() != spawner {
+                return Err(std::io::Error::from_raw_os_error(libc_esrch()));
+            }
             // Last, the PID namespace's init is forked: it inherits all of the above.
             if let Some(mounts) = &mounts {
                 mounts.enter()?;
@@ -518,9 +527,10 @@ impl Confinement {
         // (unshare, prctl, writes of id maps built on the stack to /proc/self, setrlimit,
         // the loopback ioctls, mount on paths made before the fork), then
         // `restrict_self` (prctl and landlock_restrict_self on a ruleset made before the
-        // fork), then `ReadOnly::enter` (fork, prctl, waitpid, close, _exit). Only system
-        // calls: no allocation (paths under PATH_MAX are made C strings on the stack),
-        // no lock, no thread-local state. `EPERM` is built from a constant.
+        // fork), then prctl and getppid, then `ReadOnly::enter` (fork, prctl, waitpid,
+        // close, _exit). Only system calls: no allocation (paths under PATH_MAX are made
+        // C strings on the stack), no lock, no thread-local state. `EPERM` and `ESRCH`
+        // are built from constants.
         unsafe {
             pre_exec(command, apply);
         }
@@ -530,6 +540,11 @@ impl Confinement {
 /// `EPERM`, for a child that could not confine itself.
 const fn libc_eperm() -> i32 {
     1
+}
+
+/// `ESRCH`, for a child whose spawner is gone.
+const fn libc_esrch() -> i32 {
+    3
 }
 
 /// Makes `command` run `apply` in its child, after fork and before exec; a child whose

@@ -398,3 +398,45 @@ fn a_program_reads_nothing_of_its_spawner_and_gets_none_of_its_descriptors() {
         "7: the waiting process's environment was read; 8: an inherited descriptor reached the program"
     );
 }
+
+/// The thread that started a confined program ends without waiting for it (as when
+/// tdd is killed): the program, and the process that waits for it, end too.
+#[test]
+fn a_program_dies_with_the_thread_that_started_it() {
+    if !probe().confines() {
+        return;
+    }
+    let (_dir, root) = dirs();
+    for own_processes in [true, false] {
+        if own_processes && !mounts::pid_namespaces() {
+            continue;
+        }
+        let mut p = policy(&root);
+        p.own_processes = own_processes;
+        let confinement = Confinement::prepare(&p).expect("rules");
+        let mut child = std::thread::spawn(move || {
+            let mut command = Command::new("/bin/sh");
+            command.args(["-c", "sleep 300"]);
+            confinement.install(&mut command);
+            command.spawn().expect("spawn")
+        })
+        .join()
+        .expect("the starting thread");
+        let pid = child.id();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(child.wait().map(|s| s.code()));
+        });
+        let ended = receiver.recv_timeout(std::time::Duration::from_secs(120));
+        if ended.is_err() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        assert!(
+            matches!(ended, Ok(Ok(None))),
+            "own processes {own_processes}: the program outlived the thread that started it: {ended:?}"
+        );
+    }
+}

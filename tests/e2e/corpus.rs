@@ -482,3 +482,83 @@ fn node_test_merge_json_schemas_matches_nodes_own_report() {
     );
     assert!(excerpt.contains("2 !== 3"), "{excerpt}");
 }
+
+/// An honest vitest cycle: RED's run in the live tree would leave vitest's results
+/// cache under `node_modules/.vite`, which a deciding run cannot write through the
+/// dependency directory the clean room links; GREEN is accepted all the same, and no
+/// run writes that cache.
+#[test]
+fn an_honest_vitest_cycle_is_accepted_whatever_vitest_caches() {
+    let deps = fetched("vitest-3.2.4", |scratch| {
+        std::fs::write(scratch.join("package.json"), "{}").expect("package.json");
+        run(
+            scratch,
+            "npm",
+            &["install", "-q", "--no-audit", "--no-fund", "vitest@3.2.4"],
+        );
+        scratch.to_path_buf()
+    });
+    let env = Env::new();
+    env.write(
+        "package.json",
+        r#"{"name":"calc","private":true,"type":"module","devDependencies":{"vitest":"3.2.4"}}"#,
+    );
+    env.write(
+        "calc.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    env.write(
+        "tests/add.test.js",
+        "import { test, expect } from 'vitest';\nimport { add } from '../calc.js';\n\ntest('add', () => {\n  expect(add(2, 3)).toBe(5);\n});\n",
+    );
+    env.write(".gitignore", "node_modules/\n");
+    env.write(
+        "tdd.toml",
+        "[project.web]\nadapter = \"vitest\"\ntest_paths = [\"tests/\"]\n\n[locks]\nimpl = [\"calc.js\"]\ntest = [\"tests/**\"]\n",
+    );
+    env.write(
+        ".tdd/plan.md",
+        "---\ncycles:\n  - n: 1\n    project: web\n    title: subtraction\n    test: tests/sub.test.js > sub\n    stub_expected: [calc.js]\n---\n",
+    );
+    run(
+        Path::new("."),
+        "cp",
+        &[
+            "-R",
+            &deps.join("node_modules").display().to_string(),
+            &env.root().display().to_string(),
+        ],
+    );
+    env.commit_all("calc");
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    env.write(
+        "tests/sub.test.js",
+        "import { test, expect } from 'vitest';\nimport { sub } from '../calc.js';\n\ntest('sub', () => {\n  expect(sub(5, 2)).toBe(3);\n});\n",
+    );
+    let add = "export function add(a, b) {\n  return a + b;\n}\n";
+    env.write(
+        "calc.js",
+        &format!("{add}\nexport function sub(a, b) {{\n  throw new Error('not yet');\n}}\n"),
+    );
+    let (exit, red) = env.json(&["advance"]);
+    assert_eq!(
+        (exit, &red["data"]["to"]),
+        (0, &"AWAITING_IMPL".into()),
+        "{red}"
+    );
+    env.write(
+        "calc.js",
+        &format!("{add}\nexport function sub(a, b) {{\n  return a - b;\n}}\n"),
+    );
+    let (exit, green) = env.json(&["advance"]);
+    assert_eq!(
+        (exit, &green["data"]["to"]),
+        (0, &"AWAITING_REFACTOR".into()),
+        "{green}"
+    );
+    assert!(
+        !env.root().join("node_modules/.vite/vitest").exists(),
+        "a run wrote vitest's results cache into the dependency directory"
+    );
+}

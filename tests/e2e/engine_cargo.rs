@@ -568,3 +568,53 @@ fn what_a_deciding_runs_tests_write_into_the_build_directory_is_discarded() {
         .any(|line| line.contains("planted-by-a-test") && line.contains("emptied"));
     assert!(said, "the run says what the tests wrote: {green}");
 }
+
+/// The directories named `name` under `dir`, at any depth, never through a link.
+fn dirs_named(dir: &std::path::Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if entry.file_name() == name {
+                found.push(path.clone());
+            }
+            found.extend(dirs_named(&path, name));
+        }
+    }
+    found
+}
+
+/// The clean room's build directory for the project made a link to a directory
+/// outside between two gates: the deciding runs never build into it, and the link is
+/// replaced by a directory of tdd's own.
+#[test]
+fn a_build_directory_made_a_link_to_outside_is_never_built_into() {
+    let env = project();
+    let (exit, started) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(exit, 0, "{started}");
+    env.write("tests/sub.rs", SUB_TEST);
+    let (exit, red) = advance(&env);
+    assert_eq!(exit, 0, "{red}");
+    let builds = dirs_named(env.ledger_home.path(), "app-cargo-target");
+    assert!(
+        !builds.is_empty(),
+        "a deciding run built into the clean room"
+    );
+    let outside = tempfile::tempdir().expect("outside");
+    for build in &builds {
+        std::fs::remove_dir_all(build).expect("remove");
+        std::os::unix::fs::symlink(outside.path(), build).expect("link");
+    }
+    env.write("src/lib.rs", &format!("{LIB}{SUB_IMPL}"));
+    let (exit, green) = advance(&env);
+    assert_eq!(exit, 0, "{green}");
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("outside").count(),
+        0,
+        "nothing was built outside: {green}"
+    );
+    for build in &builds {
+        let meta = std::fs::symlink_metadata(build).expect("the build directory");
+        assert!(meta.is_dir(), "{} is a directory again", build.display());
+    }
+}

@@ -235,3 +235,67 @@ fn changed_files_too_large_together_are_refused() {
     assert_refused_naming(env.json(&["advance"]), "file_too_large", "together");
     assert_eq!(head(&env), before);
 }
+
+/// A runner's user configuration made a named pipe before the run starts (Go's
+/// `~/.config/go/env`, read by every `go` a toolchain question or a deciding run
+/// starts): `run start` refuses at once, naming it, instead of waiting on the pipe or
+/// leaving the toolchain unpinned.
+#[test]
+fn a_runner_configuration_that_is_a_named_pipe_refuses_run_start() {
+    let env = crate::support::Env::new();
+    env.pytest_calc(
+        crate::engine_green_runs::LOCKS,
+        "---\ncycles:\n  - n: 1\n    project: py\n    title: sub\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n",
+    );
+    env.commit_all("calc");
+    let config = env.home.path().join(".config/go");
+    std::fs::create_dir_all(&config).expect("config dir");
+    let made = std::process::Command::new("mkfifo")
+        .arg(config.join("env"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    assert_refused_naming(
+        env.json(&["run", "start", "--plan", ".tdd/plan.md"]),
+        "runner_config_not_regular",
+        ".config/go/env",
+    );
+    // Once it is a file again, the run starts.
+    std::fs::remove_file(config.join("env")).expect("remove the pipe");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+}
+
+/// A program the project's `env` names by absolute path outside the repository (a
+/// wrapper, a hook a runner imports), rewritten after `run start`: the deciding runs
+/// would start it, and no commit holds it, so GREEN is refused, naming it.
+#[test]
+fn a_file_the_projects_env_names_rewritten_after_run_start_refuses_green() {
+    let outside = tempfile::tempdir().expect("outside");
+    let hook = outside.path().join("hook.mjs");
+    std::fs::write(&hook, "// nothing yet\n").expect("hook");
+    let env = crate::support::Env::new();
+    env.pytest_calc(
+        &format!(
+            "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\nenv = {{ NODE_OPTIONS = \"--import {}\" }}\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n",
+            hook.display()
+        ),
+        "---\ncycles:\n  - n: 1\n    project: py\n    title: sub\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n",
+    );
+    env.commit_all("calc");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    env.write(
+        "tests/test_sub.py",
+        "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 2) == 3\n",
+    );
+    env.write(
+        "calc.py",
+        &format!("{CALC}\n\ndef sub(a, b):\n    raise NotImplementedError\n"),
+    );
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    std::fs::write(&hook, "globalThis.planted = true;\n").expect("rewrite");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    assert_refused_naming(env.json(&["advance"]), "runner_changed", "hook.mjs");
+}

@@ -22,7 +22,7 @@ const CARGO_TEST: &str = "#[test]\nfn subtracts() {\n    assert_eq!(calc::sub(5,
 
 #[test]
 fn a_cargo_path_dependency_outside_the_repository_edited_after_run_start_refuses_green() {
-    let (env, _outside, lib) = cargo_with_outside_helper("");
+    let (env, _outside, lib) = cargo_with_outside_helper(Env::new(), "");
     let red = head(&env);
     // GREEN supplied by the helper outside the repository, which no commit holds.
     std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("edit");
@@ -168,7 +168,12 @@ fn a_go_setting_written_into_the_users_configuration_after_run_start_refuses_gre
 
 /// A crate at RED whose plan's one cycle carries `extra`, depending by path on a
 /// helper crate outside the repository whose `diff` is wrong; the helper's `lib.rs`.
-fn cargo_with_outside_helper(extra: &str) -> (Env, tempfile::TempDir, std::path::PathBuf) {
+/// A cargo crate in `env` with a path dependency `helper` outside the repository, at
+/// RED on `sub`; `extra` is added to its plan's cycle.
+fn cargo_with_outside_helper(
+    env: Env,
+    extra: &str,
+) -> (Env, tempfile::TempDir, std::path::PathBuf) {
     let outside = tempfile::tempdir().expect("outside");
     let helper = outside.path().join("helper");
     std::fs::create_dir_all(helper.join("src")).expect("helper");
@@ -179,7 +184,6 @@ fn cargo_with_outside_helper(extra: &str) -> (Env, tempfile::TempDir, std::path:
     .expect("manifest");
     let lib = helper.join("src/lib.rs");
     std::fs::write(&lib, "pub fn diff(_a: i32, _b: i32) -> i32 {\n    0\n}\n").expect("lib");
-    let env = Env::new();
     env.write(
         "Cargo.toml",
         &format!(
@@ -221,7 +225,8 @@ const CARGO_ADD: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
 
 #[test]
 fn a_cycle_that_declares_a_dependency_change_takes_it_and_records_what_changed() {
-    let (env, _outside, lib) = cargo_with_outside_helper("    changes_dependencies: true\n");
+    let (env, _outside, lib) =
+        cargo_with_outside_helper(Env::new(), "    changes_dependencies: true\n");
     // The cycle's work includes its dependency: the helper is fixed, and used.
     std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("fix");
     env.write(
@@ -263,7 +268,8 @@ fn a_cycle_that_declares_a_dependency_change_takes_it_and_records_what_changed()
 
 #[test]
 fn a_cycle_that_declares_a_dependency_change_still_refuses_anything_else_changed() {
-    let (env, _outside, lib) = cargo_with_outside_helper("    changes_dependencies: true\n");
+    let (env, _outside, lib) =
+        cargo_with_outside_helper(Env::new(), "    changes_dependencies: true\n");
     let red = head(&env);
     std::fs::write(&lib, "pub fn diff(a: i32, b: i32) -> i32 {\n    a - b\n}\n").expect("fix");
     // A runner's user configuration in the captured home is no dependency: it stays
@@ -279,4 +285,27 @@ fn a_cycle_that_declares_a_dependency_change_still_refuses_anything_else_changed
     );
     let outcome = env.json(&["advance"]);
     assert_runner_changed(&env, &red, outcome, ".npmrc");
+}
+
+/// A linker planted after `run start` in a directory earlier on `PATH` than the one
+/// `cc` was found in: cargo's builds would link with it, so GREEN is refused, naming it.
+#[test]
+fn a_linker_planted_earlier_on_path_after_run_start_refuses_green() {
+    let bin = tempfile::tempdir().expect("bin");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (env, _outside, _lib) = cargo_with_outside_helper(Env::new().with_env("PATH", &path), "");
+    let red = head(&env);
+    let linker = bin.path().join("cc");
+    std::fs::write(&linker, "#!/bin/sh\nexec /usr/bin/cc \"$@\"\n").expect("linker");
+    crate::integrity_gates::make_executable(&linker);
+    env.write(
+        "src/lib.rs",
+        &format!("{CARGO_ADD}\npub fn sub(a: i32, b: i32) -> i32 {{\n    a - b\n}}\n"),
+    );
+    let outcome = env.json(&["advance"]);
+    assert_runner_changed(&env, &red, outcome, "cc");
 }

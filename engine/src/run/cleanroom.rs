@@ -183,12 +183,7 @@ impl CleanRoom {
         let mut dirs: Vec<PathBuf> = base.parent().map(Path::to_path_buf).into_iter().collect();
         dirs.extend([base.to_path_buf(), self.root.clone(), self.build_dir("")]);
         for dir in &dirs {
-            match std::fs::symlink_metadata(dir) {
-                Ok(meta) if meta.is_dir() => continue,
-                Ok(_) => std::fs::remove_file(dir).map_err(io(dir))?,
-                Err(_) => {}
-            }
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            real_dir(dir).map_err(io(dir))?;
         }
         Ok(())
     }
@@ -225,6 +220,17 @@ impl CleanRoom {
         }
         Ok(())
     }
+}
+
+/// Makes `dir` a real directory: a link, a file or a pipe in its place is removed (the
+/// link itself, never what it points to) and a directory made, with any missing above.
+pub(crate) fn real_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => std::fs::remove_file(dir)?,
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(dir)
 }
 
 /// Removes `path` and, for a directory, everything in it, giving directories back their

@@ -73,6 +73,9 @@ impl Session {
             _ => None,
         };
         if let Some((var, dir)) = redirect {
+            // The toolchain's build directory must be a real directory of tdd's: a link
+            // in its place (to a directory outside) is removed, never built into.
+            let _ = super::cleanroom::real_dir(&dir);
             project
                 .config
                 .env

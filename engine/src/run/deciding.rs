@@ -18,11 +18,35 @@ use crate::observe::hermetic::runner_programs;
 /// The run's pins with the dependencies taken anew, and what changed, in words.
 pub(super) type Renewed = (Arc<PinnedEnv>, Vec<String>);
 
+/// What a file pinned because a project's `env` names it is, in words.
+const NAMED_IN_ENV: &str = "a file the project's env names";
+
+/// The regular files `env`'s values name by absolute path, each value read as words
+/// split at spaces, `=`, `,`, `;` and `:` (`-toolexec=/opt/tool`, `--import /x/hook.mjs`,
+/// `/a/lib.so:/b/lib.so`). Directories are left out: a value naming one (a `HOME`, a
+/// cache) is no program, and what a toolchain loads from its directories is pinned on
+/// its own.
+fn files_named_in(env: &[(String, String)]) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = env
+        .iter()
+        .flat_map(|(_, value)| value.split([' ', '\t', '=', ',', ';', ':']))
+        .filter(|word| word.starts_with('/'))
+        .map(std::path::PathBuf::from)
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file()))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
 impl Session {
     /// The allow-listed environment of this process, with the runners of every configured
     /// project, the configuration chain above the clean room, and what the runners load
     /// from outside the commit pinned.
-    pub(super) fn capture_env(&self) -> PinnedEnv {
+    ///
+    /// A configuration file of the chain that is a named pipe, a socket or a device is
+    /// refused ([`RunError::RunnerConfigNotRegular`]) before any toolchain is asked.
+    pub(super) fn capture_env(&self) -> Result<PinnedEnv, RunError> {
         let programs = self
             .config
             .project
@@ -31,7 +55,13 @@ impl Session {
         // What the runners would read from the directories above the clean room's
         // checkout is pinned too: the commit judged does not hold it.
         let pinned = PinnedEnv::capture(programs).with_config_chain(self.clean_room().path());
-        self.pin_installations(pinned)
+        if let Some((path, found)) = pinned.unreadable_chain_entry() {
+            return Err(RunError::RunnerConfigNotRegular {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
+        Ok(self.pin_installations(pinned))
     }
 
     /// `pinned`, with what the deciding runs load from outside the commit fingerprinted:
@@ -71,6 +101,15 @@ impl Session {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let root = self.work_tree.join(&config.root);
+            // A program or file the project's `env` names by absolute path (a
+            // `RUSTC_WRAPPER`, `GOFLAGS=-toolexec=...`, `NODE_OPTIONS=--import ...`) is
+            // started or loaded by every deciding run, and no commit holds it.
+            roots.extend(
+                files_named_in(&env)
+                    .into_iter()
+                    .filter(|p| !ours(p))
+                    .map(|p| (p, NAMED_IN_ENV.to_string())),
+            );
             // Go and cargo: the toolchain's installation and the dependencies' sources
             // outside the work tree, and the toolchain named so that a version
             // manager's later choice plays no part.

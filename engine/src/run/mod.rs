@@ -201,6 +201,19 @@ pub enum RunError {
         /// The SHA-256 of the file now.
         now: String,
     },
+    /// A runner configuration file a runner would read (in a directory above the clean
+    /// room, or the user's Go, npm or cargo configuration) is a named pipe, a socket or
+    /// a device: a toolchain or a runner opening it would wait for ever.
+    #[error(
+        "{} is {found}, not a file: a runner reading its configuration there would wait for ever",
+        path.display()
+    )]
+    RunnerConfigNotRegular {
+        /// The path.
+        path: std::path::PathBuf,
+        /// What stands there, in words (`a named pipe`).
+        found: &'static str,
+    },
     /// A file or directory of tdd's own state is not what tdd made (a file where a
     /// directory belongs, a link, a pipe): nothing is written through it.
     #[error("{} is not {expected}: tdd's own state there was replaced ({found})", path.display())]

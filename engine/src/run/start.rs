@@ -110,7 +110,7 @@ impl Session {
             super::register::record_contract(ledger, &contract)?;
         }
         let run_id = new_run_id();
-        let pinned = std::sync::Arc::new(self.capture_env());
+        let pinned = std::sync::Arc::new(self.capture_env()?);
         let contract_ref = ContractRef {
             path: contract.path.clone(),
             blob: contract.blob.clone(),

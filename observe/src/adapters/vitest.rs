@@ -1,4 +1,4 @@
-//! vitest, observed through `vitest run --reporter=json --outputFile`.
+//! vitest, observed through `vitest run --no-cache --reporter=json --outputFile`.
 //!
 //! Ids are `file > describe > title`. One test is selected by its file and
 //! an anchored `-t '^describe title$'`; tests the pattern filters out are
@@ -24,7 +24,15 @@ pub(crate) struct Vitest;
 const RUNNER: JsRunner = JsRunner {
     kind: AdapterKind::Vitest,
     name: "vitest",
-    base: |project| vec![node_bin(&project.root, "vitest"), "run".to_string()],
+    // `--no-cache`: vitest would write its results cache into `node_modules/.vite`,
+    // the dependency directory a deciding run links read-only and tdd fingerprints.
+    base: |project| {
+        vec![
+            node_bin(&project.root, "vitest"),
+            "run".to_string(),
+            "--no-cache".to_string(),
+        ]
+    },
     report_flags: |report| {
         vec![
             "--reporter=json".to_string(),

@@ -52,8 +52,15 @@ pub struct ChainEntry {
 
 /// The files in the captured home a runner reads its user configuration from: Go's
 /// (`go env -w` writes `GOFLAGS`, `GOTOOLCHAIN`, `GOEXPERIMENT` there) and npm's (which
-/// can hand every script a `node-options`).
-pub const HOME_NAMES: &[&str] = &[".config/go/env", ".npmrc"];
+/// can hand every script a `node-options`); and the global folders Node's `require`
+/// searches last (`~/.node_modules`, `~/.node_libraries`), where a package no manifest
+/// names would be found.
+pub const HOME_NAMES: &[&str] = &[
+    ".config/go/env",
+    ".npmrc",
+    ".node_modules",
+    ".node_libraries",
+];
 
 /// Every entry of [`NAMES`] in the directories above `tree` (not in `tree` itself,
 /// whose files are the commit's), `config`/`config.toml` in `cargo_home` and each of
@@ -151,5 +158,20 @@ mod tests {
         assert!(made.success());
         let now = scan(&tree, None, None);
         assert_eq!(now[0].content, "special");
+    }
+
+    #[test]
+    fn node_s_global_folders_in_the_home_are_part_of_the_chain() {
+        let dir = tempfile::tempdir().expect("dir");
+        let tree = dir.path().join("tree");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&tree).expect("tree");
+        std::fs::create_dir_all(&home).expect("home");
+        let was = scan(&tree, None, Some(&home));
+        std::fs::create_dir_all(home.join(".node_modules/subimpl")).expect("planted");
+        let (path, before, after) =
+            first_change(&was, &scan(&tree, None, Some(&home))).expect("seen");
+        assert!(path.ends_with(".node_modules"), "{path:?}");
+        assert_eq!((before.as_str(), after.as_str()), ("absent", "directory"));
     }
 }

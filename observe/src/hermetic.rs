@@ -498,19 +498,10 @@ impl PinnedEnv {
     /// a device), with what it is in words: a toolchain asked at `run start`, or a
     /// runner, that opens it would wait on a pipe for ever.
     pub fn unreadable_chain_entry(&self) -> Option<(&Path, &'static str)> {
-        use std::os::unix::fs::FileTypeExt;
         self.chain.iter().find_map(|entry| {
             let kind = std::fs::metadata(&entry.path).ok()?.file_type();
-            let what = if kind.is_fifo() {
-                "a named pipe"
-            } else if kind.is_socket() {
-                "a socket"
-            } else if kind.is_block_device() || kind.is_char_device() {
-                "a device"
-            } else {
-                return None;
-            };
-            Some((entry.path.as_path(), what))
+            (!kind.is_file() && !kind.is_dir())
+                .then(|| (entry.path.as_path(), crate::kind_in_words(kind)))
         })
     }
 
@@ -774,26 +765,38 @@ mod tests {
         );
     }
 
+    /// A pin of one site-packages under `dir/prefix`; the pin and the prefix.
+    fn pinned_site(dir: &Path) -> (PinnedEnv, PathBuf) {
+        let site = dir.join("prefix/lib/site-packages");
+        std::fs::create_dir_all(&site).expect("site");
+        std::fs::write(site.join("six.py"), "six = 6\n").expect("module");
+        let mut pinned = pinned_in(dir, "runner", "#!/bin/sh\nexit 0\n");
+        pinned.installs = vec![InstallPin::take(&site, "site-packages").expect("pin")];
+        (pinned, dir.join("prefix"))
+    }
+
+    /// `prefix` moved away, a copy with a planted module put in its place and taken
+    /// away again, and `prefix` put back: as a process racing the runs would.
+    fn swap_and_put_back(dir: &Path, prefix: &Path) {
+        let site = prefix.join("lib/site-packages");
+        std::fs::rename(prefix, dir.join("away")).expect("away");
+        std::fs::create_dir_all(&site).expect("copy");
+        std::fs::write(site.join("sitecustomize.py"), "import evil\n").expect("plant");
+        std::fs::remove_dir_all(prefix).expect("copy gone");
+        std::fs::rename(dir.join("away"), prefix).expect("back");
+    }
+
     #[test]
     fn a_directory_above_an_installation_moved_and_put_back_while_the_runs_ran_refuses() {
         let dir = tempfile::tempdir().expect("dir");
-        let site = dir.path().join("prefix/lib/site-packages");
-        std::fs::create_dir_all(&site).expect("site");
-        std::fs::write(site.join("six.py"), "six = 6\n").expect("module");
-        let mut pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
-        pinned.installs = vec![InstallPin::take(&site, "site-packages").expect("pin")];
+        let (pinned, prefix) = pinned_site(dir.path());
         let watch = InstallWatch::new();
         assert_eq!(
             pinned.verify_installs_watching(Share::EveryCore, &watch),
             Ok(())
         );
-        // A copy with a planted module in its place while the runs run, then put back.
-        let prefix = dir.path().join("prefix");
-        std::fs::rename(&prefix, dir.path().join("away")).expect("away");
-        std::fs::create_dir_all(&site).expect("copy");
-        std::fs::write(site.join("sitecustomize.py"), "import evil\n").expect("plant");
-        std::fs::remove_dir_all(&prefix).expect("copy gone");
-        std::fs::rename(dir.path().join("away"), &prefix).expect("back");
+        // While the runs run.
+        swap_and_put_back(dir.path(), &prefix);
         let refused = pinned
             .verify_after_runs(&watch)
             .expect_err("moved meanwhile");
@@ -805,20 +808,11 @@ mod tests {
     fn a_directory_above_an_installation_swapped_before_the_walk_but_after_the_gate_began_refuses()
     {
         let dir = tempfile::tempdir().expect("dir");
-        let site = dir.path().join("prefix/lib/site-packages");
-        std::fs::create_dir_all(&site).expect("site");
-        std::fs::write(site.join("six.py"), "six = 6\n").expect("module");
-        let mut pinned = pinned_in(dir.path(), "runner", "#!/bin/sh\nexit 0\n");
-        pinned.installs = vec![InstallPin::take(&site, "site-packages").expect("pin")];
+        let (pinned, prefix) = pinned_site(dir.path());
         let watch = InstallWatch::new();
         pinned.watch_above_installs(&watch);
-        // Swapped while a first run runs alone, and put back before the walk begins.
-        let prefix = dir.path().join("prefix");
-        std::fs::rename(&prefix, dir.path().join("away")).expect("away");
-        std::fs::create_dir_all(&site).expect("copy");
-        std::fs::write(site.join("sitecustomize.py"), "import evil\n").expect("plant");
-        std::fs::remove_dir_all(&prefix).expect("copy gone");
-        std::fs::rename(dir.path().join("away"), &prefix).expect("back");
+        // While a first run runs alone, before the walk begins.
+        swap_and_put_back(dir.path(), &prefix);
         assert_eq!(
             pinned.verify_installs_watching(Share::EveryCore, &watch),
             Ok(()),

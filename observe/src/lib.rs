@@ -63,6 +63,25 @@ pub const FORGE_TOKENS: &[&str] = &[
     "TDD_GIT_TOKEN",
 ];
 
+/// What kind of entry `kind` is, in words (`a named pipe`, `a directory`, ...), as a
+/// message names what stands where a file belongs.
+pub fn kind_in_words(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a regular file"
+    }
+}
+
 /// Whether a variable is withheld from every runner, whatever the caller's environment
 /// or the project's `env` says: a leaf's identity and token, the engine relay's
 /// address, the runner policy, the ledger's location and every other `TDD_` variable,

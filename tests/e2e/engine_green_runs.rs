@@ -87,14 +87,8 @@ fn deselecting_the_target_never_hides_a_test_its_id_is_a_prefix_of() {
     // Breaks `test_sub_more` only: `test_add` still passes.
     let broken_add = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else 0\n";
     env.write("calc.py", &format!("{broken_add}\n{SUB}"));
-    let (exit, value) = env.json(&["advance"]);
-    assert_eq!(exit, 1, "{value}");
-    assert_eq!(value["error"]["reason"], "regression", "{value}");
-    let detail = value["data"]["refused"]["detail"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(detail.contains("test_sub_more"), "{value}");
-    assert!(!detail.contains("test_add"), "{value}");
+    let detail = regression_named(env.json(&["advance"]), "test_sub_more");
+    assert!(!detail.contains("test_add"), "{detail}");
 
     // With `add` intact, GREEN is accepted and `test_sub_more` is seen passing.
     env.write("calc.py", &format!("{CALC}\n{SUB}"));
@@ -116,11 +110,18 @@ fn a_summary_line_printed_by_the_test_never_hides_a_regression() {
     let env = at_green(existing);
     let broken_add = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else 0\n";
     env.write("calc.py", &format!("{broken_add}\n{SUB}"));
-    let (exit, value) = env.json(&["advance"]);
+    regression_named(env.json(&["advance"]), "test_sub_more");
+}
+
+/// Asserts that `(exit, value)` refuses GREEN as a regression naming `test`; the
+/// refusal's detail.
+fn regression_named((exit, value): (i32, Value), test: &str) -> String {
     assert_eq!(exit, 1, "{value}");
     assert_eq!(value["error"]["reason"], "regression", "{value}");
     let detail = value["data"]["refused"]["detail"]
         .as_str()
-        .unwrap_or_default();
-    assert!(detail.contains("test_sub_more"), "{value}");
+        .unwrap_or_default()
+        .to_string();
+    assert!(detail.contains(test), "{value}");
+    detail
 }

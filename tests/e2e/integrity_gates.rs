@@ -42,7 +42,7 @@ pub(crate) fn at_green_in(env: Env, locks: Locks) -> Env {
 }
 
 /// The same, with `extra` appended to the hand-written `tdd.toml`.
-fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
+pub(crate) fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
     red_accepted(committed_with(env, locks, extra))
 }
 

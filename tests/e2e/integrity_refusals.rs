@@ -274,27 +274,12 @@ fn a_file_the_projects_env_names_rewritten_after_run_start_refuses_green() {
     let outside = tempfile::tempdir().expect("outside");
     let hook = outside.path().join("hook.mjs");
     std::fs::write(&hook, "// nothing yet\n").expect("hook");
-    let env = crate::support::Env::new();
-    env.pytest_calc(
-        &format!(
-            "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\nenv = {{ NODE_OPTIONS = \"--import {}\" }}\n\n[locks]\nimpl = [\"calc.py\"]\ntest = [\"tests/**\"]\n",
-            hook.display()
-        ),
-        "---\ncycles:\n  - n: 1\n    project: py\n    title: sub\n    test: tests/test_sub.py::test_sub\n    stub_expected: [calc.py]\n---\n",
+    let extra = format!(
+        "\n[project.py.env]\nNODE_OPTIONS = \"--import {}\"\n",
+        hook.display()
     );
-    env.commit_all("calc");
-    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
-    assert_eq!(code, 0, "{value}");
-    env.write(
-        "tests/test_sub.py",
-        "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 2) == 3\n",
-    );
-    env.write(
-        "calc.py",
-        &format!("{CALC}\n\ndef sub(a, b):\n    raise NotImplementedError\n"),
-    );
-    let (code, value) = env.json(&["advance"]);
-    assert_eq!(code, 0, "{value}");
+    let env =
+        crate::integrity_gates::at_green_with(crate::support::Env::new(), Locks::Hand, &extra);
     std::fs::write(&hook, "globalThis.planted = true;\n").expect("rewrite");
     env.write("calc.py", &format!("{CALC}{IMPL}"));
     assert_refused_naming(env.json(&["advance"]), "runner_changed", "hook.mjs");

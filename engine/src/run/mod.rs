@@ -578,22 +578,7 @@ impl Session {
 
 /// What kind of entry `meta` describes, in words.
 pub(crate) fn kind_in_words(meta: &std::fs::Metadata) -> String {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    let word = if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a named pipe"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "a regular file"
-    };
-    word.to_string()
+    crate::observe::kind_in_words(meta.file_type()).to_string()
 }
 
 /// A run's state as projected at one chain head, kept so that a read at that same head

@@ -210,8 +210,6 @@ pub(crate) fn venv_base(venv: &Path) -> Vec<(PathBuf, &'static str)> {
 mod tests {
     use super::*;
 
-    /// A real virtual environment names the interpreter it was made from and that
-    /// interpreter's standard library, as the interpreter itself says them.
     /// What the project's settings name outside it, present or not yet, is reported as
     /// module path entries: the bytecode cache prefix, a preloaded library, a `-c`
     /// configuration in `PYTEST_ADDOPTS`, a `pythonpath` entry of `pytest.ini`.
@@ -259,14 +257,9 @@ mod tests {
     #[test]
     fn what_pth_files_and_editable_finders_name_is_asked_for() {
         let dir = tempfile::tempdir().expect("dir");
-        let venv = dir.path().join("venv");
-        let made = std::process::Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv)
-            .status();
-        if !made.is_ok_and(|s| s.success()) {
+        let Some(venv) = venv_in(dir.path(), "venv") else {
             return;
-        }
+        };
         let Some(site) = std::fs::read_dir(venv.join("lib"))
             .ok()
             .and_then(|mut entries| entries.next())
@@ -300,17 +293,24 @@ mod tests {
             .ok_or(())
     }
 
-    #[test]
-    fn a_virtual_environment_names_the_interpreter_it_was_made_from() {
-        let dir = tempfile::tempdir().expect("dir");
-        let venv = dir.path().join(".venv");
+    /// A virtual environment made by `python3` at `dir/name`; `None` where none can be.
+    fn venv_in(dir: &Path, name: &str) -> Option<PathBuf> {
+        let venv = dir.join(name);
         let made = std::process::Command::new("python3")
             .args(["-m", "venv", "--without-pip"])
             .arg(&venv)
             .status();
-        if !made.is_ok_and(|s| s.success()) {
+        made.is_ok_and(|s| s.success()).then_some(venv)
+    }
+
+    /// A real virtual environment names the interpreter it was made from and that
+    /// interpreter's standard library, as the interpreter itself says them.
+    #[test]
+    fn a_virtual_environment_names_the_interpreter_it_was_made_from() {
+        let dir = tempfile::tempdir().expect("dir");
+        let Some(venv) = venv_in(dir.path(), ".venv") else {
             return;
-        }
+        };
         let ask = |code: &str| {
             let out = std::process::Command::new("python3")
                 .args(["-c", code])

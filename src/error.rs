@@ -679,6 +679,11 @@ impl From<RunError> for CommandError {
             RunError::ConfigChanged { .. } => CommandError::refused("config_changed", message)
                 .verb(Verb::FixConfig)
                 .hint("restore tdd.toml as it was at run start (`git checkout -- tdd.toml`), or abandon the run with `tdd run abandon --reason ...` and start a new one with the new configuration"),
+            RunError::ToolchainUnanswered(_) => {
+                CommandError::refused("toolchain_unanswered", message)
+                    .verb(Verb::ResolveBlocker)
+                    .hint("run the command the message names yourself to see what it waits on (a named pipe its configuration or the project's env names, a network share), fix that, then run `tdd run start` again")
+            }
             RunError::RunnerConfigNotRegular { ref path, .. } => {
                 let data = serde_json::json!({ "path": path });
                 CommandError::refused("runner_config_not_regular", message)

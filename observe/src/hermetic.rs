@@ -34,6 +34,7 @@ pub use chain::ChainEntry;
 pub use install::InstallPin;
 pub use install::Share;
 pub use toolchain::ToolchainInstall;
+pub use toolchain::Unanswered;
 pub use watch::InstallWatch;
 
 /// Variables a deciding run inherits from the environment captured at run start.
@@ -316,11 +317,18 @@ impl PinnedEnv {
 
     /// Where the pinned `python3` (else `python`) loads from, asked in `cwd` with the
     /// captured environment and `env` on top, as a deciding run starts it: `None` when
-    /// no Python is pinned or it does not answer.
-    pub fn python_install(&self, env: &[(String, String)], cwd: &Path) -> Option<PythonInstall> {
-        let pin = ["python3", "python"]
+    /// no Python is pinned or it fails, [`Unanswered`] when it does not answer in time.
+    pub fn python_install(
+        &self,
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Result<Option<PythonInstall>, Unanswered> {
+        let Some(pin) = ["python3", "python"]
             .iter()
-            .find_map(|name| self.runners.iter().find(|r| r.name == *name))?;
+            .find_map(|name| self.runners.iter().find(|r| r.name == *name))
+        else {
+            return Ok(None);
+        };
         // Started by name through the captured PATH, as a deciding run would start it: a
         // virtual environment's interpreter is a link whose own path says which
         // environment it is, and a shim leads where it leads now.
@@ -348,7 +356,7 @@ impl PinnedEnv {
         name: &str,
         env: &[(String, String)],
         cwd: &Path,
-    ) -> Option<PythonInstall> {
+    ) -> Result<Option<PythonInstall>, Unanswered> {
         let mut vars: Vec<(String, String)> = self
             .vars
             .iter()
@@ -356,7 +364,9 @@ impl PinnedEnv {
             .collect();
         vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         vars.extend(env.iter().cloned());
-        let loads = python::load_paths(program, &vars, cwd)?;
+        let Some(loads) = python::load_paths(program, &vars, cwd)? else {
+            return Ok(None);
+        };
         let searched = python_searched(&loads, name);
         let vars = loads
             .absent_user_site
@@ -377,26 +387,27 @@ impl PinnedEnv {
                     .map(|p| (p, format!("a library {name} maps"))),
             )
             .collect();
-        Some(PythonInstall {
+        Ok(Some(PythonInstall {
             name: name.to_string(),
             executable: loads.executable,
             roots,
             searched,
             vars,
-        })
+        }))
     }
 
     /// What the Go or cargo toolchain a deciding run of `adapter` starts loads from
     /// outside the commit, asked in `cwd` with the captured environment and `env` on
     /// top: the toolchain's installation and the dependencies' sources outside the
     /// work tree ([`ToolchainInstall`]). `None` for the other adapters, and when the
-    /// toolchain does not answer (a run that needs it fails on its own).
+    /// toolchain fails (a run that needs it fails on its own); [`Unanswered`] when it
+    /// does not answer in time.
     pub fn toolchain_install(
         &self,
         adapter: AdapterKind,
         env: &[(String, String)],
         cwd: &Path,
-    ) -> Option<ToolchainInstall> {
+    ) -> Result<Option<ToolchainInstall>, Unanswered> {
         let mut vars: Vec<(String, String)> = self
             .vars
             .iter()
@@ -406,7 +417,7 @@ impl PinnedEnv {
         match adapter {
             AdapterKind::Cargo => toolchain::cargo(&vars, cwd),
             AdapterKind::Go => toolchain::go(&vars, cwd),
-            _ => None,
+            _ => Ok(None),
         }
     }
 
@@ -711,6 +722,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let python = PinnedEnv::capture(["python3"])
             .python_install(&[], dir.path())
+            .expect("python3 answers in time")
             .expect("python3 answers");
         // The C library, mapped by every interpreter, is pinned as a file of its own.
         let maps_libc = |(path, what): &(PathBuf, String)| {

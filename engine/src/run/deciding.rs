@@ -61,7 +61,7 @@ impl Session {
                 found,
             });
         }
-        Ok(self.pin_installations(pinned))
+        self.pin_installations(pinned)
     }
 
     /// `pinned`, with what the deciding runs load from outside the commit fingerprinted:
@@ -71,7 +71,10 @@ impl Session {
     /// work tree or of tdd's own state, whose files are judged or rebuilt for each run).
     /// The interpreter (and Go's `go`) is then started by the executable it said it is,
     /// never through a shim again, and rustup is told the sysroot asked here.
-    fn pin_installations(&self, mut pinned: PinnedEnv) -> PinnedEnv {
+    ///
+    /// A toolchain that does not answer in time is refused
+    /// ([`RunError::ToolchainUnanswered`]): what it loads could not be pinned.
+    fn pin_installations(&self, mut pinned: PinnedEnv) -> Result<PinnedEnv, RunError> {
         let venvs = self.dependency_dirs();
         let mut roots: Vec<(std::path::PathBuf, String)> = venvs
             .iter()
@@ -113,7 +116,7 @@ impl Session {
             // Go and cargo: the toolchain's installation and the dependencies' sources
             // outside the work tree, and the toolchain named so that a version
             // manager's later choice plays no part.
-            if let Some(toolchain) = pinned.toolchain_install(config.adapter, &env, &root) {
+            if let Some(toolchain) = pinned.toolchain_install(config.adapter, &env, &root)? {
                 for (name, value) in &toolchain.vars {
                     if !config.env.contains_key(name) {
                         pinned = pinned.with_var(name, value);
@@ -130,7 +133,7 @@ impl Session {
             if config.adapter != AdapterKind::Pytest {
                 continue;
             }
-            let Some(python) = pinned.python_install(&env, &root) else {
+            let Some(python) = pinned.python_install(&env, &root)? else {
                 continue;
             };
             // A project whose `env` sets its own PATH starts its own interpreter.
@@ -145,9 +148,9 @@ impl Session {
             roots.extend(python.roots.into_iter().filter(|(p, _)| !ours(p)));
             searched.extend(python.searched.into_iter().filter(|(p, _)| !ours(p)));
         }
-        pinned
+        Ok(pinned
             .with_installations_caching(roots, self.runs_javascript())
-            .with_searched(searched)
+            .with_searched(searched))
     }
 
     /// Whether a project runs a JavaScript runner (or any command), which may write its

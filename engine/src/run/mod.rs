@@ -201,6 +201,10 @@ pub enum RunError {
         /// The SHA-256 of the file now.
         now: String,
     },
+    /// A toolchain asked at `run start` what it loads did not answer in time: what it
+    /// loads could not be pinned, so no deciding run could be trusted.
+    #[error("what the toolchain loads cannot be pinned")]
+    ToolchainUnanswered(#[from] crate::observe::hermetic::Unanswered),
     /// A runner configuration file a runner would read (in a directory above the clean
     /// room, or the user's Go, npm or cargo configuration) is a named pipe, a socket or
     /// a device: a toolchain or a runner opening it would wait for ever.

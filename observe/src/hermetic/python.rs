@@ -117,21 +117,30 @@ pub(crate) struct Loads {
     pub objects: Vec<PathBuf>,
 }
 
-/// What the interpreter started as `python` said it loads from; `None` when it did not
-/// answer (a run that needs it fails on its own).
-pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) -> Option<Loads> {
+/// What the interpreter started as `python` said it loads from; `None` when it failed
+/// (a run that needs it fails on its own), [`Unanswered`] when it did not end in time.
+pub(crate) fn load_paths(
+    python: &Path,
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<Option<Loads>, super::toolchain::Unanswered> {
     let argv = vec![
         python.display().to_string(),
         "-c".to_string(),
         ASK.to_string(),
     ];
-    let out = super::toolchain::ask(&argv, env, cwd)?;
+    let Some(out) = super::toolchain::ask(&argv, env, cwd)? else {
+        return Ok(None);
+    };
     let text = String::from_utf8_lossy(&out);
     let mut lines = text.lines();
-    let executable = lines
+    let Some(executable) = lines
         .next()
         .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_file())?;
+        .filter(|p| p.is_absolute() && p.is_file())
+    else {
+        return Ok(None);
+    };
     let mut loads = Loads {
         executable,
         paths: Vec::new(),
@@ -160,7 +169,7 @@ pub(crate) fn load_paths(python: &Path, env: &[(String, String)], cwd: &Path) ->
             _ => {}
         }
     }
-    Some(loads)
+    Ok(Some(loads))
 }
 
 /// The interpreter a virtual environment was made from, as `venv/pyvenv.cfg` and the
@@ -242,7 +251,9 @@ mod tests {
                 format!("-q -c {}", at("extra.ini").display()),
             ),
         ];
-        let loads = load_paths(&python, &env, project.path()).expect("answers");
+        let loads = load_paths(&python, &env, project.path())
+            .expect("answered in time")
+            .expect("answers");
         for present in ["pycache", "extra.ini"] {
             assert!(loads.paths.contains(&at(present)), "{present}: {loads:?}");
         }
@@ -280,7 +291,9 @@ mod tests {
             ),
         )
         .expect("finder");
-        let loads = load_paths(&venv.join("bin/python3"), &[], dir.path()).expect("answers");
+        let loads = load_paths(&venv.join("bin/python3"), &[], dir.path())
+            .expect("answered in time")
+            .expect("answers");
         assert!(loads.absent.contains(&later), "{loads:?}");
         assert!(loads.paths.contains(&source), "{loads:?}");
     }

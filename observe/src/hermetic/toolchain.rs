@@ -39,29 +39,65 @@ pub struct ToolchainInstall {
     pub interpreter: Option<(String, PathBuf)>,
 }
 
+/// A toolchain that did not answer a question within [`ASK_TIMEOUT`]: what it would
+/// load cannot be pinned, and a deciding run could be made to load anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{command}` did not answer within {seconds} s")]
+pub struct Unanswered {
+    /// The question, as a command line.
+    pub command: String,
+    /// How long it was given.
+    pub seconds: u64,
+}
+
 /// `argv` run in `cwd` with exactly `env`, unconfined (it is the toolchain the user
-/// installed, never a file of the work tree): its standard output when it exits 0.
-pub(crate) fn ask(argv: &[String], env: &[(String, String)], cwd: &Path) -> Option<Vec<u8>> {
-    let scratch = Scratch::new().ok()?;
+/// installed, never a file of the work tree): its standard output when it exits 0,
+/// `None` when it fails or cannot be started (a run that needs it fails on its own),
+/// and [`Unanswered`] when it does not end in time (it waits on something: a named
+/// pipe its configuration names, say).
+pub(crate) fn ask(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<Option<Vec<u8>>, Unanswered> {
+    ask_within(argv, env, cwd, ASK_TIMEOUT)
+}
+
+/// [`ask`], given `timeout` to answer.
+fn ask_within(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>, Unanswered> {
+    let Ok(scratch) = Scratch::new() else {
+        return Ok(None);
+    };
     let (Ok(stdout), Ok(stderr)) = (scratch.capture(), scratch.capture()) else {
-        return None;
+        return Ok(None);
     };
     let finished = process::run(&ProcessSpec {
         argv,
         cwd,
         env,
         clear_env: true,
-        timeout: ASK_TIMEOUT,
+        timeout,
         stdout: &stdout,
         stderr: &stderr,
         confinement: None,
         tick: None,
     });
+    if let Exit::TimedOut { .. } = finished.exit {
+        return Err(Unanswered {
+            command: argv.join(" "),
+            seconds: timeout.as_secs(),
+        });
+    }
     if finished.exit != (Exit::Code { code: 0 }) {
         tracing::warn!(program = ?argv.first(), exit = ?finished.exit, "the toolchain did not say what it loads");
-        return None;
+        return Ok(None);
     }
-    crate::exec::read_capped(&stdout)
+    Ok(crate::exec::read_capped(&stdout))
 }
 
 fn argv(parts: &[&str]) -> Vec<String> {
@@ -72,11 +108,16 @@ fn argv(parts: &[&str]) -> Vec<String> {
 /// libraries, the standard library of every target installed) and the source
 /// directory of every package of the workspace's lock file that is outside `cwd`'s
 /// work tree. `None` when rustc does not say where its sysroot is.
-pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainInstall> {
-    let sysroot = ask(&argv(&["rustc", "--print", "sysroot"]), env, cwd)?;
+pub(crate) fn cargo(
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<Option<ToolchainInstall>, Unanswered> {
+    let Some(sysroot) = ask(&argv(&["rustc", "--print", "sysroot"]), env, cwd)? else {
+        return Ok(None);
+    };
     let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot).trim());
     if !sysroot.is_absolute() || !sysroot.is_dir() {
-        return None;
+        return Ok(None);
     }
     let mut roots = sysroot_roots(&sysroot);
     // `--frozen`: the lock file is read as it is and never written, nothing is fetched.
@@ -85,7 +126,9 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
     // deciding runs resolve are then not pinned.
     // cargo keeps what it learnt of rustc in the target directory: a scratch one, so
     // that asking writes nothing into the project's or a directory it shares.
-    let scratch = Scratch::new().ok()?;
+    let Ok(scratch) = Scratch::new() else {
+        return Ok(None);
+    };
     let mut env = env.to_vec();
     env.push((
         "CARGO_TARGET_DIR".into(),
@@ -93,7 +136,7 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
     ));
     // Only the host's packages: a lock file also names other platforms' (`windows`),
     // which are never downloaded, and `--frozen` would then refuse to answer at all.
-    let host = ask(&argv(&["rustc", "-vV"]), &env, cwd).and_then(|out| {
+    let host = ask(&argv(&["rustc", "-vV"]), &env, cwd)?.and_then(|out| {
         String::from_utf8_lossy(&out)
             .lines()
             .find_map(|l| l.strip_prefix("host: ").map(|h| h.trim().to_string()))
@@ -102,17 +145,20 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
     if let Some(host) = host {
         full.extend(["--filter-platform".to_string(), host]);
     }
-    let metadata = ask(&full, &env, cwd).or_else(|| {
-        let no_deps = [
-            "cargo",
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ];
-        ask(&argv(&no_deps), &env, cwd)
-    });
+    let metadata = match ask(&full, &env, cwd)? {
+        Some(metadata) => Some(metadata),
+        None => {
+            let no_deps = [
+                "cargo",
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ];
+            ask(&argv(&no_deps), &env, cwd)?
+        }
+    };
     roots.extend(
         metadata
             .map(|json| package_dirs(&json))
@@ -120,14 +166,14 @@ pub(crate) fn cargo(env: &[(String, String)], cwd: &Path) -> Option<ToolchainIns
             .into_iter()
             .map(|dir| (dir, super::CARGO_DEPENDENCY.to_string())),
     );
-    Some(ToolchainInstall {
+    Ok(Some(ToolchainInstall {
         roots,
         // rustup resolves `cargo` and `rustc` through a version manager's choice (a
         // default, an override) that can change after run start: a deciding run names
         // the toolchain by its directory. Without rustup the variable is never read.
         vars: vec![("RUSTUP_TOOLCHAIN".into(), sysroot.display().to_string())],
         interpreter: None,
-    })
+    }))
 }
 
 /// The parts of a rustc sysroot a build loads: `bin/` (rustc, cargo, rustdoc), the
@@ -197,11 +243,16 @@ fn package_dirs(json: &[u8]) -> Vec<PathBuf> {
 /// sources, the compiler and linker, `go.env`) and the directory of every module of
 /// the build list that has one (the module cache, a `replace` directory). `None` when
 /// `go env GOROOT` does not answer.
-pub(crate) fn go(env: &[(String, String)], cwd: &Path) -> Option<ToolchainInstall> {
-    let goroot = ask(&argv(&["go", "env", "GOROOT"]), env, cwd)?;
+pub(crate) fn go(
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<Option<ToolchainInstall>, Unanswered> {
+    let Some(goroot) = ask(&argv(&["go", "env", "GOROOT"]), env, cwd)? else {
+        return Ok(None);
+    };
     let goroot = PathBuf::from(String::from_utf8_lossy(&goroot).trim());
     if !goroot.is_absolute() || !goroot.is_dir() {
-        return None;
+        return Ok(None);
     }
     let mut roots = goroot_roots(&goroot);
     // Read-only and offline: nothing is fetched, `go.mod` and `go.sum` are never
@@ -213,7 +264,7 @@ pub(crate) fn go(env: &[(String, String)], cwd: &Path) -> Option<ToolchainInstal
         &argv(&["go", "list", "-m", "-f", "{{.Dir}}", "all"]),
         &ask_env,
         cwd,
-    );
+    )?;
     roots.extend(
         modules
             .map(|out| {
@@ -228,13 +279,13 @@ pub(crate) fn go(env: &[(String, String)], cwd: &Path) -> Option<ToolchainInstal
             .map(|dir| (dir, super::GO_MODULE.to_string())),
     );
     let go = goroot.join("bin").join("go");
-    Some(ToolchainInstall {
+    Ok(Some(ToolchainInstall {
         roots,
         // The toolchain asked here is the one a deciding run starts: no switch to
         // another named by `go.mod` or a version manager afterwards.
         vars: vec![("GOTOOLCHAIN".into(), "local".into())],
         interpreter: go.is_file().then(|| ("go".to_string(), go)),
-    })
+    }))
 }
 
 /// The parts of a `GOROOT` a build loads: every top-level entry but the API lists,
@@ -293,6 +344,25 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    /// A toolchain that waits (on a named pipe, say) is told apart from one that fails:
+    /// the first leaves what it loads unknown, and says which question it was.
+    #[test]
+    fn a_toolchain_that_does_not_answer_in_time_is_unanswered_not_failed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let env = [("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let waits = argv(&["sleep", "30"]);
+        let unanswered =
+            ask_within(&waits, &env, dir.path(), Duration::from_millis(200)).expect_err("waits");
+        assert_eq!(unanswered.command, "sleep 30");
+        let fails = argv(&["false"]);
+        assert_eq!(ask_within(&fails, &env, dir.path(), ASK_TIMEOUT), Ok(None));
+        let says = argv(&["echo", "sysroot"]);
+        assert_eq!(
+            ask_within(&says, &env, dir.path(), ASK_TIMEOUT),
+            Ok(Some(b"sysroot\n".to_vec()))
+        );
+    }
+
     /// A sysroot laid out as rustup installs one: its programs, the compiler's
     /// libraries and each target's standard library are named; its documentation and
     /// sources are not.
@@ -328,7 +398,7 @@ mod tests {
     fn a_workspace_with_other_platforms_packages_names_its_registry_sources() {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let env: Vec<(String, String)> = std::env::vars().collect();
-        let Some(found) = cargo(&env, &workspace) else {
+        let Some(found) = cargo(&env, &workspace).expect("in time") else {
             panic!("rustc and cargo answer in this workspace");
         };
         let registry = found

@@ -71,7 +71,8 @@ pub(crate) fn run(spec: &ProcessSpec<'_>) -> Finished {
 
 /// Confines `command` by `rules`, or else by the policy in [`crate::RUNNER_SANDBOX_VAR`]
 /// when this process has one, and returns the level it gets. A policy that cannot be
-/// read or applied stops the runner from starting: confinement fails closed.
+/// read or applied stops the runner from starting: confinement fails closed. Confined
+/// or not, the runner dies with the thread that starts it, a kill of tdd included.
 fn confine(
     command: &mut Command,
     rules: Option<&tdd_sandbox::Confinement>,
@@ -99,7 +100,11 @@ fn confine(
             .map_err(|e| e.to_string())
     });
     match rules {
-        Ok(None) => Ok(None),
+        Ok(None) => {
+            // Unconfined, the runner still dies with the thread that started it.
+            tdd_sandbox::die_with_spawner(command);
+            Ok(None)
+        }
         Ok(Some(rules)) => {
             let level = rules.level().label();
             rules

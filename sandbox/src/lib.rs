@@ -459,8 +459,12 @@ impl Confinement {
 
     /// Makes `command` apply the rules in its child before exec. A child that cannot
     /// apply them does not run: the spawn fails with the error.
+    ///
+    /// Confined or not, the program dies with the thread of tdd that started it
+    /// ([`die_with_spawner`]).
     pub fn install(self, command: &mut Command) {
         if self.ruleset.is_none() && self.limits == Limits::default() {
+            die_with_spawner(command);
             return;
         }
         let every_access = AccessFs::from_all(self.abi());
@@ -534,6 +538,33 @@ impl Confinement {
         unsafe {
             pre_exec(command, apply);
         }
+    }
+}
+
+/// Makes the program `command` starts die (SIGKILL) when the thread that starts it
+/// ends, whatever ends it: a kill of tdd included, so no runner is left running
+/// unconfined when tdd is gone. A spawner already gone when the child would exec
+/// leaves it to init: it does not run, and the spawn fails (`ESRCH`). What the program
+/// itself starts is not covered: only a confined runner's own PID namespace ends
+/// those with it.
+pub fn die_with_spawner(command: &mut Command) {
+    let spawner = nix::unistd::getpid();
+    let apply = move || -> std::io::Result<()> {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+        if nix::unistd::getppid() != spawner {
+            return Err(std::io::Error::from_raw_os_error(libc_esrch()));
+        }
+        Ok(())
+    };
+    #[expect(
+        unsafe_code,
+        reason = "the death signal is set between fork and exec, where only system calls \
+                  are allowed"
+    )]
+    // SAFETY: `apply` makes two system calls (prctl and getppid) and builds `ESRCH`
+    // from a constant: no allocation, no lock, no thread-local state.
+    unsafe {
+        pre_exec(command, apply);
     }
 }
 

@@ -414,29 +414,54 @@ fn a_program_dies_with_the_thread_that_started_it() {
         let mut p = policy(&root);
         p.own_processes = own_processes;
         let confinement = Confinement::prepare(&p).expect("rules");
-        let mut child = std::thread::spawn(move || {
-            let mut command = Command::new("/bin/sh");
-            command.args(["-c", "sleep 300"]);
-            confinement.install(&mut command);
-            command.spawn().expect("spawn")
-        })
-        .join()
-        .expect("the starting thread");
-        let pid = child.id();
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = sender.send(child.wait().map(|s| s.code()));
-        });
-        let ended = receiver.recv_timeout(std::time::Duration::from_secs(120));
-        if ended.is_err() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
+        let ended = outlives_its_starter(move |command| confinement.install(command));
         assert!(
             matches!(ended, Ok(Ok(None))),
             "own processes {own_processes}: the program outlived the thread that started it: {ended:?}"
         );
     }
+}
+
+#[test]
+fn an_unconfined_program_dies_with_the_thread_that_started_it_too() {
+    let ended = outlives_its_starter(|command| Confinement::disabled().install(command));
+    assert!(
+        matches!(ended, Ok(Ok(None))),
+        "disabled: the program outlived the thread that started it: {ended:?}"
+    );
+    let ended = outlives_its_starter(crate::die_with_spawner);
+    assert!(
+        matches!(ended, Ok(Ok(None))),
+        "unconfined: the program outlived the thread that started it: {ended:?}"
+    );
+}
+
+/// Starts `sleep 300` (itself, so that no process of its own is left behind) from a
+/// thread that ends at once, prepared by `prepare`, and waits up to two minutes for it
+/// to end: `Ok(Ok(None))` when a signal ended it. A program still running then is
+/// killed.
+fn outlives_its_starter(
+    prepare: impl FnOnce(&mut Command) + Send + 'static,
+) -> Result<std::io::Result<Option<i32>>, std::sync::mpsc::RecvTimeoutError> {
+    let mut child = std::thread::spawn(move || {
+        let mut command = Command::new("sleep");
+        command.arg("300");
+        prepare(&mut command);
+        command.spawn().expect("spawn")
+    })
+    .join()
+    .expect("the starting thread");
+    let pid = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait().map(|s| s.code()));
+    });
+    let ended = receiver.recv_timeout(std::time::Duration::from_secs(120));
+    if ended.is_err() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    ended
 }

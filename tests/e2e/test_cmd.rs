@@ -564,3 +564,65 @@ fn test_code_never_builds_into_the_users_shared_build_directories() {
         "written into the user's build directories: {written:?}"
     );
 }
+
+/// A test that hands its process id to whoever reads the named pipe `pipe`, then runs
+/// for five minutes.
+fn waiting_test(pipe: &Path) -> String {
+    format!(
+        "import os, time\n\ndef test_waits():\n    with open({pipe:?}, \"w\") as f:\n        f.write(str(os.getpid()))\n    time.sleep(300)\n",
+        pipe = pipe.display().to_string()
+    )
+}
+
+#[test]
+fn an_unconfined_runner_ends_with_a_tdd_killed_while_it_runs() {
+    let env = Env::new();
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n\n[sandbox]\nenabled = false\n",
+    );
+    let outside = tempfile::tempdir().expect("temp dir");
+    let pipe = outside.path().join("pid");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+    env.write("tests/test_wait.py", &waiting_test(&pipe));
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
+    env.commit_all("a test that waits");
+    let mut tdd = env
+        .tdd_std()
+        .args(["--json", "test", "tests/test_wait.py::test_waits"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tdd starts");
+    // The runner says who it is through the pipe: reading it waits for the test to run.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let reading = pipe.clone();
+    std::thread::spawn(move || {
+        let _ = sender.send(std::fs::read_to_string(&reading));
+    });
+    let said = receiver.recv_timeout(std::time::Duration::from_secs(300));
+    let Ok(Ok(said)) = said else {
+        let _ = tdd.kill();
+        panic!("the test never said who it was: {said:?}");
+    };
+    let pid: i64 = said.trim().parse().expect("a process id");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the runner's record");
+    let start: u64 = stat[stat.rfind(')').expect("a name") + 1..]
+        .split_whitespace()
+        .nth(19)
+        .and_then(|f| f.parse().ok())
+        .expect("a start time");
+    assert!(tdd_testutil::alive(pid, start), "the runner is running");
+    tdd.kill().expect("SIGKILL to tdd");
+    let _ = tdd.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while tdd_testutil::alive(pid, start) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let outlived = tdd_testutil::alive(pid, start);
+    if outlived {
+        let raw = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("a pid"));
+        let _ = nix::sys::signal::kill(raw, nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(!outlived, "the runner outlived the tdd that started it");
+}

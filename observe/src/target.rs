@@ -143,11 +143,13 @@ fn status_of(result: &TestResult) -> (TargetStatus, Option<String>) {
 }
 
 /// How bad a status is when several tests answer for one target: a failure
-/// outweighs a pass, a pass outweighs a test that did not run.
+/// outweighs a test that did not run, which outweighs a pass. A target passes only
+/// when every test it stands for passed: a case skipped beside one that passed (a
+/// parametrised test whose implementation skips the cases it cannot do) is not run.
 fn weight(status: TargetStatus) -> u8 {
     match status {
-        TargetStatus::NotRun => 0,
-        TargetStatus::Passed => 1,
+        TargetStatus::Passed => 0,
+        TargetStatus::NotRun => 1,
         TargetStatus::FailedAssertion => 2,
         TargetStatus::FailedError => 3,
         TargetStatus::CompileError => 4,
@@ -290,5 +292,49 @@ mod tests {
         };
         let verdict = lookup(&observation, Some(&collection), &key);
         assert_eq!(verdict.status, TargetStatus::RunnerError, "{verdict:?}");
+    }
+
+    /// A target that stands for several tests (a parametrised test) passes only when
+    /// each passed: one case skipped beside one that passed is not run, and one failed
+    /// beside one skipped is failed.
+    #[test]
+    fn a_group_passes_only_when_every_test_in_it_passed() {
+        let id = "app::tests/test_sub.py::test_sub".to_string();
+        let case = |n: u32| format!("{id}[{n}]");
+        let result = |outcome: Outcome| TestResult {
+            outcome,
+            failure: (outcome == Outcome::Failed).then(|| crate::model::Failure {
+                kind: FailureKind::Assertion,
+                message: "boom".into(),
+            }),
+        };
+        let verdict_of = |outcomes: [Outcome; 2]| {
+            let observation = Observation {
+                project: "app".into(),
+                adapter: AdapterKind::Pytest,
+                invocations: Vec::new(),
+                wall_ms: 0,
+                tests: [
+                    (case(0), result(outcomes[0])),
+                    (case(1), result(outcomes[1])),
+                ]
+                .into(),
+                collection_errors: Vec::new(),
+                totals: Totals::default(),
+                runner_counts: None,
+                runner_error: None,
+                diagnostics: Vec::new(),
+            };
+            let key = TargetKey {
+                partial: Some(Partial::Group(vec![format!("{id}::"), format!("{id}[")])),
+                ..TargetKey::exact(id.clone(), vec!["tests/test_sub.py".into()])
+            };
+            lookup(&observation, None, &key).status
+        };
+        use Outcome::{Failed, Passed, Skipped};
+        assert_eq!(verdict_of([Passed, Passed]), TargetStatus::Passed);
+        assert_eq!(verdict_of([Passed, Skipped]), TargetStatus::NotRun);
+        assert_eq!(verdict_of([Skipped, Passed]), TargetStatus::NotRun);
+        assert_eq!(verdict_of([Failed, Skipped]), TargetStatus::FailedAssertion);
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn at_green_with(env: Env, locks: Locks, extra: &str) -> Env {
 }
 
 /// The pytest project and its plan committed in `env`, before `run start`.
-fn committed_with(env: Env, locks: Locks, extra: &str) -> Env {
+pub(crate) fn committed_with(env: Env, locks: Locks, extra: &str) -> Env {
     env.write("calc.py", CALC);
     env.write("pytest.ini", "[pytest]\npythonpath = .\n");
     env.write(".gitignore", "__pycache__/\n.pytest_cache/\n");
@@ -178,6 +178,25 @@ fn a_plugin_loaded_through_pytest_ini_is_reverted() {
         assert_harness_reverted(&env, "pytest.ini");
         let ini = std::fs::read_to_string(env.root().join("pytest.ini")).expect("ini");
         assert_eq!(ini, "[pytest]\npythonpath = .\n");
+    }
+}
+
+/// pytest 9 reads `pytest.toml` (and `.pytest.toml`) before `pytest.ini`: one added at
+/// GREEN is harness like `pytest.ini`, removed before any run.
+#[test]
+fn a_plugin_loaded_through_a_pytest_toml_is_removed() {
+    for name in ["pytest.toml", ".pytest.toml"] {
+        let env = at_green(Locks::Hand);
+        let red = head(&env);
+        env.write("evilplugin.py", FORCE_PASS);
+        env.write(
+            name,
+            "[pytest]\npythonpath = [\".\"]\naddopts = [\"-p\", \"evilplugin\"]\n",
+        );
+        let outcome = env.json(&["advance"]);
+        assert_refused(&env, &red, outcome, "target_failing");
+        assert!(!env.root().join(name).exists(), "{name}");
+        assert_harness_reverted(&env, name);
     }
 }
 
@@ -495,6 +514,23 @@ fn an_implementation_that_is_a_symlink_out_of_the_repository_is_refused() {
             "the agent's link is left as it was"
         );
     }
+}
+
+/// The implementation committed as a link into `.venv`, a dependency directory the
+/// clean room links from the live tree (ignored, so in no commit): it leads out of the
+/// commit as surely as a link to `/tmp`, and GREEN is refused.
+#[test]
+fn a_link_into_a_dependency_directory_is_refused() {
+    let env = committed_with(Env::new(), Locks::Hand, "");
+    env.write(".git/info/exclude", ".venv/\n");
+    env.write(".venv/calc_real.py", &format!("{CALC}{IMPL}"));
+    let env = red_accepted(env);
+    let red = head(&env);
+    let calc = env.root().join("calc.py");
+    std::fs::remove_file(&calc).expect("remove calc.py");
+    std::os::unix::fs::symlink(".venv/calc_real.py", &calc).expect("link calc.py into .venv");
+    let outcome = env.json(&["advance"]);
+    assert_refused(&env, &red, outcome, "link_outside_tree");
 }
 
 /// Runs `target` in a fresh clone of `rev` with a clean environment; true when it passed.

@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use crate::integrity_gates::CALC;
 use crate::integrity_gates::IMPL;
 use crate::integrity_gates::Locks;
+use crate::integrity_gates::STUB;
+use crate::integrity_gates::TEST;
 use crate::integrity_gates::at_green;
+use crate::integrity_gates::committed_with;
 use crate::integrity_gates::head;
+use crate::support::Env;
 
 /// Asserts that `(code, value)` is a refusal (exit 1) for `reason` whose message names
 /// `names`.
@@ -114,6 +118,38 @@ fn a_changed_file_too_large_to_record_is_refused_unread() {
     let (code, value) = env.json(&["advance"]);
     assert_eq!(code, 0, "{value}");
     assert_ne!(head(&env), before, "GREEN committed");
+}
+
+/// A RED whose test leaves a file too large to record in the work tree as it runs: the
+/// step fails naming it after its commit was made, and HEAD goes back to where the
+/// ledger says it is, so the next step is not refused as a moved HEAD. Once the test
+/// no longer leaves it, RED is accepted.
+#[test]
+fn a_red_that_fails_after_its_commit_leaves_head_where_the_ledger_says() {
+    let env = committed_with(Env::new(), Locks::Hand, "");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 0, "{value}");
+    let before = head(&env);
+    let leaves_a_file = TEST.replace(
+        "    assert sub(5, 2) == 3\n",
+        "    with open(\"big.bin\", \"wb\") as f:\n        f.truncate((1 << 30) + 1)\n    assert sub(5, 2) == 3\n",
+    );
+    env.write("tests/test_sub.py", &leaves_a_file);
+    env.write("calc.py", &format!("{CALC}{STUB}"));
+    assert_refused_naming(env.json(&["advance"]), "file_too_large", "big.bin");
+    assert_eq!(head(&env), before, "HEAD is where the ledger says");
+    assert!(
+        env.git(&["diff", "--cached", "--name-only"])
+            .trim()
+            .is_empty(),
+        "the index follows HEAD back"
+    );
+    std::fs::remove_file(env.root().join("big.bin")).expect("remove");
+    env.write("tests/test_sub.py", TEST);
+    let (code, value) = env.json(&["advance"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["data"]["to"], "AWAITING_IMPL", "{value}");
+    assert_ne!(head(&env), before, "RED committed");
 }
 
 /// A clone's first command fetches the published ledger from the branch's remote; a

@@ -626,3 +626,34 @@ fn an_unconfined_runner_ends_with_a_tdd_killed_while_it_runs() {
     }
     assert!(!outlived, "the runner outlived the tdd that started it");
 }
+
+/// A repository whose git directory lies in the work tree under another name
+/// (`git init --separate-git-dir=<tree>/.gitdata`, `.git` a file naming it): test code
+/// run there writes it no more than it writes `.git`.
+#[test]
+fn test_code_writes_no_git_directory_the_work_tree_holds_under_another_name() {
+    if !tdd_sandbox::probe().confines() {
+        return;
+    }
+    let env = Env::new();
+    std::fs::rename(env.root().join(".git"), env.root().join(".gitdata")).expect("move");
+    std::fs::write(env.root().join(".git"), "gitdir: .gitdata\n").expect("a .git file");
+    env.write(
+        "tdd.toml",
+        "[project.py]\nadapter = \"pytest\"\ntest_paths = [\"tests/\"]\n",
+    );
+    let hook = env.root().join(".gitdata/hooks/pre-commit");
+    env.write(
+        "tests/test_plant.py",
+        &format!(
+            "def test_plants_a_hook():\n    with open({hook:?}, \"w\") as f:\n        f.write(\"#!/bin/sh\\n\")\n",
+            hook = hook.display().to_string()
+        ),
+    );
+    env.write(".gitignore", "__pycache__/\n.pytest_cache/\n.gitdata/\n");
+    env.commit_all("a test that plants a hook");
+    let (code, value) = env.json(&["test", "tests/test_plant.py::test_plants_a_hook"]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(status_of(&value), "failed_error", "{value}");
+    assert!(!hook.exists(), "the test wrote git's hooks");
+}

@@ -428,7 +428,17 @@ impl Session {
         });
         let commit = commit?;
         crate::failpoint::hit("advance_committed");
-        let snapshot = snapshot?;
+        let snapshot = match (snapshot, &commit) {
+            (Ok(snapshot), _) => snapshot,
+            (Err(err), Some(made)) => {
+                // The next phase's base could not be recorded (a file too large to
+                // keep, say): the step fails, and HEAD goes back to where the ledger
+                // says it is.
+                candidate::undo(&git, head, made, candidate);
+                return Err(err.into());
+            }
+            (Err(err), None) => return Err(err.into()),
+        };
         let event = RunEvent::PhaseChanged(PhaseChanged {
             n: ctx.planned.n,
             from: ctx.phase,

@@ -164,27 +164,7 @@ pub(crate) fn commit<'t, E: From<GitError>>(
     if candidate.is_empty() {
         return Ok(None);
     }
-    let mut pathspecs = Vec::new();
-    for change in &candidate.chosen {
-        pathspecs.extend_from_slice(&change.path);
-        pathspecs.push(0);
-    }
-    let reset_to = |rev: &str| {
-        // `reset` refreshes the index after it, hashing the committed paths' files.
-        let mut args = crate::run::scan::filters_off(git)?;
-        args.extend(
-            [
-                "--literal-pathspecs",
-                "reset",
-                "-q",
-                rev,
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-            ]
-            .map(std::ffi::OsString::from),
-        );
-        git.output_with_stdin(&args, &pathspecs)
-    };
+    let reset_to = |rev: &str| reset_paths_to(git, candidate, rev);
     std::thread::scope(|scope| {
         let reset = scope.spawn(|| match staged_in_process(git, candidate) {
             Ok(true) => Ok(()),
@@ -231,6 +211,48 @@ pub(crate) fn commit<'t, E: From<GitError>>(
             }
         }
     })
+}
+
+/// Sets the index entries of the paths `candidate` commits to those of `rev`, with git:
+/// `reset` refreshes the index after it, hashing the committed paths' files.
+fn reset_paths_to(git: &Git, candidate: &Candidate, rev: &str) -> Result<Vec<u8>, GitError> {
+    let mut pathspecs = Vec::new();
+    for change in &candidate.chosen {
+        pathspecs.extend_from_slice(&change.path);
+        pathspecs.push(0);
+    }
+    let mut args = crate::run::scan::filters_off(git)?;
+    args.extend(
+        [
+            "--literal-pathspecs",
+            "reset",
+            "-q",
+            rev,
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+        ]
+        .map(std::ffi::OsString::from),
+    );
+    git.output_with_stdin(&args, &pathspecs)
+}
+
+/// Undoes `commit` (made of `candidate` on `parent` by [`commit`]) when the step that
+/// made it fails after it: HEAD goes back to `parent`, where the ledger still says it
+/// is, if it is still `commit`, and the index entries of the committed paths follow
+/// it. The work tree is not touched. Best effort: what fails here is left as it is, and
+/// the step's own failure is what is reported.
+pub(crate) fn undo(git: &Git, parent: &str, commit: &str, candidate: &Candidate) {
+    let moved_back = git.output([
+        "update-ref",
+        "-m",
+        "tdd: undo a commit whose step failed",
+        "HEAD",
+        parent,
+        commit,
+    ]);
+    if moved_back.is_ok() {
+        let _ = reset_paths_to(git, candidate, parent);
+    }
 }
 
 /// Sets the index entries of the paths `candidate` commits to the candidate's, in-process;

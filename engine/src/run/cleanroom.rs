@@ -154,13 +154,16 @@ impl CleanRoom {
     ) -> Result<(), CleanRoomError> {
         let objects = crate::run::scan::locate(live)?.objects();
         let entries = list_tree(&objects, tree)?;
-        if let Some((path, target)) = links_leaving(&objects, &entries)?.into_iter().next() {
+        let links = dependency_links(live, roots, &entries);
+        if let Some((path, target)) = links_leaving(&objects, &entries, &links)?
+            .into_iter()
+            .next()
+        {
             return Err(CleanRoomError::LinkLeavesTree {
                 path: String::from_utf8_lossy(&path).into_owned(),
                 target: String::from_utf8_lossy(&target).into_owned(),
             });
         }
-        let links = dependency_links(live, roots, &entries);
         self.real_dirs()?;
         match self.reset_to(&objects, &entries, &links) {
             Ok(()) => Ok(()),
@@ -269,8 +272,13 @@ fn list_tree(objects: &Objects, tree: &str) -> Result<Entries, CleanRoomError> {
     Ok(entries)
 }
 
-/// The symlinks of `entries` that resolve outside the tree, with their targets.
-fn links_leaving(objects: &Objects, entries: &Entries) -> Result<Vec<Link>, CleanRoomError> {
+/// The symlinks of `entries` that resolve outside the tree, or into one of the dependency
+/// directories `links` brings in from the live tree, with their targets.
+fn links_leaving(
+    objects: &Objects,
+    entries: &Entries,
+    links: &[(PathBuf, PathBuf)],
+) -> Result<Vec<Link>, CleanRoomError> {
     let mut reader = objects.reader()?;
     let mut targets = HashMap::new();
     for (path, (mode, id)) in entries {
@@ -278,7 +286,11 @@ fn links_leaving(objects: &Objects, entries: &Entries) -> Result<Vec<Link>, Clea
             targets.insert(path.clone(), reader.read(id)?.to_vec());
         }
     }
-    Ok(super::links::leaving_tree(&targets))
+    let outside: Vec<Vec<u8>> = links
+        .iter()
+        .map(|(rel, _)| rel.as_os_str().as_bytes().to_vec())
+        .collect();
+    Ok(super::links::leaving_tree(&targets, &outside))
 }
 
 /// Dependency directories of the live tree to link, by path relative to the checkout.

@@ -48,7 +48,7 @@ impl Session {
         let (mut write, deny_write) = match place {
             RunsIn::Live => (
                 vec![self.work_tree.clone()],
-                vec![self.work_tree.join(".git")],
+                git_dirs_within(&self.work_tree),
             ),
             RunsIn::CleanRoom { tree, build } => {
                 (vec![tree.to_path_buf(), build.to_path_buf()], Vec::new())
@@ -98,6 +98,33 @@ impl Session {
             None => project,
         }
     }
+}
+
+/// What of git's own lies in `work_tree` and must stay read-only to a run there: its
+/// `.git`, and the git directory and common directory it leads to when they are
+/// elsewhere in the tree (`git init --separate-git-dir=<tree>/.gitdata` leaves a
+/// `.git` file naming them).
+fn git_dirs_within(work_tree: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![work_tree.join(".git")];
+    let Some(found) = crate::git::discover(work_tree) else {
+        return dirs;
+    };
+    let tree = work_tree
+        .canonicalize()
+        .unwrap_or_else(|_| work_tree.to_path_buf());
+    for dir in [found.git_dir, found.common_dir] {
+        let dir = dir.canonicalize().unwrap_or(dir);
+        // Named under the work tree as the runner's grants name it.
+        if let Ok(inside) = dir.strip_prefix(&tree)
+            && !inside.as_os_str().is_empty()
+        {
+            let dir = work_tree.join(inside);
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs
 }
 
 /// The policy of a runner that writes `write` (but not `deny_write`), or `None` when

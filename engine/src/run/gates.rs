@@ -107,7 +107,9 @@ fn compile_red(compiled: bool, detail: String) -> RedDecision {
     }
 }
 
-/// The failures of a suite run that the baseline does not excuse.
+/// The failures of a suite run that the baseline does not excuse, and the tests that
+/// passed before the run and were skipped in it (a skip the implementation asked for at
+/// run time hides a broken test as well as a failure would).
 pub fn regressions(
     observation: &Observation,
     baseline: Option<&Baseline>,
@@ -116,24 +118,32 @@ pub fn regressions(
     let excused: BTreeSet<&str> = baseline
         .map(|b| b.failing.iter().map(String::as_str).collect())
         .unwrap_or_default();
+    let passed_before = |id: &str| baseline.is_some_and(|b| b.passing.contains(id));
     observation
         .tests
         .iter()
-        .filter(|(id, r)| {
-            matches!(
-                r.outcome,
-                crate::observe::Outcome::Failed | crate::observe::Outcome::Error
-            ) && id.as_str() != target
-                && !excused.contains(id.as_str())
-        })
-        .map(|(id, r)| {
-            (
-                id.clone(),
+        .filter(|(id, _)| id.as_str() != target)
+        .filter_map(|(id, r)| {
+            let why = || {
                 r.failure
                     .as_ref()
                     .map(|f| f.message.clone())
-                    .unwrap_or_default(),
-            )
+                    .unwrap_or_default()
+            };
+            match r.outcome {
+                crate::observe::Outcome::Failed | crate::observe::Outcome::Error
+                    if !excused.contains(id.as_str()) =>
+                {
+                    Some((id.clone(), why()))
+                }
+                crate::observe::Outcome::Skipped if passed_before(id) => Some((
+                    id.clone(),
+                    format!("passed before the run, skipped now: {}", why())
+                        .trim_end_matches([':', ' '])
+                        .to_string(),
+                )),
+                _ => None,
+            }
         })
         .collect()
 }

@@ -344,9 +344,10 @@ fn link_leaves_tree(phase: Phase, path: &str, target: &str) -> Refused {
         reason: "link_outside_tree",
         verb: phase.verb(),
         detail: format!(
-            "{path} is a symlink to {target}, outside the repository: a gate decision must \
-             hold from the commit alone; commit the file itself, or point the link inside \
-             the repository"
+            "{path} is a symlink to {target}, outside the repository or into a dependency \
+             directory no commit holds (`node_modules`, `.venv`, ...): a gate decision must \
+             hold from the commit alone; commit the file itself, or point the link at a \
+             committed file"
         ),
     }
 }

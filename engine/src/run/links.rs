@@ -16,12 +16,14 @@ const MAX_HOPS: usize = 40;
 pub type Link = (Vec<u8>, Vec<u8>);
 
 /// The symlinks of `links` (tree path → target, both as bytes) whose resolution, inside a
-/// checkout of the tree, leaves its root: an absolute target, a `..` above the root, or a
-/// chain through other links of the tree that does either or loops. Sorted by path.
-pub fn leaving_tree(links: &HashMap<Vec<u8>, Vec<u8>>) -> Vec<Link> {
+/// checkout of the tree, leaves its root: an absolute target, a `..` above the root, a
+/// chain through other links of the tree that does either or loops, or one that reaches
+/// a tree path of `outside` (the dependency directories a checkout links from the live
+/// tree, which no commit holds). Sorted by path.
+pub fn leaving_tree(links: &HashMap<Vec<u8>, Vec<u8>>, outside: &[Vec<u8>]) -> Vec<Link> {
     let mut out: Vec<Link> = links
         .iter()
-        .filter(|(path, _)| leaves(links, path))
+        .filter(|(path, _)| leaves(links, outside, path))
         .map(|(path, target)| (path.clone(), target.clone()))
         .collect();
     out.sort();
@@ -32,8 +34,8 @@ fn parts(path: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
     path.split(|b| *b == b'/')
 }
 
-/// Whether the link at `link` resolves outside the root.
-fn leaves(links: &HashMap<Vec<u8>, Vec<u8>>, link: &[u8]) -> bool {
+/// Whether the link at `link` resolves outside the root, or through one of `outside`.
+fn leaves(links: &HashMap<Vec<u8>, Vec<u8>>, outside: &[Vec<u8>], link: &[u8]) -> bool {
     let Some(target) = links.get(link) else {
         return false;
     };
@@ -55,6 +57,9 @@ fn leaves(links: &HashMap<Vec<u8>, Vec<u8>>, link: &[u8]) -> bool {
             }
             _ => {
                 at.push(part);
+                if outside.contains(&at.join(&b'/')) {
+                    return true;
+                }
                 if let Some(next) = links.get(&at.join(&b'/')) {
                     hops += 1;
                     at.pop();
@@ -92,10 +97,26 @@ mod tests {
     }
 
     fn leaving(links: &[(&str, &str)]) -> Vec<String> {
-        leaving_tree(&tree(links))
+        leaving_tree(&tree(links), &[])
             .into_iter()
             .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
             .collect()
+    }
+
+    #[test]
+    fn a_link_into_a_directory_linked_from_outside_leaves_the_tree() {
+        let links = tree(&[
+            ("calc.py", ".venv/calc_real.py"),
+            ("lib/m.py", "../.venv/x/../m.py"),
+            ("ok.py", "src/ok.py"),
+        ]);
+        let outside = [b".venv".to_vec()];
+        let leaving: Vec<Vec<u8>> = leaving_tree(&links, &outside)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(leaving, [b"calc.py".to_vec(), b"lib/m.py".to_vec()]);
+        assert!(leaving_tree(&links, &[]).is_empty());
     }
 
     #[test]
@@ -187,7 +208,7 @@ mod tests {
                     .expect("link");
             }
             let root = root.canonicalize().expect("root");
-            let leaving: Vec<Vec<u8>> = leaving_tree(&links).into_iter().map(|(p, _)| p).collect();
+            let leaving: Vec<Vec<u8>> = leaving_tree(&links, &[]).into_iter().map(|(p, _)| p).collect();
             for path in links.keys() {
                 let at = root.join(String::from_utf8_lossy(path).as_ref());
                 let kernel = match at.canonicalize() {

@@ -151,6 +151,8 @@ pub fn default_harness(adapter: AdapterKind) -> &'static [&'static str] {
     match adapter {
         AdapterKind::Pytest => &[
             "**/conftest.py",
+            "**/pytest.toml",
+            "**/.pytest.toml",
             "**/pytest.ini",
             "**/.pytest.ini",
             "**/pyproject.toml",
@@ -186,6 +188,7 @@ pub fn default_harness(adapter: AdapterKind) -> &'static [&'static str] {
             "**/build.rs",
             "**/.cargo/config",
             "**/.cargo/config.toml",
+            "**/.config/nextest.toml",
             "**/rust-toolchain",
             "**/rust-toolchain.toml",
         ],
@@ -443,6 +446,21 @@ mod tests {
         assert!(s.matches("lib/site.pth"));
         assert!(!s.matches("calc.py"));
         assert!(!s.matches("tests/test_calc.py"));
+        assert!(s.matches("pytest.toml") && s.matches("sub/.pytest.toml"));
+    }
+
+    /// nextest reads the workspace's `.config/nextest.toml` over the profile tdd gives
+    /// it (a wrapper script there runs every test as `true`): harness for cargo.
+    #[test]
+    fn nextests_repository_config_is_harness_for_cargo() {
+        let globs: Vec<String> = default_harness(AdapterKind::Cargo)
+            .iter()
+            .map(|g| g.to_string())
+            .collect();
+        let s = PathSet::new("", &globs).expect("globs");
+        assert!(s.matches(".config/nextest.toml"));
+        assert!(s.matches("crates/app/.config/nextest.toml"));
+        assert!(!s.matches("src/lib.rs"));
     }
 
     proptest::proptest! {

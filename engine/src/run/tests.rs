@@ -302,6 +302,54 @@ fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
     }
 }
 
+/// A test that passed before the run and is skipped in a later suite (the
+/// implementation calling `pytest.skip()` in it) is a regression like a failure; one
+/// skipped at baseline too, or never seen there, is not.
+#[test]
+fn a_test_green_at_baseline_and_skipped_now_is_a_regression() {
+    let baseline: Baseline = serde_json::from_value(json!({
+        "failing": [],
+        "passing": ["app::ok", "app::hidden"],
+        "broken": [],
+    }))
+    .expect("a baseline");
+    let verdict = TargetVerdict {
+        id: "app::target".into(),
+        status: TargetStatus::Passed,
+        detail: None,
+        matched: Vec::new(),
+    };
+    let mut tests = BTreeMap::from([
+        ("app::target".to_string(), Outcome::Passed),
+        ("app::ok".to_string(), Outcome::Passed),
+        ("app::hidden".to_string(), Outcome::Passed),
+        ("app::new_skip".to_string(), Outcome::Skipped),
+    ]);
+    let green = observation(tests.clone(), false);
+    assert_eq!(green_gate(&green, &verdict, Some(&baseline)), Ok(()));
+    tests.insert("app::hidden".to_string(), Outcome::Skipped);
+    let skipped = observation(tests, false);
+    for refusal in [
+        green_gate(&skipped, &verdict, Some(&baseline)),
+        super::gates::suite_gate(&skipped, Some(&baseline)),
+    ] {
+        let refusal = refusal.expect_err("a skip of a green test blocks");
+        assert_eq!(refusal.reason, "regression");
+        assert!(
+            refusal
+                .detail
+                .contains("app::hidden: passed before the run, skipped now"),
+            "{}",
+            refusal.detail
+        );
+        assert!(
+            !refusal.detail.contains("app::new_skip"),
+            "{}",
+            refusal.detail
+        );
+    }
+}
+
 /// A closed cycle's REFACTOR reopened while the next cycle had opened (and been refused
 /// once): the run is active again at that REFACTOR, its commit is gone, and when it
 /// closes again the next cycle opens afresh, with nothing of its first opening.

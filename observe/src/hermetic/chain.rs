@@ -14,6 +14,8 @@ use serde::Serialize;
 /// The names looked for in every directory above a checkout, and in the toolchains'
 /// homes: each changes what a runner loads when found there.
 pub const NAMES: &[&str] = &[
+    "pytest.toml",
+    ".pytest.toml",
     "pytest.ini",
     ".pytest.ini",
     "pyproject.toml",

@@ -17,13 +17,26 @@ use std::path::PathBuf;
 /// (imported from, though on no path). And, as entries too, what the project's own
 /// settings name outside it: the bytecode cache prefix (`PYTHONPYCACHEPREFIX`), the
 /// libraries `LD_PRELOAD` and `LD_AUDIT` load into every process, the absolute paths in
-/// `PYTEST_ADDOPTS` (a `-c` configuration file, say), and the `pythonpath` entries of
-/// pytest's configuration files; one inside the work tree is left out by the caller.
-/// `-c` puts no directory of the project on `sys.path` before `site` runs.
+/// `PYTEST_ADDOPTS` (a `-c` configuration file, say), the directories `LD_LIBRARY_PATH`
+/// names, and the `pythonpath` entries of pytest's configuration files (`pytest.toml`,
+/// `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`'s
+/// `[tool.pytest]` and `[tool.pytest.ini_options]`); one inside the work tree is left
+/// out by the caller. `-c` puts no directory of the project on `sys.path` before `site`
+/// runs, and the modules the question imports are imported with no directory under the
+/// project on it: no module of the project's runs here.
 const ASK: &str = r##"import os, site, sys
 print(os.path.abspath(sys.executable))
 for p in sys.path:
     print("path\t" + p)
+_path = list(sys.path)
+_here = os.path.join(os.getcwd(), "")
+sys.path[:] = [p for p in sys.path if p and not os.path.join(os.path.abspath(p), "").startswith(_here)]
+import ast, configparser, glob, shlex
+try:
+    import tomllib
+except ImportError:
+    tomllib = None
+sys.path[:] = _path
 if site.ENABLE_USER_SITE:
     print("user\t" + site.getusersitepackages())
 print("prefix\t" + sys.base_prefix)
@@ -35,7 +48,6 @@ for line in maps:
     parts = line.split(None, 5)
     if len(parts) == 6 and parts[5].startswith("/"):
         print("object\t" + parts[5])
-import ast, glob
 sites = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
 for d in sites:
     for pth in sorted(glob.glob(os.path.join(d, "*.pth"))):
@@ -70,7 +82,9 @@ for var in ("LD_PRELOAD", "LD_AUDIT"):
     for p in os.environ.get(var, "").replace(":", " ").split():
         if p.startswith("/"):
             named(p)
-import shlex
+for p in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+    if p.startswith("/"):
+        named(p)
 try:
     words = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
 except ValueError:
@@ -78,8 +92,7 @@ except ValueError:
 for w in words:
     if w.split("=", 1)[-1].startswith("/"):
         named(w.split("=", 1)[-1])
-import configparser
-for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
     c = configparser.ConfigParser(interpolation=None)
     try:
         c.read(name, encoding="utf-8")
@@ -88,14 +101,21 @@ for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.c
         entries = []
     for p in entries:
         named(p)
-try:
-    import tomllib
-    with open("pyproject.toml", "rb") as f:
-        entries = tomllib.load(f).get("tool", {}).get("pytest", {}).get("ini_options", {}).get("pythonpath", [])
-except Exception:
-    entries = []
-for p in [entries] if isinstance(entries, str) else entries:
-    named(p)
+def toml(name, *keys):
+    try:
+        with open(name, "rb") as f:
+            table = tomllib.load(f)
+        for key in keys:
+            table = table.get(key, {})
+        entries = table.get("pythonpath", [])
+    except Exception:
+        entries = []
+    for p in [entries] if isinstance(entries, str) else entries:
+        named(p)
+toml("pytest.toml", "pytest")
+toml(".pytest.toml", "pytest")
+toml("pyproject.toml", "tool", "pytest", "ini_options")
+toml("pyproject.toml", "tool", "pytest")
 "##;
 
 /// Where an interpreter loads from, as it said.
@@ -129,7 +149,7 @@ pub(crate) fn load_paths(
         "-c".to_string(),
         ASK.to_string(),
     ];
-    let Some(out) = super::toolchain::ask(&argv, env, cwd)? else {
+    let Some(out) = super::toolchain::ask_writing_nothing(&argv, env, cwd)? else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&out);
@@ -259,6 +279,67 @@ mod tests {
         }
         for absent in ["hook.so", "later"] {
             assert!(loads.absent.contains(&at(absent)), "{absent}: {loads:?}");
+        }
+    }
+
+    /// pytest 9's own configuration files (`pytest.toml`, `.pytest.toml`, and
+    /// `[tool.pytest]` in `pyproject.toml`) and `LD_LIBRARY_PATH` name paths outside the
+    /// project as the older files do: each is asked for. And the question runs no module
+    /// of the project: a `glob.py` beside it that writes outside is never imported.
+    #[test]
+    fn pytest_9_files_and_library_paths_are_asked_for_and_no_project_module_runs() {
+        let Ok(python) = which_python() else {
+            return;
+        };
+        let project = tempfile::tempdir().expect("project");
+        let outside = tempfile::tempdir().expect("outside");
+        let at = |name: &str| outside.path().join(name);
+        let toml = |name: &str, table: &str, entry: &str| {
+            std::fs::write(
+                project.path().join(name),
+                format!("[{table}]\npythonpath = [\"{}\"]\n", at(entry).display()),
+            )
+            .expect("config");
+        };
+        toml("pytest.toml", "pytest", "toml");
+        toml(".pytest.toml", "pytest", "dot-toml");
+        toml("pyproject.toml", "tool.pytest", "pyproject");
+        let planted = at("planted");
+        std::fs::write(
+            project.path().join("glob.py"),
+            format!(
+                "open({:?}, \"w\").write(\"ran\")\n",
+                planted.display().to_string()
+            ),
+        )
+        .expect("glob.py");
+        // A start-up hook the environment names runs, but confined: it writes nothing.
+        std::fs::create_dir(at("hooks")).expect("hooks");
+        let by_site = at("planted-by-site");
+        std::fs::write(
+            at("hooks").join("sitecustomize.py"),
+            format!(
+                "try:\n    open({:?}, \"w\").write(\"ran\")\nexcept OSError:\n    pass\n",
+                by_site.display().to_string()
+            ),
+        )
+        .expect("sitecustomize.py");
+        let env = vec![
+            (
+                "LD_LIBRARY_PATH".to_string(),
+                format!("relative:{}", at("libs").display()),
+            ),
+            ("PYTHONPATH".to_string(), at("hooks").display().to_string()),
+        ];
+        let loads = load_paths(&python, &env, project.path())
+            .expect("answered in time")
+            .expect("answers");
+        for absent in ["toml", "dot-toml", "pyproject", "libs"] {
+            assert!(loads.absent.contains(&at(absent)), "{absent}: {loads:?}");
+        }
+        assert!(!planted.exists(), "the project's glob.py ran");
+        if tdd_sandbox::probe().confines() {
+            assert!(!by_site.exists(), "the start-up hook wrote outside");
         }
     }
 

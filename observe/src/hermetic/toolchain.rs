@@ -60,15 +60,35 @@ pub(crate) fn ask(
     env: &[(String, String)],
     cwd: &Path,
 ) -> Result<Option<Vec<u8>>, Unanswered> {
-    ask_within(argv, env, cwd, ASK_TIMEOUT)
+    ask_within(argv, env, cwd, ASK_TIMEOUT, None)
 }
 
-/// [`ask`], given `timeout` to answer.
+/// [`ask`] for a question that starts an interpreter in the project, which may load a
+/// file of it (a `sitecustomize` a `PYTHONPATH` of the project names, say): asked
+/// confined, writing nothing anywhere, in processes and a network of its own where the
+/// kernel allows. Where no confinement can be built, it is asked as [`ask`] does.
+pub(crate) fn ask_writing_nothing(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<Option<Vec<u8>>, Unanswered> {
+    let policy = tdd_sandbox::Policy {
+        write_files: tdd_sandbox::DEVICES.iter().map(PathBuf::from).collect(),
+        own_processes: true,
+        own_network: true,
+        ..tdd_sandbox::Policy::default()
+    };
+    let confinement = tdd_sandbox::Confinement::prepare(&policy).ok();
+    ask_within(argv, env, cwd, ASK_TIMEOUT, confinement)
+}
+
+/// [`ask`], given `timeout` to answer, confined by `confinement` if any.
 fn ask_within(
     argv: &[String],
     env: &[(String, String)],
     cwd: &Path,
     timeout: Duration,
+    confinement: Option<tdd_sandbox::Confinement>,
 ) -> Result<Option<Vec<u8>>, Unanswered> {
     let Ok(scratch) = Scratch::new() else {
         return Ok(None);
@@ -84,7 +104,7 @@ fn ask_within(
         timeout,
         stdout: &stdout,
         stderr: &stderr,
-        confinement: None,
+        confinement,
         tick: None,
     });
     if let Exit::TimedOut { .. } = finished.exit {
@@ -351,14 +371,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let env = [("PATH".to_string(), "/usr/bin:/bin".to_string())];
         let waits = argv(&["sleep", "30"]);
-        let unanswered =
-            ask_within(&waits, &env, dir.path(), Duration::from_millis(200)).expect_err("waits");
+        let unanswered = ask_within(&waits, &env, dir.path(), Duration::from_millis(200), None)
+            .expect_err("waits");
         assert_eq!(unanswered.command, "sleep 30");
         let fails = argv(&["false"]);
-        assert_eq!(ask_within(&fails, &env, dir.path(), ASK_TIMEOUT), Ok(None));
+        assert_eq!(
+            ask_within(&fails, &env, dir.path(), ASK_TIMEOUT, None),
+            Ok(None)
+        );
         let says = argv(&["echo", "sysroot"]);
         assert_eq!(
-            ask_within(&says, &env, dir.path(), ASK_TIMEOUT),
+            ask_within(&says, &env, dir.path(), ASK_TIMEOUT, None),
             Ok(Some(b"sysroot\n".to_vec()))
         );
     }

@@ -402,6 +402,16 @@ impl From<LedgerError> for CommandError {
                     "run `tdd ledger verify` to see where the chain breaks; {}",
                     tdd_engine::integrity::RESTORE_HINT
                 )),
+            LedgerError::Denied { ref path, .. } => {
+                let data = serde_json::json!({ "path": path });
+                CommandError::refused("ledger_denied", message)
+                    .hint(format!(
+                        "give your user back read and write rights on {0} and the directory holding it (`ls -ld {0} {1}` shows them; `chmod u+rw`), or point TDD_LEDGER_HOME at a directory you can write, then run the command again",
+                        path.display(),
+                        path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+                    ))
+                    .data(data)
+            }
             LedgerError::Sqlite { .. } => CommandError::internal("ledger_failed", message),
         }
     }
@@ -699,6 +709,22 @@ impl From<RunError> for CommandError {
                     "remove {} (`rm -r` it, after a look at what it is); tdd makes it again, then run the command again",
                     path.display()
                 ))
+            }
+            // What this user may not do with tdd's own state (a directory made
+            // read-only, a ledger home whose parent it cannot enter, a dangling link
+            // where a directory belongs) is the machine's state, not a bug of tdd.
+            RunError::Io { ref source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::PermissionDenied
+                        | std::io::ErrorKind::ReadOnlyFilesystem
+                        | std::io::ErrorKind::AlreadyExists
+                        | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                CommandError::refused("state_unusable", message).hint(
+                    "a file or directory tdd needs (the message says for what; the ledger home is what `tdd ledger path` names) cannot be used as it is: give your user back its rights on it (`ls -ld` each directory on its way), remove what stands where a directory belongs, or point TDD_LEDGER_HOME at a directory you can write, then run the command again",
+                )
             }
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }

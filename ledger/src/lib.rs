@@ -103,6 +103,15 @@ pub enum LedgerError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The database, or the directory holding it, cannot be opened or written by this
+    /// user (its mode, a read-only file system): a refusal naming it, never a crash.
+    #[error("ledger {} cannot be opened for writing: {source}", path.display())]
+    Denied {
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
     /// The database was written by a newer `tdd`.
     #[error(
         "ledger {} has schema version {found}, newer than the {supported} this tdd supports",
@@ -460,7 +469,8 @@ impl Ledger {
 /// The error of a SQLite call on the database at `path`: a file that is not a database,
 /// or one whose pages are corrupt, is [`LedgerError::Damaged`]; a hot rollback journal
 /// beside it is [`LedgerError::StrayJournal`]; a lock another process holds past the busy
-/// timeout is [`LedgerError::Busy`]; anything else is SQLite failing.
+/// timeout is [`LedgerError::Busy`]; a database or directory this user may not open or
+/// write is [`LedgerError::Denied`]; anything else is SQLite failing.
 pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
     move |source| match source.sqlite_error_code() {
         Some(rusqlite::ErrorCode::ReadOnly)
@@ -477,6 +487,14 @@ pub(crate) fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + 
                 journal: PathBuf::from(journal),
             }
         }
+        Some(
+            rusqlite::ErrorCode::CannotOpen
+            | rusqlite::ErrorCode::ReadOnly
+            | rusqlite::ErrorCode::PermissionDenied,
+        ) => LedgerError::Denied {
+            path: path.to_path_buf(),
+            source,
+        },
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             LedgerError::Busy {
                 path: path.to_path_buf(),

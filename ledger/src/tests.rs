@@ -631,3 +631,30 @@ fn read_from_the_index_of_run_starts_then_drop_it(
     conn.execute_batch("DROP INDEX events_run_starts; PRAGMA user_version = 2;")
         .expect("downgrade");
 }
+
+/// A database this user cannot open or write (its mode, its directory's, a read-only
+/// file system) is denied, a refusal with its path, and never SQLite failing; a journal
+/// left beside it stays a stray journal.
+#[test]
+fn a_database_that_cannot_be_opened_or_written_is_denied() {
+    let path = Path::new("/ledger/ledger.sqlite3");
+    let failure = |extended: i32| {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(extended), Some("said".into()))
+    };
+    for extended in [
+        rusqlite::ffi::SQLITE_CANTOPEN,
+        rusqlite::ffi::SQLITE_READONLY,
+        rusqlite::ffi::SQLITE_READONLY_DIRECTORY,
+        rusqlite::ffi::SQLITE_PERM,
+    ] {
+        let err = sql_err(path)(failure(extended));
+        assert!(
+            matches!(&err, LedgerError::Denied { path: p, .. } if p == path),
+            "{extended}: {err:?}"
+        );
+    }
+    assert!(matches!(
+        sql_err(path)(failure(rusqlite::ffi::SQLITE_READONLY_ROLLBACK)),
+        LedgerError::StrayJournal { .. }
+    ));
+}

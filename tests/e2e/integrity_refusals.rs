@@ -152,6 +152,30 @@ fn a_red_that_fails_after_its_commit_leaves_head_where_the_ledger_says() {
     assert_ne!(head(&env), before, "RED committed");
 }
 
+/// A ledger home that is a link to nowhere: `run start` is refused naming what it was
+/// doing, with how to fix it, never an internal error.
+#[test]
+fn a_ledger_home_that_is_a_dangling_link_is_a_refusal() {
+    let outside = tempfile::tempdir().expect("outside");
+    let home = outside.path().join("ledger-home");
+    std::os::unix::fs::symlink(outside.path().join("gone"), &home).expect("a dangling link");
+    let env = Env::new().with_env("TDD_LEDGER_HOME", &home.display().to_string());
+    let env = committed_with(env, Locks::Hand, "");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["error"]["reason"], "state_unusable", "{value}");
+    assert!(
+        value["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("TDD_LEDGER_HOME")),
+        "{value}"
+    );
+    assert!(
+        !outside.path().join("gone").exists(),
+        "nothing made through the link"
+    );
+}
+
 /// A clone's first command fetches the published ledger from the branch's remote; a
 /// program the clone's configuration names for that fetch (`remote.origin.uploadpack`)
 /// is never started, and the ledger is taken in all the same.

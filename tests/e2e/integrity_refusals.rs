@@ -152,6 +152,23 @@ fn a_red_that_fails_after_its_commit_leaves_head_where_the_ledger_says() {
     assert_ne!(head(&env), before, "RED committed");
 }
 
+/// A repository git cannot read (its configuration garbled) is what `ledger verify`
+/// reports, never recorded phase commits gone from the branch: nothing was rewritten.
+#[test]
+fn ledger_verify_tells_a_git_that_fails_from_a_rewritten_history() {
+    let env = at_green(Locks::Hand);
+    std::fs::write(env.root().join(".git/config"), "[core\n\tbroken = = =\n").expect("garble");
+    let (code, value) = env.json(&["ledger", "verify"]);
+    assert_eq!(code, 1, "{value}");
+    assert_ne!(value["error"]["reason"], "phase_commit_missing", "{value}");
+    assert!(
+        value["error"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("git_")),
+        "{value}"
+    );
+}
+
 /// A ledger home that is a link to nowhere: `run start` is refused naming what it was
 /// doing, with how to fix it, never an internal error.
 #[test]

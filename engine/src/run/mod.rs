@@ -414,6 +414,10 @@ impl Session {
             return Ok(Vec::new());
         };
         let git = crate::git::Git::new(&self.work_tree);
+        // git must answer in this repository at all (its configuration readable, HEAD
+        // a commit) before a commit it cannot place is said to be off the branch: a
+        // git that fails or stalls here is that failure, not a rewritten history.
+        git.output(["rev-parse", "--verify", "HEAD^{commit}"])?;
         Ok(state
             .cycles
             .iter()

@@ -254,6 +254,16 @@ fn started() -> serde_json::Value {
     })
 }
 
+/// The verdict of a target `app::target` that passed.
+fn target_passed() -> TargetVerdict {
+    TargetVerdict {
+        id: "app::target".into(),
+        status: TargetStatus::Passed,
+        detail: None,
+        matched: Vec::new(),
+    }
+}
+
 /// A test red at baseline (as a declared known failure is) stays excused through GREEN and
 /// the REFACTOR sweep, while a test that newly fails still blocks both as a regression.
 #[test]
@@ -268,12 +278,7 @@ fn a_failure_red_at_baseline_blocks_no_gate_but_a_new_failure_does() {
         "unmatched_known_failures": [],
     }))
     .expect("a baseline_captured payload with the declared split still reads as a baseline");
-    let verdict = TargetVerdict {
-        id: "app::target".into(),
-        status: TargetStatus::Passed,
-        detail: None,
-        matched: Vec::new(),
-    };
+    let verdict = target_passed();
     let mut tests = BTreeMap::from([
         ("app::target".to_string(), Outcome::Passed),
         ("app::ok".to_string(), Outcome::Passed),
@@ -313,12 +318,7 @@ fn a_test_green_at_baseline_and_skipped_now_is_a_regression() {
         "broken": [],
     }))
     .expect("a baseline");
-    let verdict = TargetVerdict {
-        id: "app::target".into(),
-        status: TargetStatus::Passed,
-        detail: None,
-        matched: Vec::new(),
-    };
+    let verdict = target_passed();
     let mut tests = BTreeMap::from([
         ("app::target".to_string(), Outcome::Passed),
         ("app::ok".to_string(), Outcome::Passed),

@@ -23,14 +23,19 @@ use std::path::PathBuf;
 /// `[tool.pytest]` and `[tool.pytest.ini_options]`); one inside the work tree is left
 /// out by the caller. `-c` puts no directory of the project on `sys.path` before `site`
 /// runs, and the modules the question imports are imported with no directory under the
-/// project on it: no module of the project's runs here.
+/// project on it (but an interpreter installed there, a conda environment in the
+/// project, say): no module of the project's runs here.
 const ASK: &str = r##"import os, site, sys
 print(os.path.abspath(sys.executable))
 for p in sys.path:
     print("path\t" + p)
 _path = list(sys.path)
 _here = os.path.join(os.getcwd(), "")
-sys.path[:] = [p for p in sys.path if p and not os.path.join(os.path.abspath(p), "").startswith(_here)]
+_base = os.path.join(os.path.abspath(sys.base_prefix), "")
+def _project(p):
+    a = os.path.join(os.path.abspath(p), "")
+    return a.startswith(_here) and not (_base.startswith(_here) and a.startswith(_base))
+sys.path[:] = [p for p in sys.path if p and not _project(p)]
 import ast, configparser, glob, shlex
 try:
     import tomllib

@@ -511,10 +511,7 @@ impl Confinement {
             // that (a kill of tdd included): set last, after every change of this
             // process's credentials, which would clear it. A spawner already gone
             // leaves this process to init: it must not run.
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-            if nix::unistd::getppid() != spawner {
-                return Err(std::io::Error::from_raw_os_error(libc_esrch()));
-            }
+            die_with(spawner)?;
             // Last, the PID namespace's init is forked: it inherits all of the above.
             if let Some(mounts) = &mounts {
                 mounts.enter()?;
@@ -549,13 +546,7 @@ impl Confinement {
 /// those with it.
 pub fn die_with_spawner(command: &mut Command) {
     let spawner = nix::unistd::getpid();
-    let apply = move || -> std::io::Result<()> {
-        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-        if nix::unistd::getppid() != spawner {
-            return Err(std::io::Error::from_raw_os_error(libc_esrch()));
-        }
-        Ok(())
-    };
+    let apply = move || die_with(spawner);
     #[expect(
         unsafe_code,
         reason = "the death signal is set between fork and exec, where only system calls \
@@ -566,6 +557,17 @@ pub fn die_with_spawner(command: &mut Command) {
     unsafe {
         pre_exec(command, apply);
     }
+}
+
+/// In a child between fork and exec: SIGKILL when the thread that forked it ends, and
+/// `ESRCH` when its parent is already not `spawner` (it was left to init). Two system
+/// calls (prctl and getppid), no allocation.
+fn die_with(spawner: nix::unistd::Pid) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    if nix::unistd::getppid() != spawner {
+        return Err(std::io::Error::from_raw_os_error(libc_esrch()));
+    }
+    Ok(())
 }
 
 /// `EPERM`, for a child that could not confine itself.

@@ -131,6 +131,11 @@ pub struct PythonInstall {
     /// Variables deciding runs start it with: `PYTHONNOUSERSITE=1` where it would add a
     /// user site that did not exist at `run start`, so none made later is loaded.
     pub vars: Vec<(String, String)>,
+    /// In a virtual environment made without them, the base interpreter's site
+    /// directories: below its standard library, but on no module path, so nothing is
+    /// imported from them by name ([`PinnedEnv::with_installations_caching`] leaves
+    /// them out of the library's fingerprint unless a root names them).
+    pub unsearched: Vec<PathBuf>,
 }
 
 /// The directories the start of the interpreter that said `loads` searches
@@ -273,17 +278,19 @@ impl PinnedEnv {
     /// left out of the outer one when it is a direct entry of it, and dropped otherwise
     /// (the outer one covers it).
     pub fn with_installations(self, roots: Vec<(PathBuf, String)>) -> PinnedEnv {
-        self.with_installations_caching(roots, true)
+        self.with_installations_caching(roots, true, &[])
     }
 
     /// [`PinnedEnv::with_installations`], leaving the runner caches under a
     /// `node_modules` (`.vite`, `.cache`) out of its fingerprint only when `caching`: a
     /// project with no JavaScript runner writes nothing there, so nothing there is left
-    /// unchecked.
+    /// unchecked. Each directory of `unsearched` ([`PythonInstall::unsearched`]) that is
+    /// a direct entry of a root and no root itself is left out of that root.
     pub fn with_installations_caching(
         mut self,
         roots: Vec<(PathBuf, String)>,
         caching: bool,
+        unsearched: &[PathBuf],
     ) -> PinnedEnv {
         let mut roots = roots;
         roots.sort_by(|a, b| a.0.cmp(&b.0));
@@ -309,6 +316,14 @@ impl PinnedEnv {
                 if caching && root.file_name().is_some_and(|n| n == "node_modules") {
                     skip.extend(RUNNER_CACHES.iter().map(|c| (*c).to_string()));
                 }
+                skip.extend(
+                    unsearched
+                        .iter()
+                        .filter(|dir| dir.parent() == Some(root.as_path()))
+                        .filter(|dir| !roots.iter().any(|(other, _)| other == *dir))
+                        .filter_map(|dir| dir.file_name())
+                        .map(|name| name.to_string_lossy().into_owned()),
+                );
                 InstallPin::take_skipping(root, what, skip)
             })
             .collect();
@@ -393,6 +408,7 @@ impl PinnedEnv {
             roots,
             searched,
             vars,
+            unsearched: loads.unsearched,
         }))
     }
 
@@ -968,5 +984,42 @@ mod tests {
         let refused = pinned.verify().expect_err("a planted module");
         assert_eq!(refused.name, deep.display().to_string());
         assert!(refused.now.contains("(in site,"), "{refused:?}");
+    }
+
+    #[test]
+    fn site_packages_a_virtual_environment_leaves_out_are_left_out_of_its_library() {
+        let dir = tempfile::tempdir().expect("dir");
+        let lib = dir.path().join("lib/python3.11");
+        let site = lib.join("site-packages");
+        for d in [&lib.join("json"), &site.join("cfnlint")] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let bin = tempfile::tempdir().expect("bin");
+        let pin = |roots: Vec<(PathBuf, String)>| {
+            pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations_caching(
+                roots,
+                false,
+                std::slice::from_ref(&site),
+            )
+        };
+        let alone = pin(vec![(lib.clone(), "stdlib".into())]);
+        assert_eq!(alone.installs.len(), 1);
+        assert_eq!(alone.installs[0].skip, vec!["site-packages".to_string()]);
+        // A root of its own (a `.pth` or an environment that shares it names it): pinned.
+        let named = pin(vec![
+            (lib.clone(), "stdlib".into()),
+            (site.clone(), "site".into()),
+        ]);
+        std::fs::write(site.join("cfnlint/planted.py"), "").expect("plant");
+        assert_eq!(
+            alone.verify(),
+            Ok(()),
+            "on no module path: nothing loads it"
+        );
+        let refused = named.verify().expect_err("a root of its own");
+        assert!(refused.name.contains("cfnlint"), "{refused:?}");
+        // The standard library itself is still pinned whole.
+        std::fs::write(lib.join("json/planted.py"), "").expect("plant");
+        assert!(alone.verify().is_err());
     }
 }

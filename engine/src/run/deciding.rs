@@ -84,6 +84,7 @@ impl Session {
             })
             .collect();
         let mut searched: Vec<(std::path::PathBuf, String)> = Vec::new();
+        let mut unsearched: Vec<std::path::PathBuf> = Vec::new();
         let ours = |p: &std::path::Path| {
             p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
         };
@@ -147,9 +148,10 @@ impl Session {
             }
             roots.extend(python.roots.into_iter().filter(|(p, _)| !ours(p)));
             searched.extend(python.searched.into_iter().filter(|(p, _)| !ours(p)));
+            unsearched.extend(python.unsearched);
         }
         Ok(pinned
-            .with_installations_caching(roots, self.runs_javascript())
+            .with_installations_caching(roots, self.runs_javascript(), &unsearched)
             .with_searched(searched))
     }
 
@@ -238,7 +240,8 @@ impl Session {
                 (dir, what.to_string())
             }))
             .collect();
-        let fresh = PinnedEnv::default().with_installations_caching(roots, self.runs_javascript());
+        let fresh =
+            PinnedEnv::default().with_installations_caching(roots, self.runs_javascript(), &[]);
         let changed = pinned.dependency_changes(&fresh);
         if changed.is_empty() {
             return Ok(None);

@@ -24,7 +24,9 @@ use std::path::PathBuf;
 /// out by the caller. `-c` puts no directory of the project on `sys.path` before `site`
 /// runs, and the modules the question imports are imported with no directory under the
 /// project on it (but an interpreter installed there, a conda environment in the
-/// project, say): no module of the project's runs here.
+/// project, say): no module of the project's runs here. In a virtual environment, the
+/// site directories of the interpreter it was made from that its module path leaves out
+/// are named as unsearched: nothing is imported from them by name.
 const ASK: &str = r##"import os, site, sys
 print(os.path.abspath(sys.executable))
 for p in sys.path:
@@ -54,6 +56,11 @@ for line in maps:
     if len(parts) == 6 and parts[5].startswith("/"):
         print("object\t" + parts[5])
 sites = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+if sys.prefix != sys.base_prefix:
+    _searched = {os.path.abspath(p) for p in sys.path if p}
+    for d in site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]):
+        if os.path.abspath(d) not in _searched:
+            print("unsearched\t" + os.path.abspath(d))
 for d in sites:
     for pth in sorted(glob.glob(os.path.join(d, "*.pth"))):
         try:
@@ -140,6 +147,9 @@ pub(crate) struct Loads {
     pub prefix: Option<PathBuf>,
     /// The files it has mapped as it started (shared libraries), each once.
     pub objects: Vec<PathBuf>,
+    /// In a virtual environment, the base interpreter's site directories that exist
+    /// and that its module path leaves out (`include-system-site-packages = false`).
+    pub unsearched: Vec<PathBuf>,
 }
 
 /// What the interpreter started as `python` said it loads from; `None` when it failed
@@ -173,6 +183,7 @@ pub(crate) fn load_paths(
         absent_user_site: None,
         prefix: None,
         objects: Vec::new(),
+        unsearched: Vec::new(),
     };
     for line in lines {
         let Some((kind, value)) = line.split_once('\t') else {
@@ -191,6 +202,9 @@ pub(crate) fn load_paths(
             "object" if path.is_file() && !loads.objects.contains(&path) => {
                 loads.objects.push(path);
             }
+            "unsearched" if path.is_dir() && !loads.unsearched.contains(&path) => {
+                loads.unsearched.push(path);
+            }
             _ => {}
         }
     }
@@ -199,8 +213,9 @@ pub(crate) fn load_paths(
 
 /// The interpreter a virtual environment was made from, as `venv/pyvenv.cfg` and the
 /// links of `venv/bin/` say (`home = <its bin directory>`, `version = 3.11.7` or uv's
-/// `version_info`): its real executable and its library directory
-/// (`<prefix>/lib/python3.11`), those that exist, each with what it is in words.
+/// `version_info`): its real executable, its library directory
+/// (`<prefix>/lib/python3.11`) and, when `include-system-site-packages = true`, that
+/// library's `site-packages`, those that exist, each with what it is in words.
 pub(crate) fn venv_base(venv: &Path) -> Vec<(PathBuf, &'static str)> {
     let Some(cfg) = crate::exec::read_regular_file(&venv.join("pyvenv.cfg")) else {
         return Vec::new();
@@ -234,7 +249,15 @@ pub(crate) fn venv_base(venv: &Path) -> Vec<(PathBuf, &'static str)> {
     {
         let lib = prefix.join("lib").join(minor);
         if lib.is_absolute() && lib.is_dir() {
+            // Its site-packages is imported from too when the environment says so:
+            // pinned as a root of its own, never left out of the library as unsearched.
+            let site = lib.join("site-packages");
+            let shared = value("include-system-site-packages")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
             found.push((lib, "the interpreter's library"));
+            if shared && site.is_dir() {
+                found.push((site, "the interpreter's site-packages"));
+            }
         }
     }
     found
@@ -423,5 +446,49 @@ mod tests {
         assert_eq!(found, vec![real, stdlib]);
         // No `pyvenv.cfg`: no virtual environment, nothing named.
         assert!(venv_base(dir.path()).is_empty());
+    }
+
+    /// A virtual environment without the base interpreter's site-packages names them
+    /// as unsearched; one made with them keeps them on its path, and its base pins
+    /// them as a root of their own.
+    #[test]
+    fn the_base_site_packages_a_virtual_environment_leaves_out_are_named_unsearched() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (Some(venv), Ok(python)) = (venv_in(dir.path(), "alone"), which_python()) else {
+            return;
+        };
+        let out = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import site, sys; print(site.getsitepackages([sys.base_prefix])[0])",
+            ])
+            .output()
+            .expect("python3");
+        let base_site = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !base_site.is_dir() {
+            return;
+        }
+        let ask = |venv: &Path| {
+            load_paths(&venv.join("bin/python3"), &[], dir.path())
+                .expect("answered")
+                .expect("loads")
+        };
+        let alone = ask(&venv);
+        assert!(alone.unsearched.contains(&base_site), "{alone:?}");
+        assert!(!alone.paths.contains(&base_site), "{alone:?}");
+        let shared = dir.path().join("shared");
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+            .arg(&shared)
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            return;
+        }
+        let with = ask(&shared);
+        assert!(with.unsearched.is_empty(), "{with:?}");
+        let pinned: Vec<PathBuf> = venv_base(&shared).into_iter().map(|(p, _)| p).collect();
+        assert!(pinned.contains(&base_site), "{pinned:?}");
+        let alone: Vec<PathBuf> = venv_base(&venv).into_iter().map(|(p, _)| p).collect();
+        assert!(!alone.contains(&base_site), "{alone:?}");
     }
 }

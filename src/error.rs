@@ -376,6 +376,7 @@ impl From<LedgerError> for CommandError {
                 );
                 CommandError::refused("ledger_corrupt", message).hint(hint)
             }
+            LedgerError::StateNotADirectory { ref path, .. } => state_damaged(message, path),
             LedgerError::StrayJournal { ref path, ref journal } => {
                 let data = serde_json::json!({ "path": path, "journal": journal });
                 CommandError::refused("ledger_corrupt", message)
@@ -704,12 +705,7 @@ impl From<RunError> for CommandError {
                     ))
                     .data(data)
             }
-            RunError::StateDamaged { ref path, .. } => {
-                CommandError::refused("state_damaged", message).hint(format!(
-                    "remove {} (`rm -r` it, after a look at what it is); tdd makes it again, then run the command again",
-                    path.display()
-                ))
-            }
+            RunError::StateDamaged { ref path, .. } => state_damaged(message, path),
             // What this user may not do with tdd's own state (a directory made
             // read-only, a ledger home whose parent it cannot enter, a dangling link
             // where a directory belongs) is the machine's state, not a bug of tdd.
@@ -729,6 +725,15 @@ impl From<RunError> for CommandError {
             RunError::Io { .. } => CommandError::internal("engine_io_failed", message),
         }
     }
+}
+
+/// The refusal of tdd's own state replaced at `path` (a link or a file where tdd keeps a
+/// directory, say): what to remove so tdd makes it again.
+fn state_damaged(message: String, path: &std::path::Path) -> CommandError {
+    CommandError::refused("state_damaged", message).hint(format!(
+        "remove {} (`rm -r` it, after a look at what it is); tdd makes it again, then run the command again",
+        path.display()
+    ))
 }
 
 #[cfg(test)]

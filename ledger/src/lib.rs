@@ -143,6 +143,16 @@ pub enum LedgerError {
         /// What is wrong with it.
         what: String,
     },
+    /// The repository's directory in the ledger home, or the `repos` directory above it,
+    /// is something else now (a link, a file): nothing is read or written through it,
+    /// whichever command asks.
+    #[error("{} is not a directory: tdd's own state there was replaced ({found})", path.display())]
+    StateNotADirectory {
+        /// The path.
+        path: PathBuf,
+        /// What stands there instead, in words.
+        found: &'static str,
+    },
     /// A rollback journal stands beside the database and SQLite must roll it back before
     /// reading (a "hot journal"). The ledger keeps a write-ahead log, never a rollback
     /// journal, and a read never rolls one back: the file was left by another program

@@ -71,6 +71,9 @@ impl LedgerLocation {
         let repository = probe.common_dir(dir)?;
         refuse_inside_work_tree(&home, probe)?;
         let dir = home.join("repos").join(repository_key(&repository));
+        for at in [home.join("repos"), dir.clone()] {
+            refuse_replaced(&at)?;
+        }
         let database = dir.join(DATABASE_FILE);
         Ok(LedgerLocation {
             home,
@@ -80,6 +83,29 @@ impl LedgerLocation {
             database,
         })
     }
+}
+
+/// Refuses `dir`, a directory tdd keeps in the ledger home, when something else stands
+/// there (looked at without following a link): a link would lead every read and write
+/// elsewhere. Absent is fine: it is made when first written.
+fn refuse_replaced(dir: &Path) -> Result<(), LedgerError> {
+    let Ok(meta) = dir.symlink_metadata() else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    let found = if kind.is_dir() {
+        return Ok(());
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a named pipe, socket or device"
+    };
+    Err(LedgerError::StateNotADirectory {
+        path: dir.to_path_buf(),
+        found,
+    })
 }
 
 /// The ledger home and the variable it came from.

@@ -297,6 +297,49 @@ fn a_ledger_home_directory_made_a_file_is_damaged_state_named() {
     }
 }
 
+/// The repository's ledger directory made a link to a copy elsewhere: every command
+/// refuses, naming it, and none reads or writes through it (the copy is left as it was).
+#[test]
+fn a_ledger_directory_made_a_link_is_followed_by_no_command() {
+    let env = at_green(Locks::Hand);
+    let (_, value) = env.json(&["ledger", "path"]);
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let copy = tempfile::tempdir().expect("copy");
+    let elsewhere = copy.path().join("ledger");
+    std::fs::rename(&dir, &elsewhere).expect("move");
+    std::os::unix::fs::symlink(&elsewhere, &dir).expect("link");
+    let listing = |at: &std::path::Path| {
+        let mut names: Vec<(String, u64)> = std::fs::read_dir(at)
+            .expect("list")
+            .map(|e| {
+                let e = e.expect("entry");
+                let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+                (e.file_name().to_string_lossy().into_owned(), len)
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&elsewhere);
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let commands: [&[&str]; 6] = [
+        &["status"],
+        &["ledger", "verify"],
+        &["ledger", "export"],
+        &["report"],
+        &["test", "tests/test_calc.py::test_add"],
+        &["advance"],
+    ];
+    for args in commands {
+        assert_refused_naming(env.json(args), "state_damaged", &dir.to_string_lossy());
+    }
+    assert_eq!(
+        listing(&elsewhere),
+        before,
+        "nothing was written through the link"
+    );
+}
+
 /// Many changed files each under the limit, together over what one look hashes: refused
 /// once the total is passed, so the command ends in seconds, not minutes.
 #[test]

@@ -116,9 +116,9 @@ pub struct PythonInstall {
     pub name: String,
     /// The executable as the interpreter knows itself, with no shim between.
     pub executable: PathBuf,
-    /// What to fingerprint, each with what it is in words: the executable, then the
-    /// standard library, site-packages and the user site, then the shared libraries it
-    /// maps.
+    /// What to fingerprint, each with what it is in words: the executable and its
+    /// virtual environment's `pyvenv.cfg`, then the standard library, site-packages and
+    /// the user site, then the shared libraries it maps.
     pub roots: Vec<(PathBuf, String)>,
     /// The directories its start searches that a file planted in would change what it
     /// loads (its executable's directory and the one above, for a `pyvenv.cfg`; its
@@ -388,7 +388,24 @@ impl PinnedEnv {
             .iter()
             .map(|_| ("PYTHONNOUSERSITE".to_string(), "1".to_string()))
             .collect();
+        // A virtual environment's `pyvenv.cfg` (beside the executable or one directory
+        // up) says, at every start, which interpreter's library it loads and whether
+        // that interpreter's site-packages are on its path: pinned by its bytes.
+        let configs: Vec<PathBuf> = loads
+            .executable
+            .parent()
+            .into_iter()
+            .flat_map(|bin| [Some(bin), bin.parent()])
+            .flatten()
+            .map(|dir| dir.join("pyvenv.cfg"))
+            .filter(|cfg| std::fs::symlink_metadata(cfg).is_ok_and(|m| m.is_file()))
+            .collect();
         let roots = std::iter::once((loads.executable.clone(), format!("{name}'s interpreter")))
+            .chain(
+                configs
+                    .into_iter()
+                    .map(|cfg| (cfg, format!("{name}'s virtual environment configuration"))),
+            )
             .chain(
                 loads
                     .paths

@@ -1019,6 +1019,33 @@ fn an_import_hook_planted_in_the_interpreters_site_packages_refuses_green() {
 }
 
 #[test]
+fn a_virtual_environments_configuration_rewritten_after_run_start_refuses_green() {
+    // `pyvenv.cfg` says at every start which library the environment loads and whether
+    // the base interpreter's site-packages are on its path: rewritten in place (same
+    // file, same names in its directory), it is a change all the same.
+    let (_dir, env, site) = site_on_path();
+    let venv = site.ancestors().nth(3).expect("venv").to_path_buf();
+    let cfg = venv.join("pyvenv.cfg");
+    let env = at_green_in(env, Locks::Hand);
+    let red = head(&env);
+    let was = std::fs::read_to_string(&cfg).expect("pyvenv.cfg");
+    let shared = was.replace(
+        "include-system-site-packages = false",
+        "include-system-site-packages = true",
+    );
+    assert_ne!(shared, was, "{was}");
+    std::fs::write(&cfg, shared).expect("rewrite in place");
+    env.write("calc.py", &format!("{CALC}{IMPL}"));
+    let (code, value) = env.json(&["advance"]);
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("pyvenv.cfg"),
+        "the refusal names it: {value}"
+    );
+    assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
 fn an_installation_that_passes_the_test_without_the_implementation_is_named_first() {
     let (_dir, env, site) = site_on_path();
     let env = at_green_in(env, Locks::Hand);

@@ -706,6 +706,16 @@ impl From<RunError> for CommandError {
                     .data(data)
             }
             RunError::StateDamaged { ref path, .. } => state_damaged(message, path),
+            RunError::PythonpathOutside { ref file, ref entry, .. } => {
+                let data = serde_json::json!({ "file": file, "entry": entry });
+                CommandError::bad_input("pythonpath_outside", message)
+                    .verb(Verb::FixConfig)
+                    .hint(format!(
+                        "move what `{entry}` names into the repository and point the entry there, or drop it from {} and give the project the directory by absolute path in tdd.toml (`env = {{ PYTHONPATH = \"/absolute/dir\" }}`, pinned at run start), then run `tdd run start` again",
+                        file.display()
+                    ))
+                    .data(data)
+            }
             // What this user may not do with tdd's own state (a directory made
             // read-only, a ledger home whose parent it cannot enter, a dangling link
             // where a directory belongs) is the machine's state, not a bug of tdd.

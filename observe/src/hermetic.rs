@@ -136,6 +136,9 @@ pub struct PythonInstall {
     /// imported from them by name ([`PinnedEnv::with_installations_caching`] leaves
     /// them out of the library's fingerprint unless a root names them).
     pub unsearched: Vec<PathBuf>,
+    /// The relative `pythonpath` entries of pytest's configuration files in the
+    /// directory asked in, each as (where it leads from there, the file, the entry).
+    pub relative: Vec<(PathBuf, String, String)>,
 }
 
 /// The directories the start of the interpreter that said `loads` searches
@@ -426,6 +429,7 @@ impl PinnedEnv {
             searched,
             vars,
             unsearched: loads.unsearched,
+            relative: loads.relative,
         }))
     }
 

@@ -143,3 +143,26 @@ fn a_file_planted_where_the_interpreter_searches_as_it_starts_refuses_green() {
         assert_runner_changed(&env, &red, (code, &value));
     }
 }
+
+/// A committed `pytest.ini` whose `pythonpath` climbs out of the repository: the clean
+/// room's checkout would resolve it elsewhere, so `run start` refuses it as bad input,
+/// naming the file, the line and the entry, and starts no run.
+#[test]
+fn a_pythonpath_entry_leading_out_of_the_repository_is_refused_at_run_start() {
+    let env = crate::integrity_gates::committed_with(Env::new(), Locks::Hand, "");
+    env.write(
+        "pytest.ini",
+        "[pytest]\npythonpath =\n    .\n    ../shared\n",
+    );
+    env.commit_all("shared code beside the repository");
+    let (code, value) = env.json(&["run", "start", "--plan", ".tdd/plan.md"]);
+    assert_eq!(code, 2, "{value}");
+    assert_eq!(value["error"]["reason"], "pythonpath_outside", "{value}");
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("pytest.ini:4") && message.contains("../shared"),
+        "names the file, the line and the entry: {value}"
+    );
+    let (_, status) = env.json(&["status"]);
+    assert_eq!(status["data"]["active"], false, "no run started: {status}");
+}

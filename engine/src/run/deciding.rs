@@ -137,6 +137,19 @@ impl Session {
             let Some(python) = pinned.python_install(&env, &root)? else {
                 continue;
             };
+            if let Some((leads, file, entry)) = python
+                .relative
+                .iter()
+                .find(|(leads, _, _)| !leads.starts_with(&self.work_tree))
+            {
+                let file = root.join(file);
+                return Err(RunError::PythonpathOutside {
+                    line: line_naming(&file, entry),
+                    file,
+                    entry: entry.clone(),
+                    leads: leads.clone(),
+                });
+            }
             // A project whose `env` sets its own PATH starts its own interpreter.
             if !config.env.contains_key("PATH") && pinned.interpreter(&python.name).is_none() {
                 pinned = pinned.with_interpreter(&python.name, python.executable.clone());
@@ -470,4 +483,17 @@ fn joined(walk: Walking) -> Result<(), RunError> {
             Err(panic) => std::panic::resume_unwind(panic),
         },
     }
+}
+
+/// The first line of `file` that names `entry` (1-based), 1 when none does or it cannot
+/// be read.
+fn line_naming(file: &std::path::Path, entry: &str) -> usize {
+    crate::read::regular(file)
+        .ok()
+        .and_then(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .position(|line| line.contains(entry))
+        })
+        .map_or(1, |index| index + 1)
 }

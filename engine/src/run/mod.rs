@@ -218,6 +218,24 @@ pub enum RunError {
         /// What stands there, in words (`a named pipe`).
         found: &'static str,
     },
+    /// A relative `pythonpath` entry of a pytest configuration file leads out of the
+    /// repository: a deciding run resolves it from the clean room's checkout, where it
+    /// leads somewhere else than it does from the work tree, and nothing there is pinned.
+    #[error(
+        "{}:{line}: the pythonpath entry `{entry}` leads out of the repository (to {}); deciding runs check out the commit alone, where it would lead somewhere else",
+        file.display(),
+        leads.display()
+    )]
+    PythonpathOutside {
+        /// The configuration file.
+        file: std::path::PathBuf,
+        /// The line that names the entry (1 when it cannot be found).
+        line: usize,
+        /// The entry as written.
+        entry: String,
+        /// Where it leads from the work tree.
+        leads: std::path::PathBuf,
+    },
     /// A file or directory of tdd's own state is not what tdd made (a file where a
     /// directory belongs, a link, a pipe): nothing is written through it.
     #[error("{} is not {expected}: tdd's own state there was replaced ({found})", path.display())]

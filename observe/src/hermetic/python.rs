@@ -89,6 +89,10 @@ for d in sites:
 def named(p):
     if isinstance(p, str) and p:
         print("path\t" + os.path.abspath(p))
+def pythonpath(p, name):
+    named(p)
+    if isinstance(p, str) and p and not os.path.isabs(p):
+        print("relative\t" + os.path.abspath(p) + "\t" + name + "\t" + p)
 named(getattr(sys, "pycache_prefix", None))
 for var in ("LD_PRELOAD", "LD_AUDIT"):
     for p in os.environ.get(var, "").replace(":", " ").split():
@@ -112,7 +116,7 @@ for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox
     except Exception:
         entries = []
     for p in entries:
-        named(p)
+        pythonpath(p, name)
 def toml(name, *keys):
     try:
         with open(name, "rb") as f:
@@ -123,7 +127,7 @@ def toml(name, *keys):
     except Exception:
         entries = []
     for p in [entries] if isinstance(entries, str) else entries:
-        named(p)
+        pythonpath(p, name)
 toml("pytest.toml", "pytest")
 toml(".pytest.toml", "pytest")
 toml("pyproject.toml", "tool", "pytest", "ini_options")
@@ -150,6 +154,9 @@ pub(crate) struct Loads {
     /// In a virtual environment, the base interpreter's site directories that exist
     /// and that its module path leaves out (`include-system-site-packages = false`).
     pub unsearched: Vec<PathBuf>,
+    /// The relative `pythonpath` entries of pytest's configuration files, each as
+    /// (where it leads from the directory asked in, the file, the entry as written).
+    pub relative: Vec<(PathBuf, String, String)>,
 }
 
 /// What the interpreter started as `python` said it loads from; `None` when it failed
@@ -184,11 +191,26 @@ pub(crate) fn load_paths(
         prefix: None,
         objects: Vec::new(),
         unsearched: Vec::new(),
+        relative: Vec::new(),
     };
     for line in lines {
         let Some((kind, value)) = line.split_once('\t') else {
             continue;
         };
+        if kind == "relative" {
+            let mut parts = value.splitn(3, '\t');
+            if let (Some(path), Some(file), Some(entry)) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                let path = PathBuf::from(path);
+                if path.is_absolute() {
+                    loads
+                        .relative
+                        .push((path, file.to_string(), entry.to_string()));
+                }
+            }
+            continue;
+        }
         let path = PathBuf::from(value);
         if !path.is_absolute() {
             continue;

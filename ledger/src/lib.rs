@@ -557,21 +557,29 @@ fn regular_files_only(path: &Path) -> Result<(), LedgerError> {
             continue;
         };
         let kind = meta.file_type();
-        let what = if kind.is_file() {
+        if kind.is_file() {
             continue;
-        } else if kind.is_symlink() {
-            "it is a symbolic link, not the file tdd wrote"
-        } else if kind.is_dir() {
-            "it is a directory, not the file tdd wrote"
-        } else {
-            "it is a named pipe, socket or device, not the file tdd wrote"
-        };
+        }
         return Err(LedgerError::Damaged {
             path: file,
-            what: what.into(),
+            what: format!("it is {}, not the file tdd wrote", kind_in_words(kind)),
         });
     }
     Ok(())
+}
+
+/// What kind of entry `kind` is, in words (`a symbolic link`), looked at without
+/// following a link.
+pub(crate) fn kind_in_words(kind: std::fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a named pipe, socket or device"
+    }
 }
 
 #[cfg(test)]

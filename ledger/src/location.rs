@@ -92,19 +92,12 @@ fn refuse_replaced(dir: &Path) -> Result<(), LedgerError> {
     let Ok(meta) = dir.symlink_metadata() else {
         return Ok(());
     };
-    let kind = meta.file_type();
-    let found = if kind.is_dir() {
+    if meta.is_dir() {
         return Ok(());
-    } else if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_file() {
-        "a regular file"
-    } else {
-        "a named pipe, socket or device"
-    };
+    }
     Err(LedgerError::StateNotADirectory {
         path: dir.to_path_buf(),
-        found,
+        found: super::kind_in_words(meta.file_type()),
     })
 }
 

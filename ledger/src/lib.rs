@@ -143,9 +143,10 @@ pub enum LedgerError {
         /// What is wrong with it.
         what: String,
     },
-    /// The repository's directory in the ledger home, or the `repos` directory above it,
-    /// is something else now (a link, a file): nothing is read or written through it,
-    /// whichever command asks.
+    /// The ledger home is no directory, or a directory tdd keeps in it (`repos`, the
+    /// repository's directory, its leaves, reports, conducts or locks) is something
+    /// else now (a link, a file): nothing is read or written through it, whichever
+    /// command asks.
     #[error("{} is not a directory: tdd's own state there was replaced ({found})", path.display())]
     StateNotADirectory {
         /// The path.

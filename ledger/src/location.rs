@@ -71,7 +71,20 @@ impl LedgerLocation {
         let repository = probe.common_dir(dir)?;
         refuse_inside_work_tree(&home, probe)?;
         let dir = home.join("repos").join(repository_key(&repository));
-        for at in [home.join("repos"), dir.clone()] {
+        // The home may be a link the user made (to another disk, say); what tdd makes
+        // in it may not.
+        if let Ok(meta) = std::fs::metadata(&home)
+            && !meta.is_dir()
+        {
+            return Err(LedgerError::StateNotADirectory {
+                path: home,
+                found: super::kind_in_words(meta.file_type()),
+            });
+        }
+        let own = [home.join("repos"), dir.clone()]
+            .into_iter()
+            .chain(OWN_DIRS.iter().map(|name| dir.join(name)));
+        for at in own {
             refuse_replaced(&at)?;
         }
         let database = dir.join(DATABASE_FILE);
@@ -84,6 +97,10 @@ impl LedgerLocation {
         })
     }
 }
+
+/// The directories tdd keeps in a repository's directory and writes into through their
+/// path: the leaves' records, the reports, the conducts' files, the work trees' locks.
+const OWN_DIRS: [&str; 4] = ["leaves", "reports", "conduct", "locks"];
 
 /// Refuses `dir`, a directory tdd keeps in the ledger home, when something else stands
 /// there (looked at without following a link): a link would lead every read and write

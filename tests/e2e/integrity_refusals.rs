@@ -340,6 +340,42 @@ fn a_ledger_directory_made_a_link_is_followed_by_no_command() {
     );
 }
 
+/// A directory tdd keeps beside the ledger (its reports, its leaves' records) made a link
+/// out, and the ledger home made a file: refused, naming it, with nothing written
+/// through the link and no ledger said to be empty.
+#[test]
+fn links_beside_the_ledger_and_a_home_made_a_file_are_refused() {
+    let env = at_green(Locks::Hand);
+    let (_, value) = env.json(&["ledger", "path"]);
+    let dir = PathBuf::from(value["data"]["dir"].as_str().expect("dir"));
+    let home = PathBuf::from(value["data"]["home"].as_str().expect("home"));
+    let outside = tempfile::tempdir().expect("outside");
+    for (own, args) in [
+        ("reports", &["report"][..]),
+        ("leaves", &["exec", "--", "true"][..]),
+    ] {
+        let at = dir.join(own);
+        if at.exists() {
+            std::fs::remove_dir_all(&at).expect("remove");
+        }
+        std::os::unix::fs::symlink(outside.path(), &at).expect("link");
+        assert_refused_naming(env.json(args), "state_damaged", &at.to_string_lossy());
+        std::fs::remove_file(&at).expect("unlink");
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("list").count(),
+        0,
+        "nothing was written through a link"
+    );
+    std::fs::rename(&home, home.with_extension("moved")).expect("move the home");
+    std::fs::write(&home, "x").expect("a file");
+    assert_refused_naming(
+        env.json(&["ledger", "export"]),
+        "state_damaged",
+        &home.to_string_lossy(),
+    );
+}
+
 /// Many changed files each under the limit, together over what one look hashes: refused
 /// once the total is passed, so the command ends in seconds, not minutes.
 #[test]

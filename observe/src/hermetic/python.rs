@@ -17,8 +17,9 @@ use std::path::PathBuf;
 /// (imported from, though on no path). And, as entries too, what the project's own
 /// settings name outside it: the bytecode cache prefix (`PYTHONPYCACHEPREFIX`), the
 /// libraries `LD_PRELOAD` and `LD_AUDIT` load into every process, the absolute paths in
-/// `PYTEST_ADDOPTS` (a `-c` configuration file, say), the directories `LD_LIBRARY_PATH`
-/// names, and the `pythonpath` entries of pytest's configuration files (`pytest.toml`,
+/// `PYTEST_ADDOPTS` and in the configuration files' `addopts` (a `-c` configuration
+/// file, say), the directories `LD_LIBRARY_PATH` names, and the `pythonpath` entries of
+/// pytest's configuration files and of `-o pythonpath=...` in either (`pytest.toml`,
 /// `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`'s
 /// `[tool.pytest]` and `[tool.pytest.ini_options]`); one inside the work tree is left
 /// out by the caller. `-c` puts no directory of the project on `sys.path` before `site`
@@ -101,22 +102,44 @@ for var in ("LD_PRELOAD", "LD_AUDIT"):
 for p in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
     if p.startswith("/"):
         named(p)
-try:
-    words = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-except ValueError:
-    words = []
-for w in words:
-    if w.split("=", 1)[-1].startswith("/"):
-        named(w.split("=", 1)[-1])
+def addopts(words, name):
+    if isinstance(words, str):
+        try:
+            words = shlex.split(words)
+        except ValueError:
+            words = []
+    if not isinstance(words, list):
+        return
+    words = [w for w in words if isinstance(w, str)]
+    for i, w in enumerate(words):
+        if w.split("=", 1)[-1].startswith("/"):
+            named(w.split("=", 1)[-1])
+        value = None
+        if w in ("-o", "--override-ini") and i + 1 < len(words):
+            value = words[i + 1]
+        elif w.startswith("--override-ini="):
+            value = w.split("=", 1)[1]
+        elif w.startswith("-o") and len(w) > 2 and not w.startswith("--"):
+            value = w[2:]
+        if value and value.split("=", 1)[0].strip() == "pythonpath" and "=" in value:
+            try:
+                entries = shlex.split(value.split("=", 1)[1])
+            except ValueError:
+                entries = value.split("=", 1)[1].split()
+            for p in entries:
+                pythonpath(p, name)
+addopts(os.environ.get("PYTEST_ADDOPTS", ""), "PYTEST_ADDOPTS")
 for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
     c = configparser.ConfigParser(interpolation=None)
     try:
         c.read(name, encoding="utf-8")
         entries = c.get(section, "pythonpath", fallback="").split()
+        words = c.get(section, "addopts", fallback="")
     except Exception:
-        entries = []
+        entries, words = [], ""
     for p in entries:
         pythonpath(p, name)
+    addopts(words, name)
 def toml(name, *keys):
     try:
         with open(name, "rb") as f:
@@ -124,10 +147,12 @@ def toml(name, *keys):
         for key in keys:
             table = table.get(key, {})
         entries = table.get("pythonpath", [])
+        words = table.get("addopts", [])
     except Exception:
-        entries = []
+        entries, words = [], []
     for p in [entries] if isinstance(entries, str) else entries:
         pythonpath(p, name)
+    addopts(words, name)
 toml("pytest.toml", "pytest")
 toml(".pytest.toml", "pytest")
 toml("pyproject.toml", "tool", "pytest", "ini_options")
@@ -330,6 +355,52 @@ mod tests {
         for absent in ["hook.so", "later"] {
             assert!(loads.absent.contains(&at(absent)), "{absent}: {loads:?}");
         }
+    }
+
+    /// `addopts` in a configuration file names paths as the environment's
+    /// `PYTEST_ADDOPTS` does, and `-o pythonpath=...` (in any spelling) adds module path
+    /// entries: absolute ones are asked for, relative ones reported with their file.
+    #[test]
+    fn pythonpath_given_through_addopts_overrides_is_asked_for() {
+        let Ok(python) = which_python() else {
+            return;
+        };
+        let project = tempfile::tempdir().expect("project");
+        let outside = tempfile::tempdir().expect("outside");
+        let at = |name: &str| outside.path().join(name);
+        std::fs::write(
+            project.path().join("pytest.ini"),
+            format!(
+                "[pytest]\npythonpath = .\naddopts = -o \"pythonpath={} .\" --override-ini=pythonpath=../up -opythonpath={}\n",
+                at("ini").display(),
+                at("glued").display()
+            ),
+        )
+        .expect("pytest.ini");
+        std::fs::write(
+            project.path().join("pyproject.toml"),
+            format!(
+                "[tool.pytest]\naddopts = [\"--override-ini\", \"pythonpath={}\"]\n",
+                at("toml").display()
+            ),
+        )
+        .expect("pyproject.toml");
+        let loads = load_paths(&python, &[], project.path())
+            .expect("answered in time")
+            .expect("answers");
+        for named in ["ini", "glued", "toml"] {
+            assert!(loads.absent.contains(&at(named)), "{named}: {loads:?}");
+        }
+        let up = project.path().parent().expect("parent").join("up");
+        assert!(
+            loads
+                .relative
+                .iter()
+                .any(|(leads, file, entry)| *leads == up
+                    && file == "pytest.ini"
+                    && entry == "../up"),
+            "{loads:?}"
+        );
     }
 
     /// pytest 9's own configuration files (`pytest.toml`, `.pytest.toml`, and

@@ -176,6 +176,55 @@ fn python_searched(loads: &python::Loads, name: &str) -> Vec<(PathBuf, String)> 
     searched
 }
 
+/// How many rounds of links leading out are followed: a link met in what one leads to
+/// is followed too, this many deep.
+const LINK_ROUNDS: usize = 4;
+
+/// The pins of `taken`, and a pin of what each link met below them leads to where that
+/// is covered by no pin (outside every root, or in an entry a root leaves out) and lies
+/// below none of `never`: those are loaded as much as the roots are.
+fn pinned_with_links(taken: Vec<(InstallPin, Vec<PathBuf>)>, never: &[PathBuf]) -> Vec<InstallPin> {
+    let never: Vec<PathBuf> = never
+        .iter()
+        .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()))
+        .collect();
+    let mut pins = Vec::new();
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for (pin, met) in taken {
+        links.extend(met.into_iter().map(|link| (link, pin.root.clone())));
+        pins.push(pin);
+    }
+    for _ in 0..LINK_ROUNDS {
+        if links.is_empty() {
+            break;
+        }
+        let mut targets: Vec<(PathBuf, PathBuf)> = std::mem::take(&mut links)
+            .into_iter()
+            .filter_map(|(link, from)| std::fs::canonicalize(&link).ok().map(|t| (t, from)))
+            .filter(|(target, _)| !never.iter().any(|n| target.starts_with(n)))
+            // A file or a directory: a link to a device (`/dev/null`) or into a
+            // kernel's file system (`/proc`) leads to nothing a file could be planted in.
+            .filter(|(target, _)| {
+                std::fs::metadata(target).is_ok_and(|m| m.is_file() || m.is_dir())
+                    && !install::on_kernel_file_system(target)
+            })
+            .collect();
+        targets.sort();
+        targets.dedup_by(|a, b| a.0 == b.0);
+        for (target, from) in targets {
+            if pins.iter().any(|pin| pin.covers(&target)) {
+                continue;
+            }
+            let what = format!("what a link in {} leads to", from.display());
+            if let Some((pin, met)) = InstallPin::take_noting_links(&target, &what, Vec::new()) {
+                links.extend(met.into_iter().map(|link| (link, target.clone())));
+                pins.push(pin);
+            }
+        }
+    }
+    pins
+}
+
 /// What the JavaScript runners write into `node_modules` as they run (Vitest's results
 /// cache under `.vite`, tools' caches under `.cache`): left out of its fingerprint, or
 /// the project's own runs in the live tree would refuse the next deciding run.
@@ -280,8 +329,13 @@ impl PinnedEnv {
     /// appeared, went or changed since. A root inside another is pinned on its own and
     /// left out of the outer one when it is a direct entry of it, and dropped otherwise
     /// (the outer one covers it).
+    ///
+    /// A link met below a root that leads out of every root (a module in site-packages
+    /// that is a link to a file elsewhere) has what it leads to pinned as a root of its
+    /// own, and so on for the links met there, but never below `never` (the work tree
+    /// and tdd's own state, whose files are judged or rebuilt for each run).
     pub fn with_installations(self, roots: Vec<(PathBuf, String)>) -> PinnedEnv {
-        self.with_installations_caching(roots, true, &[])
+        self.with_installations_caching(roots, true, &[], &[])
     }
 
     /// [`PinnedEnv::with_installations`], leaving the runner caches under a
@@ -294,6 +348,7 @@ impl PinnedEnv {
         roots: Vec<(PathBuf, String)>,
         caching: bool,
         unsearched: &[PathBuf],
+        never: &[PathBuf],
     ) -> PinnedEnv {
         let mut roots = roots;
         roots.sort_by(|a, b| a.0.cmp(&b.0));
@@ -307,7 +362,7 @@ impl PinnedEnv {
                     .any(|(outer, _)| inside(root, outer) && root.parent() != Some(outer))
             })
             .collect();
-        self.installs = kept
+        let taken: Vec<(InstallPin, Vec<PathBuf>)> = kept
             .iter()
             .filter_map(|(root, what)| {
                 let mut skip: Vec<String> = kept
@@ -327,9 +382,10 @@ impl PinnedEnv {
                         .filter_map(|dir| dir.file_name())
                         .map(|name| name.to_string_lossy().into_owned()),
                 );
-                InstallPin::take_skipping(root, what, skip)
+                InstallPin::take_noting_links(root, what, skip)
             })
             .collect();
+        self.installs = pinned_with_links(taken, never);
         self
     }
 
@@ -1008,6 +1064,60 @@ mod tests {
     }
 
     #[test]
+    fn what_a_link_below_a_root_leads_to_outside_every_root_is_pinned_too() {
+        let dir = tempfile::tempdir().expect("dir");
+        let site = dir.path().join("site-packages");
+        let outside = dir.path().join("outside");
+        let ours = dir.path().join("work-tree");
+        for d in [&site, &outside.join("pkg"), &ours] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::write(outside.join("sc.py"), "").expect("empty");
+        std::fs::write(ours.join("calc.py"), "").expect("calc");
+        std::os::unix::fs::symlink(outside.join("sc.py"), site.join("sitecustomize.py"))
+            .expect("link to a file");
+        std::os::unix::fs::symlink(outside.join("pkg"), site.join("pkg")).expect("link to a dir");
+        std::os::unix::fs::symlink(ours.join("calc.py"), site.join("calc.py")).expect("ours");
+        let bin = tempfile::tempdir().expect("bin");
+        let pinned = pinned_in(bin.path(), "runner", "#!/bin/sh\n").with_installations_caching(
+            vec![(site.clone(), "site".into())],
+            false,
+            &[],
+            std::slice::from_ref(&ours),
+        );
+        let roots: Vec<&Path> = pinned.installs.iter().map(|p| p.root.as_path()).collect();
+        let real = |p: &Path| std::fs::canonicalize(p).expect("real");
+        assert!(
+            roots.contains(&real(&outside.join("sc.py")).as_path()),
+            "{roots:?}"
+        );
+        assert!(
+            roots.contains(&real(&outside.join("pkg")).as_path()),
+            "{roots:?}"
+        );
+        assert_eq!(
+            roots.len(),
+            3,
+            "never what lies in the work tree: {roots:?}"
+        );
+        std::fs::write(ours.join("calc.py"), "def sub(): pass\n").expect("edit ours");
+        assert_eq!(pinned.verify(), Ok(()));
+        std::fs::write(outside.join("sc.py"), "import evil\n").expect("write through");
+        let refused = pinned.verify().expect_err("written where a link leads");
+        assert!(refused.name.ends_with("sc.py"), "{refused:?}");
+        std::fs::write(outside.join("pkg/__init__.py"), "import evil\n").expect("plant");
+        let refused = pinned
+            .verify()
+            .expect_err("a module planted where a link leads");
+        assert!(
+            [refused.name.as_str(), refused.now.as_str()]
+                .iter()
+                .any(|s| s.contains("pkg")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
     fn site_packages_a_virtual_environment_leaves_out_are_left_out_of_its_library() {
         let dir = tempfile::tempdir().expect("dir");
         let lib = dir.path().join("lib/python3.11");
@@ -1021,6 +1131,7 @@ mod tests {
                 roots,
                 false,
                 std::slice::from_ref(&site),
+                &[],
             )
         };
         let alone = pin(vec![(lib.clone(), "stdlib".into())]);

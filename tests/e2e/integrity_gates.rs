@@ -1046,6 +1046,26 @@ fn a_virtual_environments_configuration_rewritten_after_run_start_refuses_green(
 }
 
 #[test]
+fn a_hook_written_where_a_link_in_site_packages_leads_refuses_green() {
+    // Before run start, site-packages holds `sitecustomize.py` as a link to an empty
+    // file outside every directory the interpreter searches; during GREEN the hook is
+    // written there: the link is as it was, what it leads to is not.
+    let (dir, env, site) = site_on_path();
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).expect("elsewhere");
+    std::fs::write(outside.join("sc.py"), "").expect("empty");
+    std::os::unix::fs::symlink(outside.join("sc.py"), site.join("sitecustomize.py")).expect("link");
+    let env = at_green_in(env, Locks::Hand);
+    let red = head(&env);
+    std::fs::write(outside.join("sc.py"), EVIL_HOOK).expect("hook");
+    env.write("calc.py", &format!("{CALC}{STUB}# sub comes later\n"));
+    let (code, value) = env.json(&["advance"]);
+    let message = value["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("sc.py"), "the refusal names it: {value}");
+    assert_runner_changed(&env, &red, (code, &value));
+}
+
+#[test]
 fn an_installation_that_passes_the_test_without_the_implementation_is_named_first() {
     let (_dir, env, site) = site_on_path();
     let env = at_green_in(env, Locks::Hand);

@@ -85,6 +85,7 @@ impl Session {
             .collect();
         let mut searched: Vec<(std::path::PathBuf, String)> = Vec::new();
         let mut unsearched: Vec<std::path::PathBuf> = Vec::new();
+        let never = [self.work_tree.clone(), self.location.dir.clone()];
         let ours = |p: &std::path::Path| {
             p.starts_with(&self.work_tree) || p.starts_with(&self.location.dir)
         };
@@ -164,7 +165,7 @@ impl Session {
             unsearched.extend(python.unsearched);
         }
         Ok(pinned
-            .with_installations_caching(roots, self.runs_javascript(), &unsearched)
+            .with_installations_caching(roots, self.runs_javascript(), &unsearched, &never)
             .with_searched(searched))
     }
 
@@ -253,8 +254,13 @@ impl Session {
                 (dir, what.to_string())
             }))
             .collect();
-        let fresh =
-            PinnedEnv::default().with_installations_caching(roots, self.runs_javascript(), &[]);
+        let never = [self.work_tree.clone(), self.location.dir.clone()];
+        let fresh = PinnedEnv::default().with_installations_caching(
+            roots,
+            self.runs_javascript(),
+            &[],
+            &never,
+        );
         let changed = pinned.dependency_changes(&fresh);
         if changed.is_empty() {
             return Ok(None);

@@ -93,6 +93,29 @@ impl InstallPin {
     }
 
     fn taken(root: &Path, what: &str, skip: Vec<String>, shallow: bool) -> Option<InstallPin> {
+        InstallPin::taken_noting(root, what, skip, shallow, None)
+    }
+
+    /// [`InstallPin::take_skipping`], with the path of every link met below the root
+    /// (the root's own links on the way not included): what those lead to is loaded
+    /// too, and may lie outside every root.
+    pub(crate) fn take_noting_links(
+        root: &Path,
+        what: &str,
+        skip: Vec<String>,
+    ) -> Option<(InstallPin, Vec<PathBuf>)> {
+        let links = Mutex::new(Vec::new());
+        let pin = InstallPin::taken_noting(root, what, skip, false, Some(&links))?;
+        Some((pin, links.into_inner().unwrap_or_default()))
+    }
+
+    fn taken_noting(
+        root: &Path,
+        what: &str,
+        skip: Vec<String>,
+        shallow: bool,
+        links: Option<&Mutex<Vec<PathBuf>>>,
+    ) -> Option<InstallPin> {
         // A root on a kernel's file system (`/proc`, `/sys`: a dependency directory linked
         // there) has no end to walk: only its own record and the names it lists are
         // pinned, and those change, so a gate over it is refused, never held.
@@ -102,6 +125,7 @@ impl InstallPin {
             taken_ns,
             skip: &skip,
             shallow,
+            links,
         };
         let (parts, entries) = fingerprint(root, &walk, Share::EveryCore, None)?;
         Some(InstallPin {
@@ -150,6 +174,27 @@ impl InstallPin {
         change
     }
 
+    /// Whether this pin fingerprints `path` (a canonical path): the root itself, or
+    /// below it in an entry it does not leave out, the root's own links followed.
+    pub(crate) fn covers(&self, path: &Path) -> bool {
+        let Ok(root) = std::fs::canonicalize(&self.root) else {
+            return false;
+        };
+        let Ok(below) = path.strip_prefix(&root) else {
+            return false;
+        };
+        match below.components().next() {
+            None => true,
+            Some(first) => {
+                !self.shallow
+                    && !self
+                        .skip
+                        .iter()
+                        .any(|s| s.as_bytes() == first.as_os_str().as_bytes())
+            }
+        }
+    }
+
     /// Whether `watch` proves that nothing under the root changed since its watched
     /// walk found it unchanged.
     pub fn held_by(&self, watch: &InstallWatch) -> bool {
@@ -165,6 +210,7 @@ impl InstallPin {
             taken_ns: self.taken_ns,
             skip: &self.skip,
             shallow: self.shallow,
+            links: None,
         };
         let Some((now, _)) = fingerprint(&self.root, &walk, share, watch) else {
             return Some((self.root.clone(), "present".into(), "absent".into()));
@@ -197,6 +243,8 @@ struct Walk<'a> {
     taken_ns: i64,
     skip: &'a [String],
     shallow: bool,
+    /// Where the walk puts the path of every link it meets, when asked.
+    links: Option<&'a Mutex<Vec<PathBuf>>>,
 }
 
 /// The fingerprint of every top-level entry under `root`, and the number of entries;
@@ -211,6 +259,7 @@ fn fingerprint(
         taken_ns,
         skip,
         shallow,
+        links,
     } = *walk;
     let meta = root.metadata().ok()?;
     let mut parts = BTreeMap::new();
@@ -266,7 +315,7 @@ fn fingerprint(
             parts.insert(".".to_string(), short(own));
             return Some((parts, entries));
         }
-        let walked = walk_parts(root, &names, taken_ns, share, watch);
+        let walked = walk_parts(root, &names, taken_ns, share, watch, links);
         for (name, (digest, count)) in names.iter().zip(walked) {
             entries += count;
             parts.insert(name.to_string_lossy().into_owned(), digest);
@@ -294,6 +343,7 @@ fn walk_parts(
     taken_ns: i64,
     share: Share,
     watch: Option<&RootWatch<'_>>,
+    links: Option<&Mutex<Vec<PathBuf>>>,
 ) -> Vec<(String, u64)> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<(String, u64)>>> = Mutex::new(vec![None; names.len()]);
@@ -309,7 +359,7 @@ fn walk_parts(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(name) = names.get(i) else { break };
-                    let done = walk_one(&root.join(name), name.as_bytes(), taken_ns, watch);
+                    let done = walk_one(&root.join(name), name.as_bytes(), taken_ns, watch, links);
                     if let Ok(mut slots) = out.lock() {
                         slots[i] = Some(done);
                     }
@@ -336,7 +386,13 @@ fn walk_one(
     rel: &[u8],
     taken_ns: i64,
     watch: Option<&RootWatch<'_>>,
+    links: Option<&Mutex<Vec<PathBuf>>>,
 ) -> (String, u64) {
+    let note = |link: PathBuf| {
+        if let Some(mut links) = links.and_then(|l| l.lock().ok()) {
+            links.push(link);
+        }
+    };
     let mut hasher = sha2::Sha256::new();
     let mut count = 1u64;
     let meta = match path.symlink_metadata() {
@@ -351,6 +407,9 @@ fn walk_one(
         }
     };
     record(&mut hasher, rel, &meta, || path.to_path_buf(), taken_ns);
+    if meta.is_symlink() {
+        note(path.to_path_buf());
+    }
     let mut dirs: Vec<Pending> = Vec::new();
     if meta.is_dir() {
         dirs.push(Pending {
@@ -405,6 +464,7 @@ fn walk_one(
                 Ok(stat) => {
                     let meta = Stat::of_raw(&stat);
                     if meta.is_symlink() {
+                        note(at());
                         let reachable = fits_a_path(&at());
                         hash_link(
                             &mut hasher,
@@ -649,7 +709,7 @@ fn short(hasher: sha2::Sha256) -> String {
 
 /// Whether `path` leads to a file system the kernel makes up as it is read (proc, sysfs,
 /// cgroups, debugfs, tracefs, securityfs, devpts, bpf).
-fn on_kernel_file_system(path: &Path) -> bool {
+pub(crate) fn on_kernel_file_system(path: &Path) -> bool {
     use nix::sys::statfs as fs;
     let made_up = [
         fs::PROC_SUPER_MAGIC,

@@ -23,7 +23,12 @@ With --sandbox-off, the repositories' tdd.toml says `[sandbox] enabled = false`,
 runners start unconfined: run it beside a run without the flag to see what confining
 every runner costs (goal: at most 5 ms a runner process).
 
-Usage: bench/gate.py [path/to/tdd] [runs] [--cargo] [--sandbox-off] [--node-modules]
+With --venv, `python3` is a virtual environment's (made without pip or the base
+interpreter's site-packages; a `.pth` names the host's pytest), first on PATH as an
+activated one would be: what a project with its own environment pays, whatever the
+base interpreter has installed globally.
+
+Usage: bench/gate.py [path/to/tdd] [runs] [--cargo] [--sandbox-off] [--node-modules] [--venv]
 """
 import json
 import os
@@ -41,6 +46,7 @@ RUNS = int(ARGS[1]) if len(ARGS) > 1 else 10
 CARGO = "--cargo" in sys.argv
 SANDBOX = "\n[sandbox]\nenabled = false\n" if "--sandbox-off" in sys.argv else ""
 NODE_MODULES = "--node-modules" in sys.argv
+VENV = "--venv" in sys.argv
 
 
 def run(argv, cwd, env):
@@ -133,7 +139,7 @@ def bench_pytest(work, env):
         totals.append(wall)
         overhead.append(wall - runner_ms(envelope["data"]))
         run([TDD, "rollback", "--to-previous", "--json"], repo, env)
-    with_modules = " (with node_modules)" if NODE_MODULES else ""
+    with_modules = (" (with node_modules)" if NODE_MODULES else "") + (" (in a venv)" if VENV else "")
     print(f"pytest accepted GREEN{with_modules}  median {statistics.median(totals):7.1f} ms   beyond the runners {statistics.median(overhead):6.1f} ms"
           "   (runners: target, suite, sensitivity)")
 
@@ -189,6 +195,19 @@ def bench_cargo(work, env):
     print(f"cargo accepted GREEN   median {statistics.median(totals):7.1f} ms   beyond the runners {statistics.median(overhead):6.1f} ms")
 
 
+def venv(work, env):
+    """A virtual environment under `work` that imports the host's pytest, first on PATH."""
+    host = run(["python3", "-c", "import os, pytest; print(os.path.dirname(os.path.dirname(pytest.__file__)))"],
+               work, env).stdout.strip()
+    at = f"{work}/venv"
+    run(["python3", "-m", "venv", "--without-pip", at], work, env)
+    site = run([f"{at}/bin/python3", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+               work, env).stdout.strip()
+    write(f"{site}/host_pytest.pth", host + "\n")
+    env["PATH"] = f"{at}/bin:{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = at
+
+
 def main():
     if not os.path.exists(TDD):
         sys.exit(f"{TDD} not found: run `cargo build --release` first")
@@ -199,6 +218,8 @@ def main():
     env["RUSTUP_HOME"] = os.environ.get("RUSTUP_HOME", os.path.expanduser("~/.rustup"))
     env.pop("GIT_DIR", None)
     os.makedirs(env["HOME"])
+    if VENV:
+        venv(work, env)
     try:
         bench_pytest(work, env)
         if CARGO:

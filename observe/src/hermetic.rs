@@ -189,9 +189,12 @@ fn pinned_with_links(taken: Vec<(InstallPin, Vec<PathBuf>)>, never: &[PathBuf]) 
         .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()))
         .collect();
     let mut pins = Vec::new();
+    // Each pin with its root as the kernel resolves it, resolved once.
+    let mut reals: Vec<Option<PathBuf>> = Vec::new();
     let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     for (pin, met) in taken {
         links.extend(met.into_iter().map(|link| (link, pin.root.clone())));
+        reals.push(std::fs::canonicalize(&pin.root).ok());
         pins.push(pin);
     }
     for _ in 0..LINK_ROUNDS {
@@ -202,22 +205,27 @@ fn pinned_with_links(taken: Vec<(InstallPin, Vec<PathBuf>)>, never: &[PathBuf]) 
             .into_iter()
             .filter_map(|(link, from)| std::fs::canonicalize(&link).ok().map(|t| (t, from)))
             .filter(|(target, _)| !never.iter().any(|n| target.starts_with(n)))
-            // A file or a directory: a link to a device (`/dev/null`) or into a
-            // kernel's file system (`/proc`) leads to nothing a file could be planted in.
-            .filter(|(target, _)| {
-                std::fs::metadata(target).is_ok_and(|m| m.is_file() || m.is_dir())
-                    && !install::on_kernel_file_system(target)
-            })
             .collect();
         targets.sort();
         targets.dedup_by(|a, b| a.0 == b.0);
         for (target, from) in targets {
-            if pins.iter().any(|pin| pin.covers(&target)) {
+            let covered = pins
+                .iter()
+                .zip(&reals)
+                .any(|(pin, real)| real.as_deref().is_some_and(|r| pin.covers(r, &target)));
+            // A file or a directory: a link to a device (`/dev/null`) or into a kernel's
+            // file system (`/proc`) leads to nothing a file could be planted in.
+            let plantable = || {
+                std::fs::metadata(&target).is_ok_and(|m| m.is_file() || m.is_dir())
+                    && !install::on_kernel_file_system(&target)
+            };
+            if covered || !plantable() {
                 continue;
             }
             let what = format!("what a link in {} leads to", from.display());
             if let Some((pin, met)) = InstallPin::take_noting_links(&target, &what, Vec::new()) {
                 links.extend(met.into_iter().map(|link| (link, target.clone())));
+                reals.push(Some(target.clone()));
                 pins.push(pin);
             }
         }

@@ -174,13 +174,11 @@ impl InstallPin {
         change
     }
 
-    /// Whether this pin fingerprints `path` (a canonical path): the root itself, or
-    /// below it in an entry it does not leave out, the root's own links followed.
-    pub(crate) fn covers(&self, path: &Path) -> bool {
-        let Ok(root) = std::fs::canonicalize(&self.root) else {
-            return false;
-        };
-        let Ok(below) = path.strip_prefix(&root) else {
+    /// Whether this pin, whose root the kernel resolves to `real`, fingerprints `path`
+    /// (a canonical path): the root itself, or below it in an entry it does not leave
+    /// out.
+    pub(crate) fn covers(&self, real: &Path, path: &Path) -> bool {
+        let Ok(below) = path.strip_prefix(real) else {
             return false;
         };
         match below.components().next() {
